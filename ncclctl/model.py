@@ -1,0 +1,568 @@
+"""The node model: plain frozen dataclasses, no I/O.
+
+One :class:`Node` describes a GPU host, filled the same way from a live host or a fixture. Values that
+NCCL copies verbatim (PCI ids, class codes, link-speed strings, cpumaps) are kept as the exact sysfs
+strings; everything else is typed. ``to_dict``/``from_dict`` give a JSON round trip whose schema is
+``schemas/node.schema.json`` (generated from these classes by :func:`json_schema`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+from ncclctl.errors import InputError
+
+MODEL_SCHEMA_VERSION = 1
+
+
+# --------------------------------------------------------------------------------------------------
+# CPU / NUMA
+
+
+@dataclass(frozen=True)
+class NumaNode:
+    id: int
+    #: Kernel CPU-list syntax, e.g. ``0-55,112-167``; empty for memory-only nodes (GH200 GPU memory).
+    cpulist: str
+    #: Kernel cpumap (comma-separated 32-bit hex words, most significant first), what NCCL puts in
+    #: ``<cpu affinity=...>``.
+    cpumap: str
+    #: SLIT distances to every online node, in node order.
+    distances: tuple[int, ...] = ()
+
+    @property
+    def cpu_count(self) -> int:
+        from ncclctl.probe.values import parse_cpulist
+
+        return len(parse_cpulist(self.cpulist)) if self.cpulist else 0
+
+
+@dataclass(frozen=True)
+class Cpu:
+    #: NCCL spelling: ``x86_64``, ``arm64`` or ``ppc64``.
+    arch: str
+    #: CPUID vendor string (``GenuineIntel``, ``AuthenticAMD``); Arm: implementer, e.g. ``0x41``.
+    vendor: str
+    #: ``cpu family`` as /proc/cpuinfo prints it (Linux adds the extended family).
+    family: int | None
+    #: ``model`` as /proc/cpuinfo prints it (includes the extended model).
+    model: int | None
+    model_name: str
+    sockets: int
+    logical_cpus: int
+
+    @property
+    def nccl_familyid(self) -> int | None:
+        """familyid as NCCL computes it from CPUID: family + (extended family << 4).
+
+        Linux prints ``0xF + extFamily``; NCCL uses ``0xF + (extFamily << 4)``. They agree below 0xF.
+        """
+        if self.family is None:
+            return None
+        if self.family < 0xF:
+            return self.family
+        return 0xF + ((self.family - 0xF) << 4)
+
+
+# --------------------------------------------------------------------------------------------------
+# PCIe
+
+
+@dataclass(frozen=True)
+class PciDevice:
+    bdf: str
+    #: ``root_port``, ``switch_upstream``, ``switch_downstream``, ``bridge`` or ``endpoint``;
+    #: bridges are told apart by position in the sysfs tree (sysfs has no port type).
+    role: str
+    #: The sysfs path from the root complex down: ``("pci0000:15", "0000:15:01.0", ..., bdf)``.
+    path: tuple[str, ...]
+    class_code: str
+    vendor: str
+    device: str
+    subsystem_vendor: str | None = None
+    subsystem_device: str | None = None
+    numa_node: int | None = None
+    current_link_speed: str | None = None
+    current_link_width: int | None = None
+    max_link_speed: str | None = None
+    max_link_width: int | None = None
+    driver: str | None = None
+    iommu_group: int | None = None
+    #: SR-IOV virtual function (a ``physfn`` link exists).
+    is_vf: bool = False
+    #: ACS capability and control registers; ``None`` when the config space could not be read.
+    acs_cap: int | None = None
+    acs_ctrl: int | None = None
+
+    @property
+    def parent(self) -> str | None:
+        return self.path[-2] if len(self.path) > 2 else None
+
+    @property
+    def root_complex(self) -> str:
+        return self.path[0]
+
+    @property
+    def is_bridge(self) -> bool:
+        return self.class_code.startswith("0x0604")
+
+
+# --------------------------------------------------------------------------------------------------
+# GPUs and NVLink
+
+
+@dataclass(frozen=True)
+class NvLink:
+    link: int
+    active: bool
+    #: ``gpu``, ``nvswitch``, ``cpu`` (IBM NPU) or ``unknown``.
+    remote_type: str
+    #: Normalised sysfs form of NVML's remote bus id; ``None`` when the far end is not PCI-visible.
+    remote_bdf: str | None = None
+    version: int | None = None
+    p2p_supported: bool | None = None
+
+
+@dataclass(frozen=True)
+class C2c:
+    count: int
+    #: Per-link bandwidth as NVML reports it (``NVML_FI_DEV_C2C_LINK_GET_MAX_BW``, MB/s).
+    max_bw: int | None = None
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int
+    bdf: str
+    name: str
+    uuid: str | None = None
+    #: Compute capability as NCCL's ``sm``: major*10+minor.
+    sm: int | None = None
+    numa_node: int | None = None
+    nvlinks: tuple[NvLink, ...] = ()
+    c2c: C2c | None = None
+    persistence_mode: bool | None = None
+    mig_current: bool | None = None
+    mig_pending: bool | None = None
+    pcie_max_gen: int | None = None
+    pcie_max_width: int | None = None
+    pcie_curr_gen: int | None = None
+    pcie_curr_width: int | None = None
+    #: NVML GPU fabric state (0 n/s, 1 not started, 2 in progress, 3 completed) and status code.
+    fabric_state: int | None = None
+    fabric_status: int | None = None
+    serial: str | None = None
+    #: ``nvml`` when NVML described the GPU, ``pci`` when only its PCI function was seen.
+    source: str = "nvml"
+
+    @property
+    def active_nvlinks(self) -> tuple[NvLink, ...]:
+        return tuple(link for link in self.nvlinks if link.active)
+
+
+@dataclass(frozen=True)
+class NvSwitch:
+    bdf: str
+    device: str
+    numa_node: int | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# RDMA NICs and netdevs
+
+
+@dataclass(frozen=True)
+class Gid:
+    index: int
+    #: Full 8x4-hex form as sysfs prints it.
+    gid: str
+    #: ``IB/RoCE v1``, ``RoCE v2``, or ``None`` for InfiniBand ports.
+    type: str | None = None
+    netdev: str | None = None
+
+    @property
+    def is_ipv4_mapped(self) -> bool:
+        return self.gid.startswith("0000:0000:0000:0000:0000:ffff:")
+
+    @property
+    def is_link_local(self) -> bool:
+        return self.gid.startswith("fe80:")
+
+    @property
+    def ipv4(self) -> str | None:
+        if not self.is_ipv4_mapped:
+            return None
+        tail = self.gid.split(":")[6:]
+        raw = int(tail[0], 16) << 16 | int(tail[1], 16)
+        return ".".join(str((raw >> s) & 0xFF) for s in (24, 16, 8, 0))
+
+
+@dataclass(frozen=True)
+class IbPort:
+    num: int
+    #: ``ACTIVE``, ``DOWN``, ``INIT``, ``ARMED``...
+    state: str
+    #: ``LinkUp``, ``Polling``, ``Disabled``...
+    phys_state: str
+    #: ``InfiniBand`` or ``Ethernet``.
+    link_layer: str
+    rate_gbps: float | None = None
+    #: The sysfs rate string, e.g. ``400 Gb/sec (4X NDR)``.
+    rate: str | None = None
+    lid: int | None = None
+    sm_lid: int | None = None
+    lmc: int | None = None
+    cap_mask: int | None = None
+    gids: tuple[Gid, ...] = ()
+    #: From ``ibv_devinfo``: MTUs in bytes, width like ``4X``, per-port speed in Gb/s.
+    active_mtu: int | None = None
+    max_mtu: int | None = None
+    active_width: str | None = None
+    active_speed_gbps: float | None = None
+    #: The Ethernet netdev of a RoCE port (from the GID table or the PCI function).
+    netdev: str | None = None
+
+    @property
+    def is_active(self) -> bool:
+        return self.state == "ACTIVE"
+
+
+@dataclass(frozen=True)
+class Nic:
+    #: RDMA device name (``mlx5_0``, ``ibp26s0``, ``mlx5_bond_0``).
+    name: str
+    bdf: str | None
+    node_type: str | None = None
+    node_guid: str | None = None
+    sys_image_guid: str | None = None
+    fw_ver: str | None = None
+    hca_type: str | None = None
+    board_id: str | None = None
+    node_desc: str | None = None
+    ports: tuple[IbPort, ...] = ()
+    netdevs: tuple[str, ...] = ()
+
+    @property
+    def link_layer(self) -> str | None:
+        return self.ports[0].link_layer if self.ports else None
+
+
+@dataclass(frozen=True)
+class Qos:
+    #: Where the values came from: ``mlnx_qos``, ``dcb``, ``sysfs``.
+    source: str
+    trust: str | None = None
+    pfc_enabled: tuple[bool, ...] | None = None
+    #: (dscp, priority) pairs; ``None`` when unknown.
+    dscp2prio: tuple[tuple[int, int], ...] | None = None
+    dcbx_mode: str | None = None
+
+
+@dataclass(frozen=True)
+class Ecn:
+    #: Per priority 0..7: notification point / reaction point enabled (``None`` = unknown).
+    np_enabled: tuple[bool | None, ...]
+    rp_enabled: tuple[bool | None, ...]
+
+
+@dataclass(frozen=True)
+class LldpNeighbor:
+    chassis_name: str | None = None
+    chassis_id: str | None = None
+    port_id: str | None = None
+    port_descr: str | None = None
+
+
+@dataclass(frozen=True)
+class NetDev:
+    name: str
+    mtu: int | None = None
+    operstate: str | None = None
+    address: str | None = None
+    #: ARPHRD type: 1 Ethernet, 32 InfiniBand (IPoIB), 772 loopback.
+    type: int | None = None
+    speed_mbps: int | None = None
+    bdf: str | None = None
+    #: ``physical`` or the link kind: ``vlan``, ``bond``, ``bridge``, ``veth``, ``macvlan``, ``ipoib``...
+    kind: str = "physical"
+    master: str | None = None
+    parent: str | None = None
+    qos: Qos | None = None
+    ecn: Ecn | None = None
+    lldp: LldpNeighbor | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# Host facts used by lint
+
+
+@dataclass(frozen=True)
+class ConfFile:
+    path: str
+    text: str
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    kernel: str | None = None
+    cmdline: str | None = None
+    modules: tuple[str, ...] = ()
+    driver_version: str | None = None
+    cuda_driver_version: int | None = None
+    #: ``open`` or ``proprietary`` NVIDIA kernel module, from /proc/driver/nvidia/version.
+    nvidia_module: str | None = None
+    #: Which peer-memory files NCCL would find (``nvidia_peermem``, ``nv_mem``, ``nv_mem_nc``).
+    peermem: tuple[str, ...] = ()
+    iommu_units: tuple[str, ...] = ()
+    #: IOMMU group -> default domain type (``identity``, ``DMA``, ``DMA-FQ``...).
+    iommu_group_types: tuple[tuple[int, str], ...] = ()
+    nccl_env: tuple[tuple[str, str], ...] = ()
+    conf_files: tuple[ConfFile, ...] = ()
+    virtual_topology: ConfFile | None = None
+    fabric_manager: str | None = None
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """Something the probe could not see, and why (the node is still usable)."""
+
+    source: str
+    reason: str
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class Node:
+    hostname: str
+    cpu: Cpu
+    numa: tuple[NumaNode, ...] = ()
+    pci: tuple[PciDevice, ...] = ()
+    gpus: tuple[Gpu, ...] = ()
+    nvswitches: tuple[NvSwitch, ...] = ()
+    nics: tuple[Nic, ...] = ()
+    netdevs: tuple[NetDev, ...] = ()
+    facts: HostFacts = field(default_factory=HostFacts)
+    unavailable: tuple[Unavailable, ...] = ()
+
+    # Lookups -------------------------------------------------------------------------------------
+
+    def pci_device(self, bdf: str) -> PciDevice | None:
+        return self._pci_index().get(bdf)
+
+    def _pci_index(self) -> dict[str, PciDevice]:
+        cache = self.__dict__.get("_pci_cache")
+        if cache is None:
+            cache = {d.bdf: d for d in self.pci}
+            object.__setattr__(self, "_pci_cache", cache)
+        return cache
+
+    def gpu(self, index: int) -> Gpu | None:
+        for g in self.gpus:
+            if g.index == index:
+                return g
+        return None
+
+    def nic(self, name: str) -> Nic | None:
+        for n in self.nics:
+            if n.name == name:
+                return n
+        return None
+
+    def netdev(self, name: str) -> NetDev | None:
+        for n in self.netdevs:
+            if n.name == name:
+                return n
+        return None
+
+    def numa_node_of(self, bdf: str | None) -> int | None:
+        if bdf is None:
+            return None
+        dev = self.pci_device(bdf)
+        return dev.numa_node if dev else None
+
+    @property
+    def is_virtual(self) -> bool:
+        """Flat PCIe: GPUs sit directly on root buses with no switch above them (cloud VMs)."""
+        if not self.gpus:
+            return False
+        for g in self.gpus:
+            dev = self.pci_device(g.bdf)
+            if dev is None or len(dev.path) > 2:
+                return False
+        return True
+
+    # JSON ----------------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict:
+        return {"schema_version": MODEL_SCHEMA_VERSION, **to_dict(self)}
+
+    @classmethod
+    def from_dict(cls, data: Any, *, source: str = "<model>") -> "Node":
+        if not isinstance(data, dict):
+            raise InputError("a node model must be a JSON object", path=source)
+        version = data.get("schema_version")
+        if version != MODEL_SCHEMA_VERSION:
+            raise InputError(
+                f"unsupported node model schema_version {version!r} (this ncclctl reads {MODEL_SCHEMA_VERSION})",
+                path=source,
+                fix="re-create the model with this ncclctl version: ncclctl probe --format json",
+            )
+        body = {k: v for k, v in data.items() if k not in ("schema_version", "derived")}
+        return from_dict(cls, body, source=source)
+
+
+# --------------------------------------------------------------------------------------------------
+# Generic conversion (dataclass <-> JSON-compatible dict), strict on the way in.
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = typing.get_type_hints(cls)
+        _HINTS[cls] = hints
+    return hints
+
+
+def to_dict(obj: Any) -> Any:
+    """Convert a model object to JSON-compatible data (dicts keep field order: stable output)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, tuple):
+        return [to_dict(x) for x in obj]
+    return obj
+
+
+def _is_union(tp: Any) -> bool:
+    return typing.get_origin(tp) in (Union, types.UnionType)
+
+
+def from_dict(tp: Any, data: Any, *, source: str = "<model>", where: str = "$") -> Any:
+    """Build ``tp`` from JSON data, raising :class:`InputError` that names the JSON path on mismatch."""
+    if _is_union(tp):
+        args = typing.get_args(tp)
+        if data is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return from_dict(arg, data, source=source, where=where)
+            except InputError as exc:
+                errors.append(exc.message)
+        raise InputError(errors[0] if errors else f"{where}: unexpected null", path=source)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(data, dict):
+            raise InputError(f"{where}: expected an object for {tp.__name__}", path=source)
+        hints = _hints(tp)
+        names = {f.name for f in dataclasses.fields(tp)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise InputError(f"{where}: unknown key {unknown[0]!r} in {tp.__name__}", path=source)
+        kwargs = {}
+        for f in dataclasses.fields(tp):
+            if f.name in data:
+                kwargs[f.name] = from_dict(hints[f.name], data[f.name], source=source, where=f"{where}.{f.name}")
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise InputError(f"{where}: missing key {f.name!r} in {tp.__name__}", path=source)
+        return tp(**kwargs)
+    origin = typing.get_origin(tp)
+    if origin is tuple:
+        args = typing.get_args(tp)
+        if not isinstance(data, list):
+            raise InputError(f"{where}: expected an array", path=source)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(from_dict(args[0], x, source=source, where=f"{where}[{i}]") for i, x in enumerate(data))
+        if len(args) != len(data):
+            raise InputError(f"{where}: expected {len(args)} items", path=source)
+        return tuple(from_dict(a, x, source=source, where=f"{where}[{i}]") for i, (a, x) in enumerate(zip(args, data)))
+    if tp is bool:
+        if not isinstance(data, bool):
+            raise InputError(f"{where}: expected true/false", path=source)
+        return data
+    if tp is int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise InputError(f"{where}: expected an integer", path=source)
+        return data
+    if tp is float:
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            raise InputError(f"{where}: expected a number", path=source)
+        return float(data)
+    if tp is str:
+        if not isinstance(data, str):
+            raise InputError(f"{where}: expected a string", path=source)
+        return data
+    if tp is Any:
+        return data
+    raise InputError(f"{where}: unsupported type {tp!r}", path=source)  # pragma: no cover
+
+
+def _schema_for(tp: Any, defs: dict[str, Any]) -> dict:
+    if _is_union(tp):
+        return {"anyOf": [_schema_for(a, defs) for a in typing.get_args(tp)]}
+    if tp is type(None):
+        return {"type": "null"}
+    if dataclasses.is_dataclass(tp):
+        name = tp.__name__
+        if name not in defs:
+            defs[name] = {}  # placeholder against recursion
+            hints = _hints(tp)
+            props = {f.name: _schema_for(hints[f.name], defs) for f in dataclasses.fields(tp)}
+            required = [
+                f.name
+                for f in dataclasses.fields(tp)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            ]
+            defs[name] = {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+        return {"$ref": f"#/$defs/{name}"}
+    origin = typing.get_origin(tp)
+    if origin is tuple:
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return {"type": "array", "items": _schema_for(args[0], defs)}
+        return {
+            "type": "array",
+            "prefixItems": [_schema_for(a, defs) for a in args],
+            "minItems": len(args),
+            "maxItems": len(args),
+        }
+    simple = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    if tp in simple:
+        return {"type": simple[tp]}
+    return {}  # pragma: no cover
+
+
+def json_schema() -> dict:
+    """The JSON Schema (2020-12) of ``Node.to_dict()`` plus the derived section ``probe`` adds."""
+    defs: dict[str, Any] = {}
+    _schema_for(Node, defs)
+    node = dict(defs["Node"])
+    node["properties"] = {
+        "schema_version": {"const": MODEL_SCHEMA_VERSION},
+        **node["properties"],
+        "derived": {"type": "object"},
+    }
+    node["required"] = ["schema_version", *node["required"]]
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"https://ncclctl.invalid/schemas/node-v{MODEL_SCHEMA_VERSION}.json",
+        "title": "ncclctl node model",
+        **node,
+        "$defs": {k: v for k, v in sorted(defs.items()) if k != "Node"},
+    }
+
+
+__all__ = [
+    "C2c", "ConfFile", "Cpu", "Ecn", "Gid", "Gpu", "HostFacts", "IbPort", "LldpNeighbor", "MODEL_SCHEMA_VERSION",
+    "NetDev", "Nic", "Node", "NumaNode", "NvLink", "NvSwitch", "PciDevice", "Qos", "Unavailable",
+    "from_dict", "json_schema", "to_dict",
+]
+
+# Silence "imported but unused" for names only used in annotations evaluated by get_type_hints.
+_ = Optional

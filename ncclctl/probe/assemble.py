@@ -1,0 +1,712 @@
+"""Build a :class:`~ncclctl.model.Node` from a host root, a command runner and an NVML source.
+
+Every read goes through the seams; this module only interprets. Under a fixture root a malformed value or
+command output is an :class:`~ncclctl.errors.InputError` naming the file; on a live host an unparseable
+command output degrades to an :class:`~ncclctl.model.Unavailable` entry instead (tools differ by version).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, TypeVar
+
+from ncclctl.errors import InputError, NcclctlError, UsageError
+from ncclctl.model import (
+    C2c, ConfFile, Cpu, Ecn, Gid, Gpu, HostFacts, IbPort, LldpNeighbor, NetDev, Nic, Node, NumaNode, NvLink,
+    NvSwitch, PciDevice, Qos, Unavailable,
+)
+from ncclctl.probe import values as V
+from ncclctl.probe.commands import CommandResult, LiveRunner, RecordedRunner, Runner
+from ncclctl.probe.hostroot import HostRoot, Recorder
+from ncclctl.probe.nvml import LiveNvml, NvmlSource, RecordedNvml, is_error
+
+T = TypeVar("T")
+
+#: PCI classes the model keeps (prefix match on the sysfs class string).
+KEEP_CLASSES = ("0x03", "0x02", "0x068000", "0x080100")
+
+PEERMEM_FILES = (
+    ("nvidia_peermem", "/sys/module/nvidia_peermem/version"),
+    ("nv_mem", "/sys/kernel/mm/memory_peers/nv_mem/version"),
+    ("nv_mem_nc", "/sys/kernel/mm/memory_peers/nv_mem_nc/version"),
+)
+
+_NVLINK_REMOTE = {0: "gpu", 1: "cpu", 2: "nvswitch"}
+
+
+def probe(
+    root: str | None = None,
+    *,
+    runner: Runner | None = None,
+    nvml: NvmlSource | None = None,
+    recorder: Recorder | None = None,
+) -> Node:
+    """Probe the live host (``root`` None or ``/``) or a fixture directory into a Node."""
+    live = root is None or root == "/"
+    if not live and (isinstance(runner, LiveRunner) or isinstance(nvml, LiveNvml)):
+        raise UsageError(
+            "live commands or NVML cannot be mixed into a probe of a host root",
+            fix="drop --root to probe this host, or probe the fixture alone",
+        )
+    host = HostRoot("/" if live else root, recorder=recorder)  # type: ignore[arg-type]
+    if runner is None:
+        runner = LiveRunner() if live else RecordedRunner(host.root)
+    if nvml is None:
+        nvml = LiveNvml() if live else RecordedNvml(host.root)
+    return _Probe(host, runner, nvml).run()
+
+
+class _Probe:
+    def __init__(self, host: HostRoot, runner: Runner, nvml: NvmlSource) -> None:
+        self.host = host
+        self.runner = runner
+        self.nvml = nvml
+        self.unavailable: list[Unavailable] = []
+
+    # Helpers -------------------------------------------------------------------------------------
+
+    def value(self, path: str, parse: Callable[[str], T], *, what: str = "value") -> T | None:
+        raw = self.host.read_value(path)
+        if raw is None:
+            return None
+        try:
+            return parse(raw)
+        except (ValueError, IndexError) as exc:
+            raise InputError(
+                f"unexpected {what} {raw[:60]!r}: {exc}",
+                path=self.host.display(path),
+                fix="the file is damaged or truncated; re-capture the host with 'ncclctl snapshot'",
+            ) from None
+
+    def required(self, path: str, parse: Callable[[str], T], *, what: str = "value") -> T:
+        result = self.value(path, parse, what=what)
+        if result is None:
+            raise InputError(
+                f"missing or empty {what}",
+                path=self.host.display(path),
+                fix="the host tree is incomplete; re-capture it with 'ncclctl snapshot'",
+            )
+        return result
+
+    def command(self, argv: tuple[str, ...], parse: Callable[..., T]) -> T | None:
+        result: CommandResult = self.runner.run(argv)
+        if not result.ok:
+            if result.reason != "not captured" or self.host.live:
+                self.unavailable.append(Unavailable(source=" ".join(argv), reason=result.reason or "failed"))
+            return None
+        source = result.source or " ".join(argv)
+        try:
+            return parse(result.stdout, source=source)
+        except NcclctlError as exc:
+            if self.host.live:
+                self.unavailable.append(Unavailable(source=" ".join(argv), reason="unparseable output", detail=str(exc)))
+                return None
+            raise
+
+    # Top level -----------------------------------------------------------------------------------
+
+    def run(self) -> Node:
+        host = self.host
+        hostname = host.read_value("/proc/sys/kernel/hostname") or "unknown"
+        kernel = host.read_value("/proc/sys/kernel/osrelease")
+        numa = self.numa()
+        cpu = self.cpu()
+        pci = self.pci()
+        nvml_doc = self.nvml.collect()
+        gpus, nvswitches = self.gpus(pci, nvml_doc)
+        netdevs = self.netdevs()
+        nics = self.nics(pci, netdevs)
+        netdevs = self.roce_state(nics, netdevs)
+        facts = self.facts(kernel, nvml_doc, pci, gpus, nics, nvswitches)
+        if host.denied:
+            self.unavailable.append(
+                Unavailable(source="sysfs", reason="permission denied", detail=", ".join(sorted(set(host.denied))[:8]))
+            )
+        return Node(
+            hostname=hostname,
+            cpu=cpu,
+            numa=numa,
+            pci=tuple(pci.values()),
+            gpus=gpus,
+            nvswitches=nvswitches,
+            nics=nics,
+            netdevs=netdevs,
+            facts=facts,
+            unavailable=tuple(self.unavailable),
+        )
+
+    # CPU and NUMA --------------------------------------------------------------------------------
+
+    def numa(self) -> tuple[NumaNode, ...]:
+        base = "/sys/devices/system/node"
+        online = self.value(f"{base}/online", V.parse_cpulist, what="NUMA node list")
+        if online is None:
+            self.unavailable.append(Unavailable(source="sysfs", reason="no NUMA information", detail=f"{base}/online"))
+            return ()
+        nodes = []
+        for n in online:
+            d = f"{base}/node{n}"
+            cpulist = self.value(f"{d}/cpulist", lambda s: (V.parse_cpulist(s), s)[1], what="CPU list") or ""
+            cpumap = self.value(f"{d}/cpumap", lambda s: (V.parse_cpumap(s), s)[1], what="cpumap") or ""
+            dist = self.value(f"{d}/distance", lambda s: tuple(int(x) for x in s.split()), what="NUMA distances") or ()
+            nodes.append(NumaNode(id=n, cpulist=cpulist, cpumap=cpumap, distances=dist))
+        return tuple(nodes)
+
+    def cpu(self) -> Cpu:
+        text = self.host.read_text("/proc/cpuinfo")
+        if text is None:
+            self.unavailable.append(Unavailable(source="procfs", reason="no /proc/cpuinfo"))
+            return Cpu(arch="unknown", vendor="unknown", family=None, model=None, model_name="", sockets=0, logical_cpus=0)
+        return parse_cpuinfo(text, source=self.host.display("/proc/cpuinfo"))
+
+    # PCI -----------------------------------------------------------------------------------------
+
+    def pci(self) -> dict[str, PciDevice]:
+        host = self.host
+        base = "/sys/bus/pci/devices"
+        names = host.listdir(base)
+        if not names:
+            self.unavailable.append(Unavailable(source="sysfs", reason="no PCI devices visible", detail=base))
+        paths: dict[str, tuple[str, ...]] = {}
+        for name in names:
+            if not V.is_sysfs_bdf(name):
+                continue
+            cls = self.required(f"{base}/{name}/class", lambda s: V.parse_hex_id(s, 6), what="PCI class")
+            if not cls.startswith(KEEP_CLASSES):
+                continue
+            real = host.resolve_link(f"{base}/{name}")
+            if real is None:
+                raise InputError("not a symlink into /sys/devices", path=host.display(f"{base}/{name}"),
+                                 fix="bus/pci/devices entries must be the kernel's relative symlinks")
+            paths[name] = _device_path(real, name, host.display(f"{base}/{name}"))
+        # Every bridge above a kept device is kept too; order: by path so parents come first.
+        wanted: dict[str, str] = {}
+        for path in paths.values():
+            prefix = "/sys/devices"
+            for comp in path:
+                prefix = f"{prefix}/{comp}"
+                if V.is_sysfs_bdf(comp):
+                    wanted.setdefault(comp, prefix)
+        chains: dict[str, tuple[str, ...]] = {}
+        for bdf, dirpath in wanted.items():
+            parts = dirpath[len("/sys/devices/"):].split("/")
+            chains[bdf] = tuple(parts)
+        devices: dict[str, PciDevice] = {}
+        roles: dict[str, str] = {}
+        for bdf in sorted(chains, key=lambda b: (len(chains[b]), chains[b])):
+            devices[bdf] = self._pci_device(bdf, wanted[bdf], chains[bdf], roles)
+        return dict(sorted(devices.items()))
+
+    def _pci_device(self, bdf: str, d: str, chain: tuple[str, ...], roles: dict[str, str]) -> PciDevice:
+        cls = self.required(f"{d}/class", lambda s: V.parse_hex_id(s, 6), what="PCI class")
+        is_bridge = cls.startswith("0x0604")
+        parent = chain[-2] if len(chain) > 2 else None
+        if not is_bridge:
+            role = "endpoint"
+        elif parent is None:
+            role = "root_port"
+        elif roles.get(parent) == "switch_upstream":
+            role = "switch_downstream"
+        elif roles.get(parent) in ("root_port", "switch_downstream"):
+            role = "switch_upstream"
+        else:
+            role = "bridge"
+        roles[bdf] = role
+        hex4 = lambda s: V.parse_hex_id(s, 4)  # noqa: E731
+        numa = self.value(f"{d}/numa_node", V.parse_int, what="NUMA node")
+        width = lambda s: V.parse_int(s)  # noqa: E731
+        cur_speed = self.value(f"{d}/current_link_speed", _speed_string, what="link speed")
+        max_speed = self.value(f"{d}/max_link_speed", _speed_string, what="link speed")
+        group = self.host.link_basename(f"{d}/iommu_group")
+        acs_cap = acs_ctrl = None
+        if is_bridge:
+            config = self.host.read_bytes(f"{d}/config", limit=4096)
+            if config is not None:
+                acs = find_acs(config)
+                if acs is not None:
+                    acs_cap, acs_ctrl = acs
+        return PciDevice(
+            bdf=bdf,
+            role=role,
+            path=chain,
+            class_code=cls,
+            vendor=self.required(f"{d}/vendor", hex4, what="PCI vendor id"),
+            device=self.required(f"{d}/device", hex4, what="PCI device id"),
+            subsystem_vendor=self.value(f"{d}/subsystem_vendor", hex4, what="PCI subsystem vendor id"),
+            subsystem_device=self.value(f"{d}/subsystem_device", hex4, what="PCI subsystem device id"),
+            numa_node=numa,
+            current_link_speed=cur_speed,
+            current_link_width=self.value(f"{d}/current_link_width", width, what="link width"),
+            max_link_speed=max_speed,
+            max_link_width=self.value(f"{d}/max_link_width", width, what="link width"),
+            driver=self.host.link_basename(f"{d}/driver"),
+            iommu_group=int(group) if group and group.isdigit() else None,
+            is_vf=self.host.readlink(f"{d}/physfn") is not None,
+            acs_cap=acs_cap,
+            acs_ctrl=acs_ctrl,
+        )
+
+    # GPUs ----------------------------------------------------------------------------------------
+
+    def gpus(self, pci: dict[str, PciDevice], doc: dict) -> tuple[tuple[Gpu, ...], tuple[NvSwitch, ...]]:
+        nvswitches = tuple(
+            NvSwitch(bdf=d.bdf, device=d.device, numa_node=d.numa_node)
+            for d in pci.values()
+            if d.class_code.startswith("0x068000") and d.vendor == "0x10de"
+        )
+        switch_bdfs = {s.bdf for s in nvswitches}
+        pci_gpus = [d for d in pci.values() if d.class_code.startswith("0x03") and d.vendor == "0x10de"]
+        init = doc.get("init", "ok")
+        if init != "ok":
+            self.unavailable.append(Unavailable(source="nvml", reason=str(init)))
+            gpus = tuple(
+                Gpu(index=i, bdf=d.bdf, name=f"NVIDIA {d.device}", numa_node=d.numa_node, source="pci")
+                for i, d in enumerate(sorted(pci_gpus, key=lambda d: d.bdf))
+            )
+            return gpus, nvswitches
+        where = "nvml.json" if not self.host.live else "NVML"
+        gpus = []
+        for raw in doc.get("devices", []):
+            if not isinstance(raw, dict) or not isinstance(raw.get("index"), int):
+                raise InputError("NVML device entry without an integer index", path=self._nvml_path(),
+                                 fix="see docs/fixture-format.md for the nvml.json layout")
+            index = raw["index"]
+            if "error" in raw:
+                self.unavailable.append(Unavailable(source="nvml", reason=str(raw["error"]), detail=f"GPU {index}"))
+                continue
+            pci_info = raw.get("pci")
+            bus = pci_info.get("busId") if isinstance(pci_info, dict) else None
+            if not isinstance(bus, str):
+                self.unavailable.append(Unavailable(source="nvml", reason="no PCI bus id", detail=f"GPU {index}"))
+                continue
+            try:
+                bdf = V.normalize_bdf(bus)
+            except ValueError as exc:
+                raise InputError(f"GPU {index}: {exc}", path=self._nvml_path()) from None
+            dev = pci.get(bdf)
+            if dev is None:
+                self.unavailable.append(
+                    Unavailable(source="sysfs", reason="GPU not visible in /sys/bus/pci/devices", detail=f"GPU {index} {bdf}")
+                )
+            gpus.append(self._gpu(raw, index, bdf, dev, pci, switch_bdfs, where))
+        gpus.sort(key=lambda g: g.index)
+        return tuple(gpus), nvswitches
+
+    def _nvml_path(self) -> str:
+        return "NVML" if self.host.live else self.host.root + "/nvml.json"
+
+    def _gpu(self, raw: dict, index: int, bdf: str, dev: PciDevice | None, pci: dict[str, PciDevice],
+             switch_bdfs: set[str], where: str) -> Gpu:
+        ok = lambda v: None if is_error(v) else v  # noqa: E731
+        cc = ok(raw.get("cuda_compute_capability"))
+        sm = cc[0] * 10 + cc[1] if isinstance(cc, list) and len(cc) == 2 and all(isinstance(x, int) for x in cc) else None
+        mig = ok(raw.get("mig_mode"))
+        pcie = raw.get("pcie") if isinstance(raw.get("pcie"), dict) else {}
+        links = []
+        for entry in raw.get("nvlinks", []) or []:
+            if not isinstance(entry, dict) or not isinstance(entry.get("link"), int):
+                raise InputError(f"GPU {index}: malformed NVLink entry", path=self._nvml_path())
+            state = entry.get("state")
+            if is_error(state):
+                self.unavailable.append(Unavailable(source="nvml", reason=state["error"], detail=f"GPU {index} NVLink {entry['link']} state"))
+                continue
+            remote_raw = ok(entry.get("remote_bus_id"))
+            remote = None
+            if isinstance(remote_raw, str):
+                try:
+                    remote = V.normalize_bdf(remote_raw)
+                except ValueError:
+                    remote = None
+                if remote is not None and remote.startswith("0000:00:00."):
+                    remote = None
+            rtype_code = ok(entry.get("remote_device_type"))
+            if isinstance(rtype_code, int) and rtype_code in _NVLINK_REMOTE:
+                rtype = _NVLINK_REMOTE[rtype_code]
+            elif remote in switch_bdfs:
+                rtype = "nvswitch"
+            elif remote is not None and remote in pci and pci[remote].class_code.startswith("0x03"):
+                rtype = "gpu"
+            else:
+                rtype = "unknown"
+            p2p = ok(entry.get("p2p_supported"))
+            version = ok(entry.get("version"))
+            links.append(NvLink(
+                link=entry["link"], active=state == 1, remote_type=rtype, remote_bdf=remote,
+                version=version if isinstance(version, int) else None,
+                p2p_supported=bool(p2p) if isinstance(p2p, int) else None,
+            ))
+        c2c_raw = ok(raw.get("c2c"))
+        c2c = C2c(count=c2c_raw["count"], max_bw=c2c_raw.get("max_bw")) if isinstance(c2c_raw, dict) and c2c_raw.get("count") else None
+        fabric = ok(raw.get("fabric"))
+        persistence = ok(raw.get("persistence_mode"))
+        name = ok(raw.get("name"))
+        return Gpu(
+            index=index,
+            bdf=bdf,
+            name=name if isinstance(name, str) else "NVIDIA GPU",
+            uuid=ok(raw.get("uuid")),
+            sm=sm,
+            numa_node=dev.numa_node if dev else None,
+            nvlinks=tuple(links),
+            c2c=c2c,
+            persistence_mode=bool(persistence) if isinstance(persistence, int) else None,
+            mig_current=bool(mig[0]) if isinstance(mig, list) and len(mig) == 2 else None,
+            mig_pending=bool(mig[1]) if isinstance(mig, list) and len(mig) == 2 else None,
+            pcie_max_gen=_int_or_none(pcie.get("max_gen")),
+            pcie_max_width=_int_or_none(pcie.get("max_width")),
+            pcie_curr_gen=_int_or_none(pcie.get("curr_gen")),
+            pcie_curr_width=_int_or_none(pcie.get("curr_width")),
+            fabric_state=fabric.get("state") if isinstance(fabric, dict) else None,
+            fabric_status=fabric.get("status") if isinstance(fabric, dict) else None,
+            serial=ok(raw.get("serial")),
+        )
+
+    # Netdevs -------------------------------------------------------------------------------------
+
+    def netdevs(self) -> list[NetDev]:
+        from ncclctl.parsers.iplink import parse_ip_link_json  # noqa: PLC0415
+
+        host = self.host
+        base = "/sys/class/net"
+        kinds: dict[str, Any] = {}
+        links = self.command(("ip", "-j", "-d", "link", "show"), parse_ip_link_json)
+        for link in links or ():
+            kinds[link.ifname] = link
+        out = []
+        for name in host.listdir(base):
+            d = f"{base}/{name}"
+            real = host.resolve_link(d)
+            if real is None and not host.is_dir(d):
+                continue
+            device = host.resolve_link(f"{d}/device")
+            bdf = device.rpartition("/")[2] if device else None
+            if bdf is not None and not V.is_sysfs_bdf(bdf):
+                bdf = None
+            info = kinds.get(name)
+            kind = "physical" if bdf else "virtual"
+            if info is not None and getattr(info, "kind", None):
+                kind = info.kind
+            elif name == "lo":
+                kind = "loopback"
+            out.append(NetDev(
+                name=name,
+                mtu=self.value(f"{d}/mtu", V.parse_int, what="MTU"),
+                operstate=host.read_value(f"{d}/operstate"),
+                address=host.read_value(f"{d}/address"),
+                type=self.value(f"{d}/type", V.parse_int, what="ARPHRD type"),
+                speed_mbps=self.value(f"{d}/speed", V.parse_int, what="link speed") if bdf else None,
+                bdf=bdf,
+                kind=kind,
+                master=getattr(info, "master", None) if info is not None else None,
+                parent=getattr(info, "link", None) if info is not None else None,
+            ))
+        return out
+
+    # RDMA ----------------------------------------------------------------------------------------
+
+    def nics(self, pci: dict[str, PciDevice], netdevs: list[NetDev]) -> tuple[Nic, ...]:
+        host = self.host
+        base = "/sys/class/infiniband"
+        names = host.listdir(base)
+        by_bdf: dict[str, list[str]] = {}
+        for nd in netdevs:
+            if nd.bdf:
+                by_bdf.setdefault(nd.bdf, []).append(nd.name)
+        if not names:
+            if any(d.class_code.startswith("0x0207") or (d.vendor == "0x15b3" and d.class_code.startswith("0x02"))
+                   for d in pci.values()):
+                return self._nics_from_ibstat(by_bdf)
+            return ()
+        from ncclctl.parsers.ibv_devinfo import parse_ibv_devinfo  # noqa: PLC0415
+
+        devinfo = {h.name: h for h in (self.command(("ibv_devinfo", "-v"), parse_ibv_devinfo) or ())}
+        nics = []
+        for name in names:
+            d = f"{base}/{name}"
+            device = host.resolve_link(f"{d}/device")
+            bdf = device.rpartition("/")[2] if device else None
+            if bdf is not None and not V.is_sysfs_bdf(bdf):
+                bdf = None
+            ports = []
+            dev_ports = {p.num: p for p in devinfo[name].ports} if name in devinfo else {}
+            for pname in host.listdir(f"{d}/ports"):
+                if not pname.isdigit():
+                    continue
+                ports.append(self._port(f"{d}/ports/{pname}", int(pname), dev_ports.get(int(pname)), by_bdf.get(bdf or "", [])))
+            guid = lambda s: V.parse_guid(s)  # noqa: E731
+            node_type = host.read_value(f"{d}/node_type")
+            nics.append(Nic(
+                name=name,
+                bdf=bdf,
+                node_type=node_type.partition(": ")[2] or node_type if node_type else None,
+                node_guid=self.value(f"{d}/node_guid", guid, what="node GUID"),
+                sys_image_guid=self.value(f"{d}/sys_image_guid", guid, what="system image GUID"),
+                fw_ver=host.read_value(f"{d}/fw_ver"),
+                hca_type=host.read_value(f"{d}/hca_type"),
+                board_id=host.read_value(f"{d}/board_id"),
+                node_desc=host.read_value(f"{d}/node_desc"),
+                ports=tuple(sorted(ports, key=lambda p: p.num)),
+                netdevs=tuple(by_bdf.get(bdf or "", [])),
+            ))
+        return tuple(nics)
+
+    def _port(self, d: str, num: int, info: Any, fn_netdevs: list[str]) -> IbPort:
+        host = self.host
+        state = self.required(f"{d}/state", V.parse_numbered_state, what="port state")
+        phys = self.value(f"{d}/phys_state", V.parse_numbered_state, what="physical port state")
+        rate = host.read_value(f"{d}/rate")
+        rate_gbps = self.value(f"{d}/rate", V.parse_ib_rate, what="port rate")
+        link_layer = host.read_value(f"{d}/link_layer") or "InfiniBand"
+        gids = []
+        ethernet = link_layer == "Ethernet"
+        for gname in host.listdir(f"{d}/gids"):
+            if not gname.isdigit():
+                continue
+            gid = self.value(f"{d}/gids/{gname}", V.parse_gid, what="GID")
+            if gid is None or V.gid_is_zero(gid):
+                continue
+            gtype = host.read_value(f"{d}/gid_attrs/types/{gname}") if ethernet else None
+            gndev = host.read_value(f"{d}/gid_attrs/ndevs/{gname}") if ethernet else None
+            gids.append(Gid(index=int(gname), gid=gid, type=gtype or None, netdev=gndev or None))
+        gids.sort(key=lambda g: g.index)
+        netdev = next((g.netdev for g in gids if g.netdev), None)
+        if netdev is None and len(fn_netdevs) == 1:
+            netdev = fn_netdevs[0]
+        return IbPort(
+            num=num,
+            state=state[1],
+            phys_state=phys[1] if phys else "unknown",
+            link_layer=link_layer,
+            rate_gbps=rate_gbps,
+            rate=rate,
+            lid=self.value(f"{d}/lid", V.parse_hex, what="LID"),
+            sm_lid=self.value(f"{d}/sm_lid", V.parse_hex, what="SM LID"),
+            lmc=self.value(f"{d}/lid_mask_count", V.parse_int, what="LMC"),
+            cap_mask=self.value(f"{d}/cap_mask", V.parse_hex, what="capability mask"),
+            gids=tuple(gids),
+            active_mtu=getattr(info, "active_mtu", None),
+            max_mtu=getattr(info, "max_mtu", None),
+            active_width=getattr(info, "active_width", None),
+            active_speed_gbps=getattr(info, "active_speed_gbps", None),
+            netdev=netdev,
+        )
+
+    def _nics_from_ibstat(self, by_bdf: dict[str, list[str]]) -> tuple[Nic, ...]:
+        from ncclctl.parsers.ibstat import parse_ibstat  # noqa: PLC0415
+
+        cas = self.command(("ibstat",), parse_ibstat)
+        if cas is None:
+            self.unavailable.append(Unavailable(source="rdma", reason="no /sys/class/infiniband and no ibstat"))
+            return ()
+        nics = []
+        for ca in cas:
+            ports = tuple(
+                IbPort(num=p.num, state=p.state.upper(), phys_state=p.phys_state, link_layer=p.link_layer,
+                       rate_gbps=p.rate, lid=p.base_lid, sm_lid=p.sm_lid, lmc=p.lmc, cap_mask=p.cap_mask)
+                for p in ca.ports
+            )
+            nics.append(Nic(name=ca.name, bdf=None, node_type=ca.node_type, node_guid=f"0x{ca.node_guid:016x}",
+                            sys_image_guid=f"0x{ca.sys_image_guid:016x}", fw_ver=ca.fw_ver, hca_type=ca.ca_type,
+                            ports=ports))
+        self.unavailable.append(Unavailable(source="sysfs", reason="no /sys/class/infiniband; NICs from ibstat, without PCI placement"))
+        return tuple(nics)
+
+    def roce_state(self, nics: tuple[Nic, ...], netdevs: list[NetDev]) -> tuple[NetDev, ...]:
+        """Attach QoS, ECN and LLDP facts to the netdevs of Ethernet (RoCE) RDMA ports."""
+        roce = sorted({p.netdev for n in nics for p in n.ports if p.link_layer == "Ethernet" and p.netdev})
+        if not roce:
+            return tuple(netdevs)
+        from ncclctl.parsers.lldp import parse_lldpctl_json  # noqa: PLC0415
+
+        lldp = {}
+        for nb in self.command(("lldpctl", "-f", "json"), parse_lldpctl_json) or ():
+            lldp[nb.interface] = LldpNeighbor(chassis_name=nb.chassis_name, chassis_id=nb.chassis_id,
+                                              port_id=nb.port_id, port_descr=nb.port_descr)
+        out = []
+        for nd in netdevs:
+            if nd.name in roce:
+                nd = _replace(nd, qos=self._qos(nd.name), ecn=self._ecn(nd.name), lldp=lldp.get(nd.name))
+            out.append(nd)
+        return tuple(out)
+
+    def _qos(self, ifname: str) -> Qos | None:
+        from ncclctl.parsers.dcb import parse_dcb_pfc  # noqa: PLC0415
+        from ncclctl.parsers.mlnx_qos import parse_mlnx_qos  # noqa: PLC0415
+
+        q = self.command(("mlnx_qos", "-i", ifname), parse_mlnx_qos)
+        if q is not None:
+            return Qos(source="mlnx_qos", trust=q.trust, pfc_enabled=tuple(q.pfc_enabled),
+                       dscp2prio=tuple(q.dscp2prio) if q.trust == "dscp" else None, dcbx_mode=q.dcbx_mode)
+        trust = self.host.read_value(f"/sys/class/net/{ifname}/qos/trust")
+        pfc = self.command(("dcb", "-j", "pfc", "show", "dev", ifname), parse_dcb_pfc)
+        if pfc is None and trust is None:
+            return None
+        return Qos(source="dcb" if pfc is not None else "sysfs", trust=trust,
+                   pfc_enabled=tuple(pfc.prio_pfc) if pfc is not None else None)
+
+    def _ecn(self, ifname: str) -> Ecn | None:
+        base = f"/sys/class/net/{ifname}/ecn"
+        np_ = tuple(self.value(f"{base}/roce_np/enable/{p}", _bool01, what="ECN enable flag") for p in range(8))
+        rp = tuple(self.value(f"{base}/roce_rp/enable/{p}", _bool01, what="ECN enable flag") for p in range(8))
+        if all(v is None for v in np_ + rp):
+            return None
+        return Ecn(np_enabled=np_, rp_enabled=rp)
+
+    # Host facts ----------------------------------------------------------------------------------
+
+    def facts(self, kernel: str | None, doc: dict, pci: dict[str, PciDevice], gpus: tuple[Gpu, ...],
+              nics: tuple[Nic, ...], nvswitches: tuple[NvSwitch, ...]) -> HostFacts:
+        host = self.host
+        modules_text = host.read_text("/proc/modules") or ""
+        modules = tuple(sorted(line.split()[0] for line in modules_text.splitlines() if line.strip()))
+        version_text = host.read_text("/proc/driver/nvidia/version")
+        nvidia_module = None
+        if version_text:
+            nvidia_module = "open" if "Open Kernel Module" in version_text else "proprietary"
+        peermem = tuple(name for name, path in PEERMEM_FILES if host.exists(path))
+        iommu_units = tuple(host.listdir("/sys/class/iommu"))
+        groups = sorted({d.iommu_group for d in pci.values() if d.iommu_group is not None and d.role == "endpoint"})
+        group_types = []
+        for g in groups:
+            t = host.read_value(f"/sys/kernel/iommu_groups/{g}/type")
+            if t:
+                group_types.append((g, t))
+        env = host.environ()
+        nccl_env = tuple(sorted((k, v) for k, v in env.items() if k.startswith("NCCL_")))
+        conf_files = []
+        user_conf = env.get("NCCL_CONF_FILE") or (env["HOME"].rstrip("/") + "/.nccl.conf" if env.get("HOME") else None)
+        for path in (user_conf, "/etc/nccl.conf"):
+            if path and path.startswith("/"):
+                text = host.read_text(path)
+                if text is not None:
+                    conf_files.append(ConfFile(path=path, text=text))
+        vt_path = "/var/run/nvidia-topologyd/virtualTopology.xml"
+        vt_text = host.read_text(vt_path)
+        fm = None
+        if nvswitches or any(link.remote_type == "nvswitch" for g in gpus for link in g.nvlinks):
+            res = self.runner.run(("systemctl", "is-active", "nvidia-fabricmanager"))
+            if res.ok:
+                fm = (res.stdout or "").strip() or None
+            elif res.reason and res.reason.startswith("rc="):
+                fm = "inactive"
+        driver = doc.get("driver_version")
+        cuda = doc.get("cuda_driver_version")
+        return HostFacts(
+            kernel=kernel,
+            cmdline=host.read_value("/proc/cmdline"),
+            modules=modules,
+            driver_version=driver if isinstance(driver, str) else None,
+            cuda_driver_version=cuda if isinstance(cuda, int) and not isinstance(cuda, bool) else None,
+            nvidia_module=nvidia_module,
+            peermem=peermem,
+            iommu_units=iommu_units,
+            iommu_group_types=tuple(group_types),
+            nccl_env=nccl_env,
+            conf_files=tuple(conf_files),
+            virtual_topology=ConfFile(path=vt_path, text=vt_text) if vt_text is not None else None,
+            fabric_manager=fm,
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# Pure helpers
+
+
+def _replace(obj: T, **changes: Any) -> T:
+    import dataclasses  # noqa: PLC0415
+
+    return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+
+
+def _int_or_none(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _bool01(s: str) -> bool:
+    if s not in ("0", "1"):
+        raise ValueError("expected 0 or 1")
+    return s == "1"
+
+
+def _speed_string(s: str) -> str:
+    V.link_speed_gen(s)  # validate: garbage raises, Unknown passes
+    return s
+
+
+def _device_path(real: str, bdf: str, shown: str) -> tuple[str, ...]:
+    """``/sys/devices/pci0000:15/0000:15:01.0/.../0000:19:00.0`` -> ("pci0000:15", "0000:15:01.0", ...)."""
+    prefix = "/sys/devices/"
+    if not real.startswith(prefix):
+        raise InputError(f"PCI device link points outside /sys/devices ({real})", path=shown,
+                         fix="bus/pci/devices entries must point into /sys/devices")
+    parts = tuple(real[len(prefix):].split("/"))
+    if not parts or not re.fullmatch(r"pci[0-9a-f]{4,5}:[0-9a-f]{2}", parts[0]) or parts[-1] != bdf:
+        raise InputError(f"unexpected PCI device path {real}", path=shown,
+                         fix="the link must end in the device's own bus id under a pciDDDD:BB root")
+    for comp in parts[1:]:
+        if not V.is_sysfs_bdf(comp):
+            raise InputError(f"unexpected component {comp!r} in PCI device path {real}", path=shown)
+    return parts
+
+
+def find_acs(config: bytes) -> tuple[int, int] | None:
+    """Walk the PCIe extended capability list (from 0x100) for ACS (id 0x000d): (capability, control)."""
+    if len(config) < 0x108:
+        return None
+    offset = 0x100
+    seen = set()
+    while offset and offset not in seen and offset + 8 <= len(config):
+        seen.add(offset)
+        header = int.from_bytes(config[offset:offset + 4], "little")
+        if header in (0, 0xFFFFFFFF):
+            return None
+        cap_id = header & 0xFFFF
+        if cap_id == 0x000D:
+            cap = int.from_bytes(config[offset + 4:offset + 6], "little")
+            ctrl = int.from_bytes(config[offset + 6:offset + 8], "little")
+            return cap, ctrl
+        nxt = (header >> 20) & 0xFFC
+        offset = nxt if nxt >= 0x100 else 0
+    return None
+
+
+def parse_cpuinfo(text: str, *, source: str = "/proc/cpuinfo") -> Cpu:
+    """x86 stanzas (vendor_id, cpu family, model, model name, physical id) and arm64 ones."""
+    processors = 0
+    sockets: set[str] = set()
+    fields: dict[str, str] = {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        key, sep, value = line.partition(":")
+        if not sep:
+            raise InputError(f"line without ':' ({line.strip()[:40]!r})", path=source, line=lineno,
+                             fix="the file is damaged; re-capture the host")
+        key, value = key.strip(), value.strip()
+        if key == "processor":
+            processors += 1
+        elif key == "physical id":
+            sockets.add(value)
+        elif key not in fields:
+            fields[key] = value
+    if processors == 0:
+        raise InputError("no 'processor' entries", path=source, fix="the file is empty or truncated; re-capture the host")
+    try:
+        if "vendor_id" in fields:
+            return Cpu(arch="x86_64", vendor=fields["vendor_id"], family=int(fields.get("cpu family", "0")),
+                       model=int(fields.get("model", "0")), model_name=fields.get("model name", ""),
+                       sockets=max(1, len(sockets)), logical_cpus=processors)
+        if "CPU implementer" in fields:
+            part = fields.get("CPU part", "")
+            return Cpu(arch="arm64", vendor=fields["CPU implementer"], family=None,
+                       model=int(part, 16) if part else None,
+                       model_name=fields.get("model name", f"Arm part {part}"),
+                       sockets=max(1, len(sockets)), logical_cpus=processors)
+        if "cpu" in fields and "POWER" in fields["cpu"].upper():
+            return Cpu(arch="ppc64", vendor="IBM", family=None, model=None, model_name=fields["cpu"],
+                       sockets=max(1, len(sockets)), logical_cpus=processors)
+    except ValueError as exc:
+        raise InputError(f"unexpected CPU identification value: {exc}", path=source,
+                         fix="the file is damaged; re-capture the host") from None
+    raise InputError("unknown CPU architecture (no vendor_id / CPU implementer)", path=source,
+                     fix="ncclctl knows x86_64, arm64 and ppc64 hosts")

@@ -1,0 +1,239 @@
+"""The host root: the only way the probe touches files under /sys, /proc, /etc and friends.
+
+``HostRoot("/")`` reads the live host; ``HostRoot("fixtures/hosts/dgx-h100")`` reads a captured tree laid
+out the same way. Paths given to every method are absolute host paths (``/sys/class/net``); symlinks are
+resolved component by component *inside* the root, so a fixture's relative sysfs links work and nothing can
+escape the root. A :class:`Recorder` attached to the root sees every successful read, which is how
+``ncclctl snapshot`` knows exactly which files the probe used.
+
+Missing files return ``None`` (absence is information: no IOMMU, no peer memory). Files that exist but
+cannot be read return ``None`` too and are noted in :attr:`HostRoot.denied` (unprivileged reads of
+``config`` are normal). Structural damage in a fixture (a dangling or escaping symlink, a loop) is an
+:class:`~ncclctl.errors.InputError` naming the path.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+from dataclasses import dataclass, field
+
+from ncclctl.errors import InputError
+
+_MAX_LINK_HOPS = 40
+
+
+@dataclass
+class Recorder:
+    """Collects what the probe read: file bytes, symlink targets, listed folders."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    links: dict[str, str] = field(default_factory=dict)
+    dirs: set[str] = field(default_factory=set)
+
+
+class HostRoot:
+    def __init__(self, root: str = "/", *, recorder: Recorder | None = None) -> None:
+        self.root = os.path.abspath(root)
+        self.live = self.root == "/"
+        self.recorder = recorder
+        self.denied: list[str] = []
+        self._lstat_cache: dict[str, os.stat_result | None] = {}
+        self._real_cache: dict[str, str] = {}
+        if not self.live and not os.path.isdir(self.root):
+            raise InputError(
+                "host root is not a directory",
+                path=root,
+                fix="pass a fixture directory written by 'ncclctl snapshot -o DIR'",
+            )
+
+    # Path helpers --------------------------------------------------------------------------------
+
+    def host_path(self, path: str) -> str:
+        """The on-disk path of a host path (``/sys/x`` -> ``<root>/sys/x``)."""
+        if not path.startswith("/"):
+            raise ValueError(f"host paths are absolute: {path!r}")
+        return path if self.live else self.root + path
+
+    def display(self, path: str) -> str:
+        """How a host path is named in messages: the fixture path under --root, else the host path."""
+        return self.host_path(path)
+
+    def _lstat(self, path: str) -> os.stat_result | None:
+        if path in self._lstat_cache:
+            return self._lstat_cache[path]
+        try:
+            st: os.stat_result | None = os.lstat(self.host_path(path))
+        except FileNotFoundError:
+            st = None
+        except NotADirectoryError:
+            st = None
+        except PermissionError:
+            self.denied.append(path)
+            st = None
+        self._lstat_cache[path] = st
+        return st
+
+    def realpath(self, path: str) -> str:
+        """Resolve every symlink in ``path`` inside the root; raise InputError when one dangles."""
+        cached = self._real_cache.get(path)
+        if cached is not None:
+            return cached
+        parts = [p for p in path.split("/") if p]
+        resolved: list[str] = []
+        hops = 0
+        while parts:
+            name = parts.pop(0)
+            if name == ".":
+                continue
+            if name == "..":
+                if resolved:
+                    resolved.pop()
+                continue
+            candidate = "/" + "/".join(resolved + [name])
+            st = self._lstat(candidate)
+            if st is not None and stat.S_ISLNK(st.st_mode):
+                hops += 1
+                if hops > _MAX_LINK_HOPS:
+                    raise InputError(
+                        "too many levels of symbolic links", path=self.display(candidate),
+                        fix="the fixture has a symlink loop; re-capture it with 'ncclctl snapshot'",
+                    )
+                target = self._readlink_raw(candidate)
+                if target.startswith("/"):
+                    if not self.live:
+                        raise InputError(
+                            f"absolute symlink to {target!r} in a host root",
+                            path=self.display(candidate),
+                            fix="fixture symlinks must be relative, as the kernel makes them in /sys",
+                        )
+                    resolved = []
+                parts = [p for p in target.split("/") if p] + parts
+                continue
+            resolved.append(name)
+        result = "/" + "/".join(resolved)
+        self._real_cache[path] = result
+        return result
+
+    def _readlink_raw(self, path: str) -> str:
+        try:
+            target = os.readlink(self.host_path(path))
+        except OSError as exc:  # pragma: no cover - lstat said it is a link
+            raise InputError(f"cannot read symlink: {exc.strerror}", path=self.display(path)) from None
+        if self.recorder is not None:
+            self.recorder.links[path] = target
+        return target
+
+    # Reads ---------------------------------------------------------------------------------------
+
+    def exists(self, path: str) -> bool:
+        try:
+            return self._lstat(self.realpath(path)) is not None
+        except InputError:
+            return False
+
+    def is_dir(self, path: str) -> bool:
+        st = self._lstat(self.realpath(path))
+        return st is not None and stat.S_ISDIR(st.st_mode)
+
+    def read_bytes(self, path: str, *, limit: int = 1 << 20) -> bytes | None:
+        real = self.realpath(path)
+        try:
+            with open(self.host_path(real), "rb") as fh:
+                data = fh.read(limit)
+        except FileNotFoundError:
+            return None
+        except (PermissionError, IsADirectoryError):
+            self.denied.append(path)
+            return None
+        except OSError as exc:
+            # sysfs answers EINVAL/EIO/ENODEV for attributes that exist but have no value now
+            # (e.g. net/<if>/speed on an admin-down interface, unpopulated GID types).
+            if exc.errno in (errno.EINVAL, errno.EIO, errno.ENODEV, errno.EOPNOTSUPP, errno.ENXIO):
+                return None
+            raise InputError(f"cannot read: {exc.strerror}", path=self.display(path)) from None
+        if self.recorder is not None:
+            self.recorder.files[real] = data
+        return data
+
+    def read_text(self, path: str) -> str | None:
+        data = self.read_bytes(path)
+        if data is None:
+            return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(
+                "file is not UTF-8 text", path=self.display(path),
+                fix="the file is corrupt; re-capture the host with 'ncclctl snapshot'",
+            ) from None
+
+    def read_value(self, path: str) -> str | None:
+        """A one-line sysfs attribute without its trailing newline."""
+        text = self.read_text(path)
+        return None if text is None else text.strip()
+
+    def readlink(self, path: str) -> str | None:
+        """The target of a symlink at ``path`` (the last component is not followed)."""
+        parent, _, name = path.rstrip("/").rpartition("/")
+        real_parent = self.realpath(parent or "/")
+        link = (real_parent.rstrip("/") + "/" + name) if real_parent != "/" else "/" + name
+        st = self._lstat(link)
+        if st is None or not stat.S_ISLNK(st.st_mode):
+            return None
+        return self._readlink_raw(link)
+
+    def link_basename(self, path: str) -> str | None:
+        target = self.readlink(path)
+        return None if target is None else target.rstrip("/").rpartition("/")[2]
+
+    def resolve_link(self, path: str) -> str | None:
+        """Follow the symlink at ``path``; InputError if it dangles. None if there is no link."""
+        if self.readlink(path) is None:
+            return None
+        real = self.realpath(path)
+        if self._lstat(real) is None:
+            raise InputError(
+                "dangling symlink", path=self.display(path),
+                fix="the fixture is incomplete; re-capture it with 'ncclctl snapshot'",
+            )
+        return real
+
+    def listdir(self, path: str) -> list[str]:
+        """Sorted entries of a folder; empty when it does not exist."""
+        real = self.realpath(path)
+        try:
+            names = sorted(os.listdir(self.host_path(real)))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except PermissionError:
+            self.denied.append(path)
+            return []
+        if self.recorder is not None:
+            self.recorder.dirs.add(real)
+        return names
+
+    # Environment -----------------------------------------------------------------------------------
+
+    def environ(self) -> dict[str, str]:
+        """NCCL_* variables plus HOME/USER: from the process (live) or ``env.json`` (fixture)."""
+        if self.live:
+            keep = {k: v for k, v in os.environ.items() if k.startswith("NCCL_") or k in ("HOME", "USER")}
+            if self.recorder is not None:
+                self.recorder.files["/env.json"] = (json.dumps(keep, indent=2, sort_keys=True) + "\n").encode()
+            return keep
+        path = self.root + "/env.json"
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            raise InputError(f"cannot read recorded environment: {exc}", path=path,
+                             fix="env.json must be a JSON object of strings") from None
+        if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+            raise InputError("recorded environment must be a JSON object of strings", path=path,
+                             fix='write it as {"NCCL_IB_HCA": "=mlx5_0", ...}')
+        return data

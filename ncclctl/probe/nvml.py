@@ -1,0 +1,187 @@
+"""The NVML seam: live pynvml, or the answers recorded in a fixture's ``nvml.json``.
+
+Both produce the same plain-data document (see docs/fixture-format.md): every call goes through one
+guard that turns ``NVMLError_<Name>`` into ``{"error": "<Name>"}``, so the probe degrades per call
+(not supported, no permission, GPU lost) instead of failing, and a snapshot records exactly what the
+live probe saw. ``pynvml`` is imported lazily, on the first live query.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Callable, Protocol
+
+from ncclctl.errors import InputError
+
+#: pynvml's NVML_NVLINK_MAX_LINKS is 36 in 13.x (18 before); we stop at the first invalid link anyway.
+MAX_NVLINKS = 36
+
+FI_NVLINK_GET_STATE = 165
+FI_C2C_LINK_COUNT = 170
+FI_C2C_LINK_GET_MAX_BW = 172
+
+
+class NvmlSource(Protocol):
+    def collect(self) -> dict: ...
+
+
+def _err(exc: BaseException) -> dict:
+    name = type(exc).__name__
+    if name.startswith("NVMLError_"):
+        name = name[len("NVMLError_"):]
+    elif name == "NVMLError":
+        name = f"Code{getattr(exc, 'value', '?')}"
+    return {"error": name}
+
+
+def is_error(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == {"error"}
+
+
+class LiveNvml:
+    """Queries the local driver through pynvml (``nvidia-ml-py``)."""
+
+    def collect(self) -> dict:
+        try:
+            import pynvml  # noqa: PLC0415 - heavy and optional: only when probing a live host
+        except ImportError:
+            return {"init": "ModuleNotFound", "devices": []}
+        try:
+            pynvml.nvmlInit()
+        except pynvml.NVMLError as exc:
+            return {"init": _err(exc)["error"], "devices": []}
+        try:
+            return self._collect(pynvml)
+        finally:
+            try:
+                pynvml.nvmlShutdown()
+            except pynvml.NVMLError:  # pragma: no cover
+                pass
+
+    def _collect(self, nv: Any) -> dict:
+        def q(fn: Callable, *args: Any) -> Any:
+            try:
+                return fn(*args)
+            except nv.NVMLError as exc:
+                return _err(exc)
+
+        doc: dict[str, Any] = {
+            "init": "ok",
+            "driver_version": q(nv.nvmlSystemGetDriverVersion),
+            "nvml_version": q(nv.nvmlSystemGetNVMLVersion),
+            "cuda_driver_version": q(nv.nvmlSystemGetCudaDriverVersion),
+            "devices": [],
+        }
+        count = q(nv.nvmlDeviceGetCount)
+        if is_error(count):
+            doc["device_count"] = count
+            return doc
+        for i in range(count):
+            handle = q(nv.nvmlDeviceGetHandleByIndex, i)
+            if is_error(handle):
+                doc["devices"].append({"index": i, **handle})
+                continue
+            doc["devices"].append(self._device(nv, q, i, handle))
+        return doc
+
+    def _device(self, nv: Any, q: Callable, index: int, h: Any) -> dict:
+        dev: dict[str, Any] = {"index": index}
+        dev["uuid"] = q(nv.nvmlDeviceGetUUID, h)
+        dev["name"] = q(nv.nvmlDeviceGetName, h)
+        dev["serial"] = q(nv.nvmlDeviceGetSerial, h)
+        pci = q(nv.nvmlDeviceGetPciInfo, h)
+        if is_error(pci):
+            dev["pci"] = pci
+        else:
+            dev["pci"] = {
+                "busId": _s(pci.busId),
+                "busIdLegacy": _s(pci.busIdLegacy),
+                "pciDeviceId": f"0x{pci.pciDeviceId:08X}",
+                "pciSubSystemId": f"0x{pci.pciSubSystemId:08X}",
+            }
+        cc = q(nv.nvmlDeviceGetCudaComputeCapability, h)
+        dev["cuda_compute_capability"] = cc if is_error(cc) else list(cc)
+        dev["persistence_mode"] = q(nv.nvmlDeviceGetPersistenceMode, h)
+        mig = q(nv.nvmlDeviceGetMigMode, h)
+        dev["mig_mode"] = mig if is_error(mig) else list(mig)
+        dev["numa_node_id"] = q(nv.nvmlDeviceGetNumaNodeId, h) if hasattr(nv, "nvmlDeviceGetNumaNodeId") else {"error": "FunctionNotFound"}
+        dev["pcie"] = {
+            "max_gen": q(nv.nvmlDeviceGetMaxPcieLinkGeneration, h),
+            "max_width": q(nv.nvmlDeviceGetMaxPcieLinkWidth, h),
+            "curr_gen": q(nv.nvmlDeviceGetCurrPcieLinkGeneration, h),
+            "curr_width": q(nv.nvmlDeviceGetCurrPcieLinkWidth, h),
+        }
+        links = []
+        for link in range(MAX_NVLINKS):
+            state = q(nv.nvmlDeviceGetNvLinkState, h, link)
+            if is_error(state):
+                if state["error"] in ("InvalidArgument", "NotSupported"):
+                    break
+                links.append({"link": link, "state": state})
+                continue
+            entry: dict[str, Any] = {"link": link, "state": state}
+            entry["p2p_supported"] = q(nv.nvmlDeviceGetNvLinkCapability, h, link, 0)
+            remote = q(nv.nvmlDeviceGetNvLinkRemotePciInfo, h, link)
+            entry["remote_bus_id"] = remote if is_error(remote) else _s(remote.busId)
+            if hasattr(nv, "nvmlDeviceGetNvLinkRemoteDeviceType"):
+                entry["remote_device_type"] = q(nv.nvmlDeviceGetNvLinkRemoteDeviceType, h, link)
+            entry["version"] = q(nv.nvmlDeviceGetNvLinkVersion, h, link)
+            links.append(entry)
+        dev["nvlinks"] = links
+        dev["c2c"] = self._c2c(nv, q, h)
+        dev["fabric"] = self._fabric(nv, q, h)
+        return dev
+
+    def _c2c(self, nv: Any, q: Callable, h: Any) -> Any:
+        values = q(nv.nvmlDeviceGetFieldValues, h, [FI_C2C_LINK_COUNT, FI_C2C_LINK_GET_MAX_BW])
+        if is_error(values):
+            return values
+        out = []
+        for v in values:
+            if v.nvmlReturn != 0:
+                return {"error": "NotSupported"}
+            out.append(int(v.value.uiVal))
+        if not out or out[0] == 0:
+            return {"error": "NotSupported"}
+        return {"count": out[0], "max_bw": out[1] if len(out) > 1 else None}
+
+    def _fabric(self, nv: Any, q: Callable, h: Any) -> Any:
+        if not hasattr(nv, "nvmlDeviceGetGpuFabricInfo"):
+            return {"error": "FunctionNotFound"}
+        import ctypes  # noqa: PLC0415
+
+        info = nv.c_nvmlGpuFabricInfo_t()
+        res = q(nv.nvmlDeviceGetGpuFabricInfo, h, ctypes.byref(info))
+        if is_error(res):
+            return res
+        return {"state": int(info.state), "status": int(info.status)}
+
+
+def _s(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class RecordedNvml:
+    """Serves ``<root>/nvml.json``; a fixture without one is a host without NVML."""
+
+    def __init__(self, root: str) -> None:
+        self.path = os.path.join(root, "nvml.json")
+
+    def collect(self) -> dict:
+        try:
+            with open(self.path, encoding="utf-8") as fh:
+                doc = json.load(fh)
+        except FileNotFoundError:
+            return {"init": "NotCaptured", "devices": []}
+        except ValueError as exc:
+            raise InputError(f"recorded NVML answers are not valid JSON: {exc}", path=self.path,
+                             fix="re-capture the host with 'ncclctl snapshot'") from None
+        except OSError as exc:
+            raise InputError(f"cannot read recorded NVML answers: {exc.strerror}", path=self.path) from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("devices", []), list):
+            raise InputError("recorded NVML answers must be an object with a 'devices' array", path=self.path,
+                             fix="see docs/fixture-format.md for the nvml.json layout")
+        doc.setdefault("init", "ok")
+        doc.setdefault("devices", [])
+        return doc

@@ -1,0 +1,302 @@
+"""``ncclctl snapshot``: capture a host into a fixture tree by recording what the probe reads.
+
+The probe runs once with a :class:`~ncclctl.probe.hostroot.Recorder` on the host root and recording wrappers
+on the runner and NVML source; the snapshot then writes back exactly those bytes, links and folders (pruned to
+the PCI devices the model keeps and to non-zero GIDs). Probing the snapshot therefore yields the same model as
+the probe that captured it. The tree is built in a temporary sibling folder and moved into place, so a crash
+never leaves half a snapshot.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import re
+import shutil
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+
+from ncclctl import __version__
+from ncclctl.errors import InputError, NcclctlError
+from ncclctl.model import Node
+from ncclctl.probe.assemble import probe
+from ncclctl.probe.commands import LiveRunner, RecordedRunner, RecordingRunner, slug
+from ncclctl.probe.hostroot import Recorder
+from ncclctl.probe.nvml import LiveNvml, RecordedNvml
+
+_BDF_COMPONENT = re.compile(r"^[0-9a-f]{4,5}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+
+
+class _RecordingNvml:
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.doc: dict | None = None
+
+    def collect(self) -> dict:
+        self.doc = self.inner.collect()
+        return self.doc
+
+
+@dataclass
+class SnapshotResult:
+    node: Node
+    path: str
+    files: int
+    unavailable: list[dict] = field(default_factory=list)
+
+
+def _device_of(path: str) -> str | None:
+    """The PCI function a sysfs path belongs to (its last bus-id component), if any."""
+    last = None
+    for comp in path.split("/"):
+        if _BDF_COMPONENT.match(comp):
+            last = comp
+    return last
+
+
+def _keep(path: str, kept: set[str], data: bytes | None = None) -> bool:
+    if path.startswith("/sys/"):
+        dev = _device_of(path)
+        if dev is not None and dev not in kept:
+            return False
+        if data is not None and "/gids/" in path and set(data.strip().replace(b":", b"")) <= {ord("0")}:
+            return False
+    return True
+
+
+def capture(root: str | None = None) -> tuple[Node, Recorder, RecordingRunner, _RecordingNvml]:
+    """Probe ``root`` (live when None) with recording on every seam."""
+    live = root is None or root == "/"
+    recorder = Recorder()
+    runner = RecordingRunner(LiveRunner() if live else RecordedRunner(os.path.abspath(root)))  # type: ignore[arg-type]
+    nvml = _RecordingNvml(LiveNvml() if live else RecordedNvml(os.path.abspath(root)))  # type: ignore[arg-type]
+    node = probe(root, runner=runner, nvml=nvml, recorder=recorder)
+    return node, recorder, runner, nvml
+
+
+def write_tree(dest: str, node: Node, recorder: Recorder, runner: RecordingRunner, nvml_doc: dict | None,
+               *, redact: bool = False, source_root: str | None = None) -> int:
+    kept = {d.bdf for d in node.pci}
+    files: dict[str, bytes] = {}
+    links: dict[str, str] = {}
+    dirs: set[str] = set()
+    for path, data in recorder.files.items():
+        if _keep(path, kept, data):
+            files[path] = data
+    for path, target in recorder.links.items():
+        if _keep(path, kept):
+            links[path] = target
+    for path in recorder.dirs:
+        if _keep(path, kept):
+            dirs.add(path)
+    for res in runner.results:
+        name = slug(res.argv)
+        if res.ok:
+            files[f"/cmd/{name}.txt"] = (res.stdout or "").encode()
+        elif res.reason != "not captured":
+            files[f"/cmd/{name}.err"] = (res.reason or "failed").encode() + b"\n"
+    if nvml_doc is not None and nvml_doc.get("init") != "NotCaptured":
+        files["/nvml.json"] = (json.dumps(nvml_doc, indent=2, sort_keys=True) + "\n").encode()
+    unavailable = [{"source": u.source, "reason": u.reason, **({"detail": u.detail} if u.detail else {})}
+                   for u in node.unavailable]
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    when = _dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc) if epoch and epoch.isdigit() else _dt.datetime.now(_dt.timezone.utc)
+    manifest = {
+        "format": 1,
+        "ncclctl_version": __version__,
+        "captured_at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "hostname": node.hostname,
+        "kernel": node.facts.kernel,
+        "machine": node.cpu.arch,
+        "driver_version": node.facts.driver_version,
+        "redacted": redact,
+        "unavailable": unavailable,
+    }
+    if source_root is not None:
+        manifest["captured_from"] = "fixture"
+    files["/manifest.json"] = (json.dumps(manifest, indent=2) + "\n").encode()
+    if redact:
+        files = _redact(files, links, node)
+    count = 0
+    for d in sorted(dirs):
+        os.makedirs(dest + d, exist_ok=True)
+    for path, target in sorted(links.items()):
+        os.makedirs(os.path.dirname(dest + path), exist_ok=True)
+        if os.path.lexists(dest + path):
+            continue
+        os.symlink(target, dest + path)
+        count += 1
+    for path, data in sorted(files.items()):
+        full = dest + path
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        if os.path.islink(full) or os.path.isdir(full):
+            continue
+        with open(full, "wb") as fh:
+            fh.write(data)
+        count += 1
+    return count
+
+
+def snapshot(out_dir: str | None = None, tar_path: str | None = None, *, redact: bool = False,
+             root: str | None = None) -> SnapshotResult:
+    """Capture the live host (or re-capture a fixture ``root``) into ``out_dir`` or a tar file."""
+    if (out_dir is None) == (tar_path is None):
+        raise NcclctlError("give exactly one of -o DIR or --tar FILE", fix="ncclctl snapshot -o ./myhost")
+    node, recorder, runner, nvml = capture(root)
+    target = os.path.abspath(out_dir or tar_path)  # type: ignore[arg-type]
+    parent = os.path.dirname(target)
+    if not os.path.isdir(parent):
+        raise InputError("the folder to write into does not exist", path=parent, fix="create it first")
+    tmp = tempfile.mkdtemp(prefix=".ncclctl-snapshot-", dir=parent)
+    try:
+        count = write_tree(tmp, node, recorder, runner, nvml.doc, redact=redact,
+                           source_root=None if root in (None, "/") else root)
+        if tar_path is not None:
+            _write_tar(tmp, target)
+        else:
+            _replace_dir(tmp, target)
+            tmp = ""
+    finally:
+        if tmp and os.path.isdir(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+    return SnapshotResult(node=node, path=target, files=count,
+                          unavailable=[{"source": u.source, "reason": u.reason} for u in node.unavailable])
+
+
+def _replace_dir(tmp: str, target: str) -> None:
+    if os.path.lexists(target):
+        if not os.path.isdir(target) or (os.listdir(target) and not os.path.exists(os.path.join(target, "manifest.json"))):
+            raise InputError("refusing to overwrite: not an empty folder or an earlier snapshot", path=target,
+                             fix="choose a new folder for -o")
+        old = target + ".old-" + os.path.basename(tmp)
+        os.replace(target, old)
+        os.replace(tmp, target)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, target)
+
+
+def _write_tar(tree: str, target: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".ncclctl-tar-", dir=os.path.dirname(target))
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            with tarfile.open(fileobj=raw, mode="w:gz") as tar:
+                for dirpath, dirnames, filenames in os.walk(tree):
+                    dirnames.sort()
+                    for name in sorted(dirnames + filenames):
+                        full = os.path.join(dirpath, name)
+                        arc = os.path.relpath(full, tree)
+                        info = tar.gettarinfo(full, arcname=arc)
+                        info.uid = info.gid = 0
+                        info.uname = info.gname = ""
+                        info.mtime = 0
+                        if info.isfile():
+                            with open(full, "rb") as fh:
+                                tar.addfile(info, fh)
+                        else:
+                            tar.addfile(info)
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def extract_tar(path: str, dest: str) -> None:
+    """Unpack a snapshot tar safely (no absolute paths, no escaping links, no devices)."""
+    try:
+        with tarfile.open(path) as tar:
+            for member in tar.getmembers():
+                name = member.name
+                if name.startswith("/") or ".." in name.split("/"):
+                    raise InputError(f"unsafe member {name!r} in snapshot archive", path=path)
+                if not (member.isfile() or member.isdir() or member.issym()):
+                    raise InputError(f"unsupported member type for {name!r} in snapshot archive", path=path)
+                if member.issym() and member.linkname.startswith("/"):
+                    raise InputError(f"absolute symlink {name!r} in snapshot archive", path=path)
+            tar.extractall(dest, filter="tar") if hasattr(tarfile, "data_filter") else tar.extractall(dest)  # noqa: S202
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise InputError(f"cannot read snapshot archive: {exc}", path=path,
+                         fix="pass a file written by 'ncclctl snapshot --tar'") from None
+
+
+# --------------------------------------------------------------------------------------------------
+# Redaction: GUIDs, MACs (and the EUI-64 GIDs derived from them), hostnames, GPU serials and UUIDs are
+# replaced consistently in every file, so the redacted snapshot still probes to a coherent model.
+
+
+def _fake_hex(value: str, n: int, salt: str) -> str:
+    return hashlib.sha256((salt + value).encode()).hexdigest()[:n]
+
+
+def _redaction_map(node: Node) -> list[tuple[re.Pattern[str], str]]:
+    subs: list[tuple[str, str]] = []
+    for nic in node.nics:
+        for guid in (nic.node_guid, nic.sys_image_guid):
+            if guid:
+                g = guid[2:].lower().rjust(16, "0")
+                fake = "02" + _fake_hex(g, 14, "guid")
+                subs.append((g, fake))
+                subs.append((":".join(g[i:i + 4] for i in range(0, 16, 4)), ":".join(fake[i:i + 4] for i in range(0, 16, 4))))
+    for nd in node.netdevs:
+        mac = (nd.address or "").lower()
+        if re.fullmatch(r"([0-9a-f]{2}:){5}[0-9a-f]{2}", mac) and mac != "00:00:00:00:00:00":
+            fake_b = bytes.fromhex("02" + _fake_hex(mac, 10, "mac"))
+            real_b = bytes.fromhex(mac.replace(":", ""))
+            subs.append((mac, ":".join(f"{b:02x}" for b in fake_b)))
+            for src, dst in ((real_b, fake_b),):
+                eui_src = bytes([src[0] ^ 2]) + src[1:3] + b"\xff\xfe" + src[3:]
+                eui_dst = bytes([dst[0] ^ 2]) + dst[1:3] + b"\xff\xfe" + dst[3:]
+                hs, hd = eui_src.hex(), eui_dst.hex()
+                subs.append((hs, hd))
+                subs.append((":".join(hs[i:i + 4] for i in range(0, 16, 4)), ":".join(hd[i:i + 4] for i in range(0, 16, 4))))
+    if node.hostname and node.hostname not in ("unknown", "localhost"):
+        subs.append((node.hostname, "host-" + _fake_hex(node.hostname, 8, "host")))
+    for g in node.gpus:
+        if g.serial:
+            subs.append((g.serial, "0" * len(g.serial)))
+        if g.uuid and g.uuid.startswith("GPU-"):
+            u = g.uuid[4:]
+            fake = _fake_hex(u, 32, "uuid")
+            fake_u = f"{fake[:8]}-{fake[8:12]}-{fake[12:16]}-{fake[16:20]}-{fake[20:32]}"
+            subs.append((u, fake_u))
+    subs.sort(key=lambda s: -len(s[0]))
+    return [(re.compile(re.escape(src), re.IGNORECASE), dst) for src, dst in subs if src]
+
+
+def _redact(files: dict[str, bytes], links: dict[str, str], node: Node) -> dict[str, bytes]:
+    table = _redaction_map(node)
+    out = {}
+    for path, data in files.items():
+        if path.endswith("/config"):
+            out[path] = data
+            continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            out[path] = data
+            continue
+        for pattern, dst in table:
+            text = pattern.sub(dst, text)
+        out[path] = text.encode()
+    return out
+
+
+def load_tar_or_dir(path: str) -> tuple[str, str | None]:
+    """Accept a snapshot folder or ``.tar.gz``; for a tar, unpack into a temp folder (returned for cleanup)."""
+    if os.path.isdir(path):
+        return path, None
+    if os.path.isfile(path):
+        tmp = tempfile.mkdtemp(prefix="ncclctl-root-")
+        extract_tar(path, tmp)
+        return tmp, tmp
+    raise InputError("no such host root", path=path, fix="pass a fixture folder or a snapshot .tar.gz")
+
+
+__all__ = ["SnapshotResult", "capture", "extract_tar", "load_tar_or_dir", "snapshot", "write_tree"]
+

@@ -1,0 +1,204 @@
+"""Human renderings of a node (text summary, NUMA/PCIe tree, topology matrix) and its JSON document."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from ncclctl import JSON_SCHEMA_VERSION
+from ncclctl.model import Node, PciDevice
+from ncclctl.paths import derived, matrix, natural_key, nearest_nics, nics_in_order, gpu_nic_type
+
+
+def node_document(node: Node) -> dict:
+    """The stable ``probe --format json`` document: the model plus its derived topology."""
+    doc = node.to_dict()
+    doc["derived"] = derived(node)
+    return doc
+
+
+def dumps(doc: object) -> str:
+    """Deterministic JSON: fixed indentation, key order as built, trailing newline."""
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def _gen(speed: str | None) -> str:
+    from ncclctl.probe.values import link_speed_gen
+
+    try:
+        g = link_speed_gen(speed)
+    except ValueError:
+        return "?"
+    return f"Gen{g}" if g else "?"
+
+
+def _link(dev: PciDevice | None) -> str:
+    if dev is None or dev.current_link_width is None:
+        return ""
+    cur = f"{_gen(dev.current_link_speed)} x{dev.current_link_width}"
+    mx = f"{_gen(dev.max_link_speed)} x{dev.max_link_width}"
+    return cur if cur == mx else f"{cur} (max {mx})"
+
+
+def text_summary(node: Node) -> str:
+    cpu = node.cpu
+    lines = [
+        f"host      {node.hostname}",
+        f"cpu       {cpu.arch}, {cpu.sockets} x {cpu.model_name or cpu.vendor}, {cpu.logical_cpus} CPUs, "
+        f"{len(node.numa)} NUMA node(s)",
+    ]
+    facts = node.facts
+    drv = facts.driver_version or "n/a"
+    if facts.nvidia_module:
+        drv += f" ({facts.nvidia_module} kernel module)"
+    lines.append(f"kernel    {facts.kernel or 'n/a'}; NVIDIA driver {drv}")
+    gdr = ", ".join(facts.peermem) if facts.peermem else "no peer-memory module"
+    if not facts.iommu_units:
+        iommu = "off"
+    else:
+        types = sorted({t for _, t in facts.iommu_group_types})
+        iommu = "on (" + (", ".join(types) if types else "group types unknown") + ")"
+    lines.append(f"gpudirect {gdr}; IOMMU {iommu}")
+    if node.gpus:
+        names = Counter(g.name for g in node.gpus)
+        desc = ", ".join(f"{n} x {name}" for name, n in names.items())
+        sms = sorted({g.sm for g in node.gpus if g.sm})
+        lines.append(f"gpus      {desc}" + (f" (sm{'/'.join(map(str, sms))})" if sms else ""))
+    else:
+        lines.append("gpus      none")
+    if node.nvswitches:
+        lines.append(f"nvswitch  {len(node.nvswitches)} PCI-visible NVSwitch(es); fabric manager: {facts.fabric_manager or 'n/a'}")
+    near = nearest_nics(node)
+    if node.gpus:
+        lines.append("")
+        lines.append(f"{'GPU':<4} {'bus id':<13} {'NUMA':<5} {'NVLink':<7} {'PCIe':<22} nearest NIC(s)")
+        for g in sorted(node.gpus, key=lambda g: g.index):
+            nv = f"{len(g.active_nvlinks)}/{len(g.nvlinks)}" if g.nvlinks else "-"
+            nics = near.get(g.index, ())
+            path = gpu_nic_type(node, g, node.nic(nics[0])) if nics else ""
+            numa = "-" if g.numa_node is None else str(g.numa_node)
+            lines.append(f"{g.index:<4} {g.bdf:<13} {numa:<5} {nv:<7} {_link(node.pci_device(g.bdf)):<22} "
+                         f"{','.join(nics) or '-'}{(' (' + path + ')') if path else ''}")
+    if node.nics:
+        lines.append("")
+        lines.append(f"{'NIC':<12} {'bus id':<13} {'port':<5} {'state':<7} {'rate':<9} {'layer':<11} {'netdev':<14} MTU")
+        netdevs = {n.name: n for n in node.netdevs}
+        for nic in nics_in_order(node):
+            for p in nic.ports:
+                nd = netdevs.get(p.netdev or "")
+                rate = f"{p.rate_gbps:g}G" if p.rate_gbps is not None else "?"
+                mtu = str(nd.mtu) if nd and nd.mtu else (str(p.active_mtu) if p.active_mtu else "-")
+                lines.append(f"{nic.name:<12} {nic.bdf or '-':<13} {p.num:<5} {p.state:<7} {rate:<9} {p.link_layer:<11} "
+                             f"{p.netdev or '-':<14} {mtu}")
+    if node.unavailable:
+        lines.append("")
+        lines.append("not seen:")
+        for u in node.unavailable:
+            lines.append(f"  {u.source}: {u.reason}" + (f" ({u.detail})" if u.detail else ""))
+    return "\n".join(lines) + "\n"
+
+
+def _describe(node: Node, dev: PciDevice, labels: dict[str, str]) -> str:
+    role = {
+        "root_port": "root port",
+        "switch_upstream": "switch",
+        "switch_downstream": "downstream port",
+        "bridge": "bridge",
+    }.get(dev.role)
+    ids = f"{dev.vendor[2:]}:{dev.device[2:]}"
+    parts = [dev.bdf]
+    if dev.bdf in labels:
+        parts.append(labels[dev.bdf])
+    elif role:
+        parts.append(role)
+    else:
+        parts.append(f"class {dev.class_code}")
+    parts.append(f"[{ids}]")
+    link = _link(dev)
+    if link:
+        parts.append(link)
+    if dev.acs_ctrl:
+        parts.append(f"ACSCtl=0x{dev.acs_ctrl:04x}")
+    return " ".join(parts)
+
+
+def tree(node: Node) -> str:
+    """NUMA nodes, root complexes and the PCIe tree with GPUs and NICs labelled."""
+    labels: dict[str, str] = {}
+    for g in node.gpus:
+        labels[g.bdf] = f"GPU{g.index} {g.name}"
+    for s in node.nvswitches:
+        labels[s.bdf] = "NVSwitch"
+    for n in node.nics:
+        if n.bdf:
+            layer = n.link_layer or "?"
+            extra = labels.get(n.bdf)
+            labels[n.bdf] = (extra + " + " if extra else "") + f"NIC {n.name} ({layer})"
+    for nd in node.netdevs:
+        if nd.bdf and nd.bdf not in labels:
+            labels[nd.bdf] = f"NIC {nd.name}"
+    children: dict[str, list[str]] = {}
+    roots: dict[str, set[int | None]] = {}
+    for dev in node.pci:
+        parent = dev.path[-2]
+        children.setdefault(parent, []).append(dev.bdf)
+        roots.setdefault(dev.root_complex, set()).add(dev.numa_node)
+    lines: list[str] = []
+
+    def walk(key: str, depth: int) -> None:
+        for bdf in sorted(children.get(key, [])):
+            dev = node.pci_device(bdf)
+            if dev is None:
+                continue
+            lines.append("  " * depth + _describe(node, dev, labels))
+            walk(bdf, depth + 1)
+
+    numa_ids = [n.id for n in node.numa] or [None]
+    by_numa: dict[int | None, list[str]] = {}
+    for rc, numas in roots.items():
+        known = sorted(n for n in numas if n is not None and n >= 0)
+        by_numa.setdefault(known[0] if known else None, []).append(rc)
+    for nid in numa_ids + [None]:
+        rcs = by_numa.pop(nid, None)
+        numa = next((n for n in node.numa if n.id == nid), None)
+        if numa is not None:
+            cpus = numa.cpulist or "no CPUs (memory only)"
+            lines.append(f"NUMA node {nid}: CPUs {cpus}")
+        elif rcs:
+            lines.append("NUMA node unknown")
+        else:
+            continue
+        for rc in sorted(rcs or [], key=natural_key):
+            lines.append(f"  {rc} (host bridge)")
+            walk(rc, 2)
+    nics_nopci = [n for n in node.nics if not n.bdf]
+    if nics_nopci:
+        lines.append("not placed on PCIe: " + ", ".join(n.name for n in nics_nopci))
+    return "\n".join(lines) + "\n"
+
+
+def matrix_text(node: Node) -> str:
+    m = matrix(node)
+    width = max([len(x) for x in m.labels] + [4]) + 1
+    header = " " * width + "".join(f"{label:<{width}}" for label in m.labels) + "CPU Affinity\tNUMA Affinity"
+    lines = [header.rstrip()]
+    for label, row, cpu, numa in zip(m.labels, m.cells, m.cpu_affinity, m.numa_affinity):
+        line = f"{label:<{width}}" + "".join(f"{c:<{width}}" for c in row)
+        if cpu or numa:
+            line += f"{cpu}\t{numa}"
+        lines.append(line.rstrip())
+    lines += [
+        "",
+        "Legend:",
+        "",
+        "  X    = Self",
+        "  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes",
+        "  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node",
+        "  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)",
+        "  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)",
+        "  PIX  = Connection traversing at most a single PCIe bridge",
+        "  NV#  = Connection traversing a bonded set of # NVLinks",
+    ]
+    if m.nic_legend:
+        lines += ["", "NIC Legend:", ""] + [f"  {label}: {name}" for label, name in m.nic_legend]
+    return "\n".join(lines) + "\n"

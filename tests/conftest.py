@@ -1,0 +1,62 @@
+"""Shared fixtures: host trees, golden files, CLI runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+HOSTS = REPO / "fixtures" / "hosts"
+GOLDEN = REPO / "tests" / "golden"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true", help="rewrite golden files from current output")
+
+
+def host_names() -> list[str]:
+    if not HOSTS.is_dir():
+        return []
+    return sorted(p.name for p in HOSTS.iterdir() if (p / "manifest.json").exists())
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest):
+    """golden(relpath, text): compare with tests/golden/relpath (or rewrite it with --update-golden)."""
+    update = request.config.getoption("--update-golden")
+
+    def check(relpath: str, text: str) -> None:
+        path = GOLDEN / relpath
+        if update:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            return
+        assert path.exists(), f"missing golden file {path}; run pytest --update-golden"
+        expected = path.read_text(encoding="utf-8")
+        assert text == expected, f"output differs from {path}; if intended, run pytest --update-golden"
+
+    return check
+
+
+def run_cli(*args: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    """Run ncclctl in a subprocess exactly as a user would (python -m ncclctl)."""
+    full_env = dict(os.environ)
+    full_env.pop("NCCLCTL_DEBUG", None)
+    if env:
+        full_env.update(env)
+    return subprocess.run([sys.executable, "-m", "ncclctl", *args], capture_output=True, text=True,
+                          timeout=timeout, env=full_env, cwd=REPO)
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+def load_json(text: str):
+    return json.loads(text)
