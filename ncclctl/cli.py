@@ -125,6 +125,94 @@ def snapshot(
             print(f"  not captured: {u['source']}: {u['reason']}", file=sys.stderr)
 
 
+topo_app = typer.Typer(help="NCCL topology XML (NCCL_TOPO_FILE): generate, validate, show, diff.",
+                       rich_markup_mode=None, no_args_is_help=True)
+app.add_typer(topo_app, name="topo")
+
+
+def _load_node(root: Optional[str], model: Optional[str]):
+    """The node from --root (fixture or snapshot tar), --model (JSON), or the live host."""
+    from ncclctl.probe import probe as do_probe
+
+    if root is not None and model is not None:
+        from ncclctl.errors import UsageError
+
+        raise UsageError("give --root or --model, not both")
+    if model is not None:
+        import json
+
+        from ncclctl.errors import InputError
+        from ncclctl.model import Node
+
+        try:
+            with open(model, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except FileNotFoundError:
+            raise InputError("no such file", path=model, fix="write one with: ncclctl probe --format json > model.json") from None
+        except (OSError, ValueError) as exc:
+            raise InputError(f"not a JSON node model: {exc}", path=model,
+                             fix="write one with: ncclctl probe --format json > model.json") from None
+        return Node.from_dict(data, source=model)
+    if root is not None:
+        import shutil
+
+        from ncclctl.probe.snapshot import load_tar_or_dir
+
+        path, cleanup = load_tar_or_dir(root)
+        try:
+            return do_probe(path)
+        finally:
+            if cleanup:
+                shutil.rmtree(cleanup, ignore_errors=True)
+    return do_probe(None)
+
+
+@topo_app.command("generate")
+def topo_generate(
+    root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP, metavar="DIR"),
+    model: Optional[str] = typer.Option(None, "--model", help="Read the node from a JSON model (probe --format json).", metavar="JSON"),
+    spec: Optional[str] = typer.Option(None, "--spec", help="Virtual layout spec (YAML) for flat-PCIe VMs.", metavar="YAML"),
+    profile: Optional[str] = typer.Option(None, "--profile", help="Built-in virtual layout: h100, a100 or pairs.", metavar="NAME"),
+    output: Optional[str] = typer.Option(None, "-o", "--output", help="Write to this file (atomically) instead of stdout.", metavar="FILE"),
+    nccl_version: str = typer.Option("2.30.7", "--nccl-version", help="Never write what this NCCL version cannot read.", metavar="X.Y[.Z]"),
+    minimal: bool = typer.Option(False, "--minimal", help="Only the cpu/pci skeleton; NCCL detects GPUs and NICs itself."),
+    nics: Optional[str] = typer.Option(None, "--nics", help="Comma-separated RDMA devices to include (default: all with an active port).", metavar="LIST"),
+) -> None:
+    """Generate an NCCL topology file for this node (bare metal) or a virtual layout (VMs)."""
+    from ncclctl.topo import generate as gen
+
+    node = _load_node(root, model)
+    opts = gen.Options(nccl_version=gen.parse_version(nccl_version), minimal=minimal,
+                       nics=tuple(n for n in nics.split(",") if n) if nics else None)
+    layout = None
+    if spec is not None and profile is not None:
+        from ncclctl.errors import UsageError
+
+        raise UsageError("give --spec or --profile, not both")
+    if spec is not None:
+        from ncclctl.errors import InputError
+
+        try:
+            with open(spec, encoding="utf-8") as fh:
+                text = fh.read()
+        except OSError as exc:
+            raise InputError(f"cannot read layout spec: {exc.strerror}", path=spec) from None
+        layout = gen.load_spec(text, path=spec)
+    elif profile is not None:
+        layout = gen.profile_layout(node, profile, opts.nics)
+    elif node.is_virtual:
+        layout = gen.profile_layout(node, "pairs", opts.nics)
+        print("ncclctl: flat PCIe (virtual machine) detected: pairing GPU i with NIC i under virtual switches; "
+              "use --profile or --spec to choose the layout", file=sys.stderr)
+    data = gen.generate(node, opts, layout=layout)
+    if output is None:
+        sys.stdout.write(data.decode())
+    else:
+        from ncclctl.fileio import write_atomic
+
+        write_atomic(output, data)
+
+
 # --------------------------------------------------------------------------------------------------
 
 
