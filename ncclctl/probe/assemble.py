@@ -379,9 +379,7 @@ class _Probe:
             if real is None and not host.is_dir(d):
                 continue
             device = host.resolve_link(f"{d}/device")
-            bdf = device.rpartition("/")[2] if device else None
-            if bdf is not None and not V.is_sysfs_bdf(bdf):
-                bdf = None
+            bdf = _nearest_bdf(device)
             info = kinds.get(name)
             kind = "physical" if bdf else "virtual"
             if info is not None and getattr(info, "kind", None):
@@ -424,9 +422,7 @@ class _Probe:
         for name in names:
             d = f"{base}/{name}"
             device = host.resolve_link(f"{d}/device")
-            bdf = device.rpartition("/")[2] if device else None
-            if bdf is not None and not V.is_sysfs_bdf(bdf):
-                bdf = None
+            bdf = _nearest_bdf(device)
             ports = []
             dev_ports = {p.num: p for p in devinfo[name].ports} if name in devinfo else {}
             for pname in host.listdir(f"{d}/ports"):
@@ -616,6 +612,16 @@ def _replace(obj: T, **changes: Any) -> T:
     import dataclasses  # noqa: PLC0415
 
     return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+
+
+def _nearest_bdf(device_path: str | None) -> str | None:
+    """The PCI function a device belongs to: the last bus-id component of its sysfs path (virtio sits below it)."""
+    if not device_path or not device_path.startswith("/sys/devices/pci"):
+        return None
+    for comp in reversed(device_path.split("/")):
+        if V.is_sysfs_bdf(comp):
+            return comp
+    return None
 
 
 def _int_or_none(v: Any) -> int | None:

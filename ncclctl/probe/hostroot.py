@@ -2,8 +2,8 @@
 
 ``HostRoot("/")`` reads the live host; ``HostRoot("fixtures/hosts/dgx-h100")`` reads a captured tree laid
 out the same way. Paths given to every method are absolute host paths (``/sys/class/net``); symlinks are
-resolved component by component *inside* the root, so a fixture's relative sysfs links work and nothing can
-escape the root. A :class:`Recorder` attached to the root sees every successful read, which is how
+resolved component by component *inside* the root (absolute links restart at the root, as under chroot, and
+``..`` stops at it), so a fixture's sysfs links work and nothing can escape the root. A :class:`Recorder` attached to the root sees every successful read, which is how
 ``ncclctl snapshot`` knows exactly which files the probe used.
 
 Missing files return ``None`` (absence is information: no IOMMU, no peer memory). Files that exist but
@@ -103,12 +103,8 @@ class HostRoot:
                     )
                 target = self._readlink_raw(candidate)
                 if target.startswith("/"):
-                    if not self.live:
-                        raise InputError(
-                            f"absolute symlink to {target!r} in a host root",
-                            path=self.display(candidate),
-                            fix="fixture symlinks must be relative, as the kernel makes them in /sys",
-                        )
+                    # Absolute links (e.g. /var/run -> /run) mean "from the root", as under chroot: the
+                    # resolution restarts at the host root and can never leave it.
                     resolved = []
                 parts = [p for p in target.split("/") if p] + parts
                 continue

@@ -1,0 +1,213 @@
+"""Helpers shared by the parser modules (private to :mod:`ncclctl.parsers`).
+
+All numeric checks use explicit ASCII classes: Python's ``int()`` also accepts ``"１２"``, ``"1_000"``
+and 5000-digit strings (the last one raises ``ValueError``), and ``\\d`` in a ``str`` regex matches any
+Unicode digit. The parsers therefore match ``[0-9]`` first and convert second.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from ncclctl.errors import ParseError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not imported at run time: these modules load at CLI start-up
+    from typing import Any, Callable, TypeVar
+
+    T = TypeVar("T")
+
+#: ANSI SGR / CSI sequences (nvidia-smi underlines its header, ``ip -c`` colours names).
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+_DEC_RE = re.compile(r"[0-9]{1,19}")
+_HEX_RE = re.compile(r"0[xX][0-9a-fA-F]{1,16}")
+_FLOAT_RE = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,12})?(?:[eE][+-]?[0-9]{1,3})?")
+_GUID_COLON_RE = re.compile(r"[0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){3}")
+
+#: Exceptions a bug in a parser could raise on hostile input; :func:`run_parser` turns them into
+#: :class:`ParseError` so that callers only ever see that one type.
+_INTERNAL_ERRORS = (
+    ValueError,
+    IndexError,
+    KeyError,
+    TypeError,
+    AttributeError,
+    RecursionError,
+    OverflowError,
+    UnicodeError,
+    LookupError,
+    ArithmeticError,
+)
+
+
+def run_parser(impl: Callable[[str, str], T], text: object, source: str, what: str) -> T:
+    """Normalise ``text`` and call ``impl(text, source)``; only :class:`ParseError` escapes."""
+    body = as_text(text, source, what)
+    try:
+        return impl(body, source)
+    except ParseError:
+        raise
+    except _INTERNAL_ERRORS as exc:  # pragma: no cover - safety net, each parser checks first
+        raise ParseError(
+            f"could not parse the {what} output ({type(exc).__name__}: {exc})",
+            path=source,
+            line=None,
+            fix=f"check that the file holds the unedited output of {what}; if it does, report an "
+            "ncclctl bug with the file attached",
+        ) from exc
+
+
+def as_text(text: object, source: str, what: str) -> str:
+    """Accept ``str`` (or UTF-8 ``bytes``), drop a leading BOM."""
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        raw = bytes(text)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ParseError(
+                f"{what} output is not valid UTF-8 (byte 0x{raw[exc.start]:02x})",
+                path=source,
+                line=raw.count(b"\n", 0, exc.start) + 1,
+                fix="capture the command output again without converting its encoding",
+            ) from None
+    if not isinstance(text, str):
+        raise ParseError(
+            f"expected the {what} output as text, got {type(text).__name__}",
+            path=source,
+            line=None,
+            fix="pass the command's stdout as a string",
+        )
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+def split_lines(text: str) -> list[str]:
+    """Split on LF, CRLF and lone CR only (``str.splitlines`` also splits on \\x0b, \\x1c, ...)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def strip_ansi(line: str) -> str:
+    return ANSI_RE.sub("", line) if "\x1b" in line else line
+
+
+def is_blank(text: str) -> bool:
+    return not text.strip()
+
+
+def last_line(lines: list[str]) -> int:
+    """1-based number of the last non-blank line (1 for empty input)."""
+    for i in range(len(lines), 0, -1):
+        if lines[i - 1].strip():
+            return i
+    return 1
+
+
+def perr(source: str, line: int | None, message: str, fix: str) -> ParseError:
+    return ParseError(message, path=source, line=line, fix=fix)
+
+
+def dec(token: str, source: str, line: int | None, what: str, fix: str) -> int:
+    """Parse a non-negative decimal integer or raise :class:`ParseError`."""
+    if _DEC_RE.fullmatch(token):
+        return int(token)
+    raise perr(source, line, f"{what}: expected a decimal number, got {token!r}", fix)
+
+
+def dec_or_hex(token: str, source: str, line: int | None, what: str, fix: str) -> int:
+    """Decimal, or hex with an explicit ``0x`` prefix (never bare hex)."""
+    if _DEC_RE.fullmatch(token):
+        return int(token)
+    if _HEX_RE.fullmatch(token):
+        return int(token, 16)
+    raise perr(source, line, f"{what}: expected a number, got {token!r}", fix)
+
+
+def hex0x(token: str, source: str, line: int | None, what: str, fix: str) -> int:
+    """Hex with a mandatory ``0x`` prefix."""
+    if _HEX_RE.fullmatch(token):
+        return int(token, 16)
+    raise perr(source, line, f"{what}: expected 0x-prefixed hex, got {token!r}", fix)
+
+
+def flt(token: str, source: str, line: int | None, what: str, fix: str) -> float:
+    if _FLOAT_RE.fullmatch(token):
+        return float(token)
+    raise perr(source, line, f"{what}: expected a number, got {token!r}", fix)
+
+
+def guid(token: str, source: str, line: int | None, what: str, fix: str) -> int:
+    """A 64-bit GUID as ``0xa088c20300e3142a`` (ibstat) or ``a088:c203:00e3:142a`` (sysfs/devinfo)."""
+    if _HEX_RE.fullmatch(token):
+        return int(token, 16)
+    if _GUID_COLON_RE.fullmatch(token):
+        return int(token.replace(":", ""), 16)
+    raise perr(source, line, f"{what}: expected a 64-bit GUID, got {token!r}", fix)
+
+
+# --------------------------------------------------------------------------------------------- JSON
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def load_json(text: str, source: str, what: str, fix: str) -> Any:
+    """``json.loads`` with every failure mapped to :class:`ParseError` (line/column from the decoder)."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise ParseError(
+            f"{what} output is not valid JSON: {exc.msg}",
+            path=source,
+            line=exc.lineno,
+            column=exc.colno,
+            fix=fix,
+        ) from None
+    except (ValueError, RecursionError, OverflowError) as exc:
+        raise ParseError(
+            f"{what} output is not usable JSON: {exc}", path=source, line=1, fix=fix
+        ) from None
+
+
+def json_line(text: str, needle: str, start: int = 0) -> int:
+    """Line number of the first ``needle`` (a JSON key or value) at/after ``start``; else of ``start``."""
+    pos = text.find(needle, start) if needle else -1
+    if pos < 0:
+        pos = start
+    return text.count("\n", 0, max(pos, 0)) + 1
+
+
+def json_array_offsets(text: str) -> list[int]:
+    """Character offsets of each top-level element of a JSON array document (already validated).
+
+    Used to report the line of the offending element in ``ip -j`` output (one line) or ``ip -j -p``
+    output (pretty-printed).
+    """
+    decoder = json.JSONDecoder()
+    offsets: list[int] = []
+    i = text.find("[")
+    if i < 0:
+        return offsets
+    i += 1
+    n = len(text)
+    while True:
+        while i < n and text[i] in " \t\r\n,":
+            i += 1
+        if i >= n or text[i] == "]":
+            return offsets
+        offsets.append(i)
+        try:
+            _, i = decoder.raw_decode(text, i)
+        except (ValueError, RecursionError):
+            return offsets
+
+
+def yes_no(value: str) -> bool | None:
+    low = value.strip().lower()
+    if low in ("yes", "on", "true", "1"):
+        return True
+    if low in ("no", "off", "false", "0"):
+        return False
+    return None
