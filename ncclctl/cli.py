@@ -236,20 +236,29 @@ def _fail(exc: NcclctlError, argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the app and turn every outcome into a documented exit code."""
-    import click
+    # typer >= 0.20 vendors click as typer._click; older releases use click itself.
+    try:
+        from typer._click import exceptions as cx  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - older typer
+        from click import exceptions as cx
 
+    def kinds(name: str) -> tuple[type, ...]:
+        found = (getattr(typer, name, None), getattr(cx, name, None))
+        return tuple(t for t in found if isinstance(t, type) and issubclass(t, BaseException))
+
+    exit_types, abort_types, click_types = kinds("Exit"), kinds("Abort"), kinds("ClickException")
     args = list(sys.argv[1:] if argv is None else argv)
     code = 0
     try:
         rv = app(args=args, prog_name="ncclctl", standalone_mode=False)
         code = rv if isinstance(rv, int) else 0
-    except click.exceptions.Exit as exc:
-        code = exc.exit_code
-    except click.exceptions.Abort:
+    except exit_types as exc:
+        code = exc.exit_code  # type: ignore[attr-defined]
+    except abort_types:
         print("ncclctl: interrupted", file=sys.stderr)
         code = ExitCode.INTERRUPTED
-    except click.ClickException as exc:
-        exc.show()
+    except click_types as exc:
+        exc.show()  # type: ignore[attr-defined]
         code = ExitCode.USAGE
     except NcclctlError as exc:
         code = _fail(exc, args)

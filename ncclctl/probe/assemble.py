@@ -67,8 +67,8 @@ class _Probe:
 
     def value(self, path: str, parse: Callable[[str], T], *, what: str = "value") -> T | None:
         raw = self.host.read_value(path)
-        if raw is None:
-            return None
+        if not raw:
+            return None  # absent, unreadable, or empty: an empty sysfs attribute carries no value
         try:
             return parse(raw)
         except (ValueError, IndexError) as exc:
@@ -171,13 +171,13 @@ class _Probe:
         for name in names:
             if not V.is_sysfs_bdf(name):
                 continue
-            cls = self.required(f"{base}/{name}/class", lambda s: V.parse_hex_id(s, 6), what="PCI class")
-            if not cls.startswith(KEEP_CLASSES):
-                continue
             real = host.resolve_link(f"{base}/{name}")
             if real is None:
                 raise InputError("not a symlink into /sys/devices", path=host.display(f"{base}/{name}"),
                                  fix="bus/pci/devices entries must be the kernel's relative symlinks")
+            cls = self.required(f"{base}/{name}/class", lambda s: V.parse_hex_id(s, 6), what="PCI class")
+            if not cls.startswith(KEEP_CLASSES):
+                continue
             paths[name] = _device_path(real, name, host.display(f"{base}/{name}"))
         # Every bridge above a kept device is kept too; order: by path so parents come first.
         wanted: dict[str, str] = {}

@@ -32,6 +32,10 @@ class Recorder:
     files: dict[str, bytes] = field(default_factory=dict)
     links: dict[str, str] = field(default_factory=dict)
     dirs: set[str] = field(default_factory=set)
+    #: Entries of listed folders: path -> ("dir"|"file"|"link", link target or None, resolved path).
+    entries: dict[str, tuple[str, str | None, str]] = field(default_factory=dict)
+    #: Paths whose existence was tested (present ones are recreated as empty files or folders).
+    probed: dict[str, str] = field(default_factory=dict)
 
 
 class HostRoot:
@@ -126,9 +130,13 @@ class HostRoot:
 
     def exists(self, path: str) -> bool:
         try:
-            return self._lstat(self.realpath(path)) is not None
+            real = self.realpath(path)
         except InputError:
             return False
+        st = self._lstat(real)
+        if st is not None and self.recorder is not None:
+            self.recorder.probed[real] = "dir" if stat.S_ISDIR(st.st_mode) else "file"
+        return st is not None
 
     def is_dir(self, path: str) -> bool:
         st = self._lstat(self.realpath(path))
@@ -209,6 +217,19 @@ class HostRoot:
             return []
         if self.recorder is not None:
             self.recorder.dirs.add(real)
+            for name in names:
+                entry = f"{real.rstrip('/')}/{name}"
+                st = self._lstat(entry)
+                if st is None:
+                    continue
+                if stat.S_ISLNK(st.st_mode):
+                    try:
+                        target_real = self.realpath(entry)
+                    except InputError:
+                        continue
+                    self.recorder.entries[entry] = ("link", os.readlink(self.host_path(entry)), target_real)
+                else:
+                    self.recorder.entries[entry] = ("dir" if stat.S_ISDIR(st.st_mode) else "file", None, entry)
         return names
 
     # Environment -----------------------------------------------------------------------------------
@@ -222,8 +243,9 @@ class HostRoot:
             return keep
         path = self.root + "/env.json"
         try:
-            with open(path, encoding="utf-8") as fh:
-                data = json.load(fh)
+            with open(path, "rb") as fh:
+                raw = fh.read()
+            data = json.loads(raw.decode("utf-8"))
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as exc:
@@ -232,4 +254,6 @@ class HostRoot:
         if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
             raise InputError("recorded environment must be a JSON object of strings", path=path,
                              fix='write it as {"NCCL_IB_HCA": "=mlx5_0", ...}')
+        if self.recorder is not None:
+            self.recorder.files["/env.json"] = raw
         return data

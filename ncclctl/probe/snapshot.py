@@ -10,6 +10,7 @@ never leaves half a snapshot.
 from __future__ import annotations
 
 import datetime as _dt
+import gzip
 import hashlib
 import json
 import os
@@ -92,6 +93,23 @@ def write_tree(dest: str, node: Node, recorder: Recorder, runner: RecordingRunne
     for path in recorder.dirs:
         if _keep(path, kept):
             dirs.add(path)
+    # Entries of listed folders that nothing else read (e.g. /sys/class/iommu/dmar0): recreate the name, and
+    # for links a folder at the target so nothing dangles. Files are only written when their bytes were read.
+    for path, (kind, target, real) in recorder.entries.items():
+        if not _keep(path, kept) or path in files or path in links:
+            continue
+        if kind == "link" and target is not None:
+            links[path] = target
+            if _keep(real, kept) and real not in files:
+                dirs.add(real)
+        elif kind == "dir":
+            dirs.add(path)
+    for path, kind in recorder.probed.items():
+        if _keep(path, kept) and path not in files and path not in links:
+            if kind == "dir":
+                dirs.add(path)
+            else:
+                files[path] = b""
     for res in runner.results:
         name = slug(res.argv)
         if res.ok:
@@ -183,7 +201,9 @@ def _write_tar(tree: str, target: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".ncclctl-tar-", dir=os.path.dirname(target))
     try:
         with os.fdopen(fd, "wb") as raw:
-            with tarfile.open(fileobj=raw, mode="w:gz") as tar:
+            # gzip header without a timestamp or name: the same tree gives the same bytes.
+            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz, \
+                    tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
                 for dirpath, dirnames, filenames in os.walk(tree):
                     dirnames.sort()
                     for name in sorted(dirnames + filenames):
@@ -243,6 +263,8 @@ def _redaction_map(node: Node) -> list[tuple[re.Pattern[str], str]]:
                 fake = "02" + _fake_hex(g, 14, "guid")
                 subs.append((g, fake))
                 subs.append((":".join(g[i:i + 4] for i in range(0, 16, 4)), ":".join(fake[i:i + 4] for i in range(0, 16, 4))))
+                # Byte-wise spelling, as in the port-GUID tail of a 20-byte IPoIB hardware address.
+                subs.append((":".join(g[i:i + 2] for i in range(0, 16, 2)), ":".join(fake[i:i + 2] for i in range(0, 16, 2))))
     for nd in node.netdevs:
         mac = (nd.address or "").lower()
         if re.fullmatch(r"([0-9a-f]{2}:){5}[0-9a-f]{2}", mac) and mac != "00:00:00:00:00:00":

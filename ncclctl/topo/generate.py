@@ -28,16 +28,17 @@ NVSWITCH_CLASS = "0x068000"
 
 
 def parse_version(text: str) -> tuple[int, int, int]:
-    parts = text.strip().split(".")
+    """``2.30.7`` or ``2.21`` (meaning 2.21.0: the oldest release of that line, the safe reading when deciding
+    what a version cannot read)."""
+    from ncclctl.topo.ncclxml import parse_version as _parse
+
     try:
-        nums = [int(p) for p in parts]
-    except ValueError:
+        version = _parse(text)
+    except InputError:
         raise UsageError(f"not an NCCL version: {text!r}", fix="use the form 2.21 or 2.30.7") from None
-    if not 2 <= len(nums) <= 3 or nums[0] != 2:
+    if version[0] != 2:
         raise UsageError(f"not an NCCL 2.x version: {text!r}", fix="use the form 2.21 or 2.30.7")
-    if len(nums) == 2:
-        nums.append(99)  # "2.21" means any 2.21.x: assume the newest patch release
-    return nums[0], nums[1], nums[2]
+    return version
 
 
 # --------------------------------------------------------------------------------------------------
@@ -111,7 +112,7 @@ def _speed_string(gen: int | None, opts: Options, where: str) -> str:
 
 
 def _v(v: tuple[int, int, int]) -> str:
-    return f"{v[0]}.{v[1]}" + (f".{v[2]}" if v[2] != 99 else "")
+    return f"{v[0]}.{v[1]}.{v[2]}"
 
 
 def _link(node: Node, dev: PciDevice) -> tuple[int | None, int | None]:

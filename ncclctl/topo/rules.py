@@ -1,0 +1,248 @@
+"""Rule ids for NCCL topology and graph XML checks: the one table that names them.
+
+Families:
+
+* ``NTX`` lexical rules and size limits of NCCL's byte-level XML reader (both file kinds);
+* ``NTS`` topology-file semantics (``NCCL_TOPO_FILE``);
+* ``NTG`` graph-file semantics (``NCCL_GRAPH_FILE``);
+* ``NTV`` constructs a given NCCL version does not understand (or understands differently).
+
+Each rule has one fixed severity. Section numbers refer to the reference ``nccl-format.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ncclctl.findings import Severity
+
+E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    severity: Severity
+    title: str
+    fix: str
+
+
+_RULES: tuple[Rule, ...] = (
+    # --- NTX: lexical (§1.1) -------------------------------------------------------------------
+    Rule("NTX001", E, "TAB before '<': NCCL skips only space, LF and CR between elements",
+         "Indent with spaces only; replace every TAB outside attribute values with spaces."),
+    Rule("NTX002", E, "newline inside a start tag: NCCL needs each start tag on one line",
+         "Write the element name and all its attributes on a single line, separated by single spaces."),
+    Rule("NTX003", E, "<?xml ...?> declaration: NCCL's reader cannot parse it",
+         "Delete the <?xml ...?> line; NCCL files carry no XML declaration."),
+    Rule("NTX004", E, "UTF-8 byte-order mark at the start of the file",
+         "Save the file as UTF-8 without BOM (the first byte must be '<', a space or a newline)."),
+    Rule("NTX005", E, "text outside tags: NCCL expects '<' after whitespace between elements",
+         "Remove text content and anything after the root element; use <!-- --> for notes."),
+    Rule("NTX006", E, "unquoted attribute value",
+         "Quote every attribute value with double quotes: name=\"value\"."),
+    Rule("NTX007", E, "unexpected end of file inside a tag or value (e.g. an unclosed or mismatched quote)",
+         "Close every quoted value with the same quote character and end every tag with '>'."),
+    Rule("NTX008", E, "malformed self-closing tag ('/' not directly followed by '>')",
+         "Write self-closing tags as <name .../> with no space between '/' and '>'."),
+    Rule("NTX009", E, "closing tag with trailing characters (e.g. '</x >')",
+         "Write closing tags exactly as </name>."),
+    Rule("NTX010", E, "closing tag does not match the open element",
+         "Close elements in reverse order of opening; check the element names."),
+    Rule("NTX011", E, "element not closed before the end of the file",
+         "Add the missing </name> or write the element as <name .../>."),
+    Rule("NTX012", E, "comment not terminated with '-->'",
+         "End the comment with '-->'."),
+    Rule("NTX013", E, "'=' inside an element name (NCCL: 'Unexpected value with name')",
+         "Separate the element name from attributes with a space (not a TAB), and do not put '=' in the "
+         "first word of a comment."),
+    Rule("NTX014", E, "malformed start tag: NCCL expected '>'",
+         "Separate attributes with exactly one space and end the tag with '>' or '/>'."),
+    Rule("NTX015", E, "attribute value of 254 characters or more",
+         "Shorten the value to at most 253 characters."),
+    Rule("NTX016", E, "element or attribute name too long",
+         "Shorten the name to at most 253 characters (254 in NCCL 2.6-2.7)."),
+    Rule("NTX017", E, "more than 16 attributes on one element: NCCL drops the 17th and later",
+         "Remove unneeded attributes so that at most 16 remain."),
+    Rule("NTX018", E, "more child elements than NCCL's per-element limit (MAX_SUBS)",
+         "Reduce the number of children of this element (640 in 2.29.7+, 128 in 2.21-2.29.3, 32 before)."),
+    Rule("NTX019", E, "more elements than NCCL's node slots (255 usable in a topology file)",
+         "Remove elements NCCL would trim anyway (unused switches, NICs and GPUs) so the file fits."),
+    Rule("NTX020", E, "closing tag at top level with no open element",
+         "Remove the stray closing tag."),
+    Rule("NTX021", W, "extra spaces in a start tag create empty-name attributes",
+         "Separate the name and attributes with exactly one space and put no space before '>'."),
+    Rule("NTX022", W, "attribute without '=': NCCL stores it with an empty value",
+         "Give the attribute a quoted value (name=\"value\") or remove it."),
+    Rule("NTX023", W, "attribute given twice: NCCL uses the first occurrence",
+         "Keep one occurrence of the attribute."),
+    Rule("NTX024", W, "entity reference in a value: NCCL does not decode entities",
+         "Write the literal character instead of '&amp;', '&lt;' etc. (NCCL values are read verbatim)."),
+    Rule("NTX025", W, "NUL byte in a name or value: NCCL truncates the string there",
+         "Remove the NUL byte."),
+    # --- NTS: topology semantics (§2) ----------------------------------------------------------
+    Rule("NTS001", E, "no <system> root: NCCL loads zero nodes and silently auto-detects",
+         "Make <system version=\"1\"> the root element."),
+    Rule("NTS002", E, "more than one top-level element: only the first <system> is used",
+         "Keep a single root element; merge the others into it."),
+    Rule("NTS003", E, "<system> version missing or not 1",
+         "Set version=\"1\" on <system>."),
+    Rule("NTS004", W, "known element in a position NCCL ignores (with its whole subtree)",
+         "Move the element under a valid parent (see the hierarchy in nccl-format.md §2.1)."),
+    Rule("NTS005", W, "unknown element: NCCL ignores it with its whole subtree",
+         "Remove the element or fix its name (there is no <nvs> element; NVSwitches are nvlink targets)."),
+    Rule("NTS006", E, "<pci> without busid",
+         "Add busid=\"dddd:bb:dd.f\" (lowercase hex, 4-digit domain)."),
+    Rule("NTS007", E, "<pci> without class, link_speed or link_width where NCCL will not fill them",
+         "Add class, link_speed and link_width (NCCL fills them only on the local GPU's chain)."),
+    Rule("NTS008", W, "<pci> with an incomplete attribute set (filled per rank: fusion duplicates)",
+         "Give every <pci> busid, class, link_speed and link_width."),
+    Rule("NTS009", E, "<cpu> without numaid",
+         "Add numaid=\"N\" (the NUMA node number, -1 if unknown)."),
+    Rule("NTS010", E, "<cpu> without arch, vendor (x86) or familyid/modelid (Intel, Zhaoxin) where NCCL "
+                      "will not fill them",
+         "Add arch, vendor, familyid and modelid (NCCL fills them only on the local GPU's chain)."),
+    Rule("NTS011", W, "<cpu> with an incomplete attribute set (filled per rank: fusion duplicates)",
+         "Give every <cpu> numaid, affinity, arch, vendor, familyid and modelid."),
+    Rule("NTS012", W, "<cpu> arch not one of x86_64, arm64, ppc64",
+         "Use arch=\"arm64\" for aarch64 hosts, \"x86_64\" or \"ppc64\" otherwise."),
+    Rule("NTS013", W, "x86 <cpu> with an unknown vendor (inter-CPU bandwidth becomes 5000 GB/s)",
+         "Use GenuineIntel, AuthenticAMD, CentaurHauls or '  Shanghai  '."),
+    Rule("NTS014", E, "two <pci> elements with the same bus id",
+         "Give every <pci> a unique busid."),
+    Rule("NTS015", E, "two <cpu> elements with the same numaid",
+         "Give every <cpu> a unique numaid; merge their children."),
+    Rule("NTS016", E, "<nvlink> without count",
+         "Add count=\"N\" (the number of NVLinks to that target)."),
+    Rule("NTS017", E, "<nvlink> with neither tclass nor target, or a GPU tclass without target",
+         "Add target=\"<busid>\" and tclass (0x068000 NVSwitch, 0x0302xx GPU, 0x068001 CPU)."),
+    Rule("NTS018", W, "<nvlink> without tclass: NCCL looks the target up in sysfs, else assumes NVSwitch",
+         "Add tclass (0x068000 NVSwitch, 0x0302xx GPU, 0x068001 CPU)."),
+    Rule("NTS019", W, "asymmetric GPU-GPU nvlink (the reverse link is missing or has another count)",
+         "Describe every GPU-GPU NVLink on both GPUs with the same count."),
+    Rule("NTS020", W, "<nvlink> to a GPU target that is not in the file: NCCL silently drops the link",
+         "Fix the target busid or add the target GPU."),
+    Rule("NTS021", W, "asymmetric <pcilink> or pcilink to a switch not in the file",
+         "Add the reverse <pcilink> on the target switch; fix unknown targets."),
+    Rule("NTS022", E, "keep attribute in an input file: NCCL keeps the whole subtree untrimmed",
+         "Remove every keep attribute."),
+    Rule("NTS023", W, "rank attribute in a topology file (overwritten or colliding with real ranks)",
+         "Remove rank attributes; NCCL sets them."),
+    Rule("NTS024", W, "gdr=\"1\" forces GPUDirect RDMA on without checking support",
+         "Remove gdr and let NCCL detect it (gdr=\"0\" to force it off is fine)."),
+    Rule("NTS025", I, "init-only attribute overrides what NCCL would detect",
+         "Omit the attribute to let NCCL detect the value."),
+    Rule("NTS026", W, "suspicious <net> speed (Mb/s expected; <= 0 becomes 10000)",
+         "Write speed in Mb/s, e.g. 400000 for 400 Gb/s, or omit it."),
+    Rule("NTS027", W, "suspicious <gpu> dev (duplicate, negative or not a number)",
+         "Use each GPU's NVML index exactly once, or omit dev."),
+    Rule("NTS028", W, "bus id not in NCCL's canonical form (lowercase, 4-digit domain): never matched",
+         "Write bus ids as dddd:bb:dd.f in lowercase hex with a 4-digit domain."),
+    Rule("NTS029", W, "IB NIC <pci> bus id with function not .0 or device not 00",
+         "Use the …:bb:00.0 form that the IB plugin reports for the NIC's PCI device."),
+    Rule("NTS030", W, "link_speed is not one of NCCL's known strings",
+         "Use a kernel string exactly, e.g. \"16.0 GT/s PCIe\", \"32.0 GT/s PCIe\", \"64.0 GT/s PCIe\"."),
+    Rule("NTS031", W, "link_width is not a positive integer (0 or empty means x16)",
+         "Write the link width as a decimal integer, e.g. 16."),
+    Rule("NTS032", W, "several <net> elements share the same (guid, port)",
+         "Give each physical port a unique guid+port pair."),
+    Rule("NTS033", E, "<gpu> directly under a PCI switch: NCCL processes it as a <pci> and fails or skips",
+         "Wrap the GPU in its own <pci busid=... class=\"0x0302..\"> element."),
+    Rule("NTS034", W, "<pci> holding a <nic>: its other children are ignored",
+         "Move the other children to another <pci>; one <nic> per NIC <pci>."),
+    Rule("NTS035", E, "GPU bus id with the low 2 bits set (NCCL 2.30.7+: fatal MLOPart check)",
+         "Use the GPU's real bus id (function 0, 4, 8 or c)."),
+    Rule("NTS036", E, "<gpu> mlopart index >= 2 (fatal)",
+         "Use mlopart 0, 1 or -1, or omit it (NCCL sets it)."),
+    Rule("NTS037", E, "<pcilink> under a <pci> that does not become a PCI switch (fatal)",
+         "Put <pcilink> only under PCI switch elements (class 0x060400 without <nic>/<gpu>)."),
+    Rule("NTS038", E, "leaf element without a required attribute (pcilink target, c2c bw/count)",
+         "Add the missing attribute."),
+    Rule("NTS039", W, "<net> without name: no net plugin device can match it",
+         "Add name=\"<device>\" exactly as the plugin reports it (e.g. mlx5_0)."),
+    Rule("NTS040", E, "<net> with so many attributes that NCCL's own additions overflow its 17 slots",
+         "Remove unknown or unneeded attributes from <net>."),
+    Rule("NTS041", W, "<nvlink> tclass not a known class (treated as an NVSwitch)",
+         "Use 0x068000 (NVSwitch), 0x0302xx (GPU) or 0x068001 (CPU)."),
+    Rule("NTS042", I, "<pci> class not in NCCL's dictionary (treated as a PCI switch)",
+         "Use the sysfs class value, e.g. 0x060400 for a bridge."),
+    # --- NTG: graph semantics (§4) -------------------------------------------------------------
+    Rule("NTG001", E, "no <graphs> root (empty graph file): no graph is loaded",
+         "Make <graphs version=\"1\"> the root element, or unset NCCL_GRAPH_FILE."),
+    Rule("NTG002", E, "more than one top-level element: only the first <graphs> is used",
+         "Keep a single <graphs> root."),
+    Rule("NTG003", E, "<graphs> version missing or not 1",
+         "Set version=\"1\" on <graphs>."),
+    Rule("NTG004", E, "<graph> without a required attribute",
+         "Give every <graph> id, pattern, crossnic, nchannels, speedintra, speedinter, typeintra, typeinter "
+         "and samechannels."),
+    Rule("NTG005", E, "typeintra/typeinter not in NCCL's path-type dictionary (falls back to LOC)",
+         "Use one of LOC NVL NVB PIX PXB P2C PXN PHB SYS."),
+    Rule("NTG006", E, "nchannels differs from the number of <channel> elements",
+         "Set nchannels to the number of <channel> children."),
+    Rule("NTG007", E, "too many channels (ring/tree > 32, any graph > 64)",
+         "Keep ring and tree graphs at 32 channels or fewer."),
+    Rule("NTG008", E, "channels list different numbers of GPUs (or none)",
+         "List every local GPU exactly once in every channel (NVLS: at least one)."),
+    Rule("NTG009", E, "a channel has a <net> count other than 0 or 2, or channels disagree",
+         "Give every channel either no <net> (single node) or exactly two (first and last)."),
+    Rule("NTG010", W, "graph id/pattern pairing NCCL does not expect",
+         "Use id 0 with pattern 4, id 1 with 1/2/3, id 2 with 3, id 3 with 5, id 4 with 6."),
+    Rule("NTG011", W, "dev written as decimal >= 10 or hex without 0x (read differently across 2.21)",
+         "Write dev as 0x-prefixed hex (0xa) or a single digit 0-9."),
+    Rule("NTG012", W, "rank attribute in a graph file (ties it to one node's rank numbering)",
+         "Remove rank attributes so each node maps dev to its own ranks."),
+    Rule("NTG013", E, "crossnic not 0, 1 or 2",
+         "Set crossnic to 0, 1 or 2."),
+    Rule("NTG014", E, "<net> or <gpu> in a channel without dev",
+         "Add dev (0x-prefixed hex) to every <net> and <gpu>."),
+    Rule("NTG015", W, "the same GPU appears twice in one channel",
+         "List every local GPU exactly once per channel."),
+    Rule("NTG016", I, "graph with nchannels=0 and no channels: NCCL searches this graph normally",
+         "Remove the placeholder graph or fill it."),
+    Rule("NTG017", W, "several <graph> elements with the same id: the last one wins",
+         "Keep one <graph> per id."),
+    Rule("NTG018", W, "samechannels not 0 or 1",
+         "Set samechannels to 0 or 1."),
+    Rule("NTG019", W, "numeric graph attribute is not a number (NCCL reads 0)",
+         "Write a decimal number."),
+    Rule("NTG020", I, "crossnic=1: this graph is ignored when NCCL_CROSS_NIC=0",
+         "Use crossnic=\"0\" if the graph must also apply with NCCL_CROSS_NIC=0."),
+    Rule("NTG021", W, "element NCCL ignores in a graph file (unknown name or wrong position)",
+         "Use only graphs > graph > channel > net/gpu."),
+    # --- NTV: version-specific (§6) ------------------------------------------------------------
+    Rule("NTV001", W, "element not understood by the target NCCL version (ignored)",
+         "Remove it, or target a newer NCCL."),
+    Rule("NTV002", W, "attribute not understood by the target NCCL version (ignored)",
+         "Remove it, or target a newer NCCL."),
+    Rule("NTV003", W, "link_speed string unknown to the target NCCL version (falls back to Gen3)",
+         "Use the \"N GT/s\" form understood by older versions, or target a newer NCCL."),
+    Rule("NTV004", E, "graph path type unknown to the target NCCL version (falls back to LOC)",
+         "Use a type the target version knows (NVB 2.8+, PXN 2.12+, P2C 2.27+)."),
+    Rule("NTV005", E, "single-quoted value: NCCL before 2.27 reads it up to the next double quote",
+         "Use double quotes."),
+    Rule("NTV006", W, "graph id or pattern unknown to the target NCCL version",
+         "Use ids/patterns the target version supports (NVLS 2.18+, CollNet direct 2.22/2.23+)."),
+    Rule("NTV007", W, "host_hash in the file is used as-is by NCCL 2.21-2.26",
+         "Remove host_hash (a value copied from another host splits the node into several systems)."),
+    Rule("NTV008", E, "value not in an NCCL 2.6 dictionary: fatal in 2.6",
+         "Use a dictionary value, or target NCCL 2.7+."),
+    Rule("NTV009", I, "value understood only by newer NCCL versions (same effect through the fallback)",
+         "No action needed; newer versions recognise it."),
+    Rule("NTV010", I, "single-quoted value: needs NCCL 2.27 or later",
+         "Use double quotes for files shared with older NCCL versions."),
+    # --- XSD (schema.py) -----------------------------------------------------------------------
+    Rule("NTX090", W, "structure does not match the XSD schema",
+         "See the message; the schemas live in schemas/nccl-topo.xsd and schemas/nccl-graph.xsd."),
+    Rule("NTX091", I, "XSD validation skipped: a general XML parser cannot read this file",
+         "Nothing to do if the NCCL-based findings are clean; NCCL's reader is more lenient than XML."),
+)
+
+RULES: dict[str, Rule] = {r.id: r for r in _RULES}
+
+
+def rule(rule_id: str) -> Rule:
+    try:
+        return RULES[rule_id]
+    except KeyError:
+        raise ValueError(f"no such rule: {rule_id!r}") from None
