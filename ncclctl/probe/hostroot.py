@@ -38,6 +38,27 @@ class Recorder:
     probed: dict[str, str] = field(default_factory=dict)
 
 
+def _read_capped(path: str, limit: int) -> bytes:
+    """Read at most ``limit`` bytes. os.read in 64 KiB steps: sysfs files are tiny, and asking for a 1 MiB
+    buffer per read (file.read(limit)) costs an mmap/munmap each time."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        first = os.read(fd, min(65536, limit))
+        if len(first) < 65536 or len(first) >= limit:
+            return first
+        chunks = [first]
+        total = len(first)
+        while total < limit:
+            chunk = os.read(fd, min(65536, limit - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 class HostRoot:
     def __init__(self, root: str = "/", *, recorder: Recorder | None = None) -> None:
         self.root = os.path.abspath(root)
@@ -80,40 +101,39 @@ class HostRoot:
         self._lstat_cache[path] = st
         return st
 
-    def realpath(self, path: str) -> str:
-        """Resolve every symlink in ``path`` inside the root; raise InputError when one dangles."""
+    def realpath(self, path: str, _hops: int = 0) -> str:
+        """Resolve every symlink in ``path`` inside the root (a dangling link resolves to a missing path).
+
+        Parents are resolved once and cached, so a new path usually costs one ``lstat`` of its last component.
+        """
         cached = self._real_cache.get(path)
         if cached is not None:
             return cached
-        parts = [p for p in path.split("/") if p]
-        resolved: list[str] = []
-        hops = 0
-        while parts:
-            name = parts.pop(0)
-            if name == ".":
-                continue
-            if name == "..":
-                if resolved:
-                    resolved.pop()
-                continue
-            candidate = "/" + "/".join(resolved + [name])
+        stripped = path.rstrip("/")
+        if not stripped:
+            return "/"
+        parent, _, name = stripped.rpartition("/")
+        base = self.realpath(parent or "/", _hops)
+        if name in ("", "."):
+            result = base
+        elif name == "..":
+            result = base.rpartition("/")[0] or "/"
+        else:
+            candidate = ("" if base == "/" else base) + "/" + name
             st = self._lstat(candidate)
             if st is not None and stat.S_ISLNK(st.st_mode):
-                hops += 1
-                if hops > _MAX_LINK_HOPS:
+                if _hops >= _MAX_LINK_HOPS:
                     raise InputError(
                         "too many levels of symbolic links", path=self.display(candidate),
                         fix="the fixture has a symlink loop; re-capture it with 'ncclctl snapshot'",
                     )
                 target = self._readlink_raw(candidate)
-                if target.startswith("/"):
-                    # Absolute links (e.g. /var/run -> /run) mean "from the root", as under chroot: the
-                    # resolution restarts at the host root and can never leave it.
-                    resolved = []
-                parts = [p for p in target.split("/") if p] + parts
-                continue
-            resolved.append(name)
-        result = "/" + "/".join(resolved)
+                # Absolute links (e.g. /var/run -> /run) mean "from the root", as under chroot: resolution
+                # restarts at the host root and can never leave it.
+                joined = target if target.startswith("/") else (("" if base == "/" else base) + "/" + target)
+                result = self.realpath(joined, _hops + 1)
+            else:
+                result = candidate
         self._real_cache[path] = result
         return result
 
@@ -145,8 +165,7 @@ class HostRoot:
     def read_bytes(self, path: str, *, limit: int = 1 << 20) -> bytes | None:
         real = self.realpath(path)
         try:
-            with open(self.host_path(real), "rb") as fh:
-                data = fh.read(limit)
+            data = _read_capped(self.host_path(real), limit)
         except FileNotFoundError:
             return None
         except (PermissionError, IsADirectoryError):
