@@ -213,6 +213,145 @@ def topo_generate(
         write_atomic(output, data)
 
 
+class ValidateFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+
+
+class FailOn(str, enum.Enum):
+    error = "error"
+    warning = "warning"
+    info = "info"
+
+
+def _read_file(path: str) -> bytes:
+    from ncclctl.errors import InputError
+
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(64 << 20)
+            if fh.read(1):
+                raise InputError("file is larger than 64 MiB", path=path,
+                                 fix="NCCL topology and graph files are a few kilobytes; check the path")
+            return data
+    except FileNotFoundError:
+        raise InputError("no such file", path=path, fix="check the path") from None
+    except IsADirectoryError:
+        raise InputError("is a directory", path=path, fix="give the XML file") from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=path) from None
+
+
+@topo_app.command("validate")
+def topo_validate(
+    file: str = typer.Argument(..., help="Topology (NCCL_TOPO_FILE) or graph (NCCL_GRAPH_FILE) XML file."),
+    root: Optional[str] = typer.Option(None, "--root", help="Also check the file against this captured host.", metavar="DIR"),
+    live: bool = typer.Option(False, "--live", help="Also check the file against this host."),
+    nccl_version: str = typer.Option("2.30.7", "--nccl-version", help="Validate for this NCCL version.", metavar="X.Y[.Z]"),
+    fmt: ValidateFormat = typer.Option(ValidateFormat.text, "--format", "-f", help="Output format."),
+    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding reaches this severity."),
+    xsd: bool = typer.Option(True, "--xsd/--no-xsd", help="Also check structure against the XSD schema."),
+) -> None:
+    """Validate a topology or graph file exactly as NCCL reads it (and against a host with --root/--live)."""
+    from ncclctl import report
+    from ncclctl.findings import Severity
+    from ncclctl.topo import rules as topo_rules
+    from ncclctl.topo.generate import parse_version
+    from ncclctl.topo.validate import validate_bytes
+
+    if root is not None and live:
+        from ncclctl.errors import UsageError
+
+        raise UsageError("give --root or --live, not both")
+    version = parse_version(nccl_version)
+    data = _read_file(file)
+    findings = validate_bytes(data, path=file, nccl_version=version)
+    kind = None
+    from ncclctl.topo.ncclxml import sniff_kind
+
+    kind = sniff_kind(data)
+    if xsd and kind is not None:
+        from ncclctl.topo.schema import xsd_findings
+
+        findings += xsd_findings(data, kind, file)
+    if (root is not None or live) and kind == "topology":
+        from ncclctl.topo.hostcheck import check_against_host
+        from ncclctl.topo.interpret import interpret
+        from ncclctl.topo.ncclxml import parse_nccl_xml
+
+        result = parse_nccl_xml(data, kind="topology", nccl_version=version)
+        if result.ok and result.root is not None and result.root.name == "system":
+            node = _load_node(root, None)
+            findings += check_against_host(interpret(result), node, file)
+    threshold = Severity(fail_on.value)
+    if fmt is ValidateFormat.json:
+        from ncclctl.render import dumps
+
+        _out(dumps(report.json_doc(findings, file=file, kind=kind, nccl_version=".".join(map(str, version)),
+                                   ok=not report.fails(findings, threshold))))
+    elif fmt is ValidateFormat.sarif:
+        from ncclctl.render import dumps
+
+        _out(dumps(report.sarif(findings, rules=topo_rules.RULES)))
+    else:
+        _out(report.text(findings))
+    if report.fails(findings, threshold):
+        raise typer.Exit(int(ExitCode.FINDINGS))
+
+
+class ShowFormat(str, enum.Enum):
+    tree = "tree"
+    matrix = "matrix"
+    json = "json"
+
+
+@topo_app.command("show")
+def topo_show(
+    file: str = typer.Argument(..., help="Topology XML file (NCCL_TOPO_FILE or an NCCL_TOPO_DUMP_FILE output)."),
+    fmt: ShowFormat = typer.Option(ShowFormat.tree, "--format", "-f", help="Output format."),
+    nccl_version: str = typer.Option("2.30.7", "--nccl-version", help="Read as this NCCL version does.", metavar="X.Y[.Z]"),
+) -> None:
+    """Show what NCCL understands from a topology file: the tree it keeps and the GPU/NIC paths it implies."""
+    from ncclctl.topo import show
+    from ncclctl.topo.generate import parse_version
+    from ncclctl.topo.interpret import load_view
+
+    view = load_view(_read_file(file), path=file, nccl_version=parse_version(nccl_version))
+    if fmt is ShowFormat.json:
+        from ncclctl.render import dumps
+
+        _out(dumps(show.view_doc(view)))
+    elif fmt is ShowFormat.matrix:
+        _out(show.matrix_text(view))
+    else:
+        _out(show.tree_text(view))
+
+
+@topo_app.command("diff")
+def topo_diff(
+    a: str = typer.Argument(..., help="First topology file."),
+    b: str = typer.Argument(..., help="Second topology file."),
+    fmt: SnapshotFormat = typer.Option(SnapshotFormat.text, "--format", "-f", help="Output format."),
+) -> None:
+    """Semantic diff of two topology files (devices, links, attributes), blind to formatting and order.
+
+    Exit 0 when they mean the same to NCCL, 1 when they differ.
+    """
+    from ncclctl.topo import show
+    from ncclctl.topo.interpret import load_view
+
+    changes = show.diff(load_view(_read_file(a), path=a), load_view(_read_file(b), path=b))
+    if fmt is SnapshotFormat.json:
+        from ncclctl.render import dumps
+
+        _out(dumps({"schema_version": JSON_SCHEMA_VERSION, "a": a, "b": b, "same": not changes, "changes": changes}))
+    else:
+        _out(show.diff_text(changes, a, b))
+    if changes:
+        raise typer.Exit(int(ExitCode.FINDINGS))
+
+
 # --------------------------------------------------------------------------------------------------
 
 

@@ -91,6 +91,8 @@ def _check_value(name: str, value: str) -> str:
 @dataclass(frozen=True)
 class Options:
     nccl_version: tuple[int, int, int] = DEFAULT_NCCL_VERSION
+    #: Only the cpu/pci skeleton: GPU and NIC <pci> elements without <gpu>/<nic> children. NCCL matches them by
+    #: bus id and fills the devices itself (the form cloud providers ship).
     minimal: bool = False
     #: RDMA device names to include (None: every RDMA NIC with an active port).
     nics: tuple[str, ...] | None = None
@@ -216,8 +218,8 @@ def _net_el(node: Node, nd: NetDev, opts: Options) -> El:
         attrs.append(("port", str(nd.nccl_port)))
         if nd.nic.sys_image_guid:
             attrs.append(("guid", f"0x{int(nd.nic.sys_image_guid, 16):x}"))
-        if node.facts.peermem:
-            attrs.append(("gdr", "1"))
+        # Not written: gdr (init-only; gdr="1" makes NCCL skip its own check of plugin support, so a wrong
+        # guess breaks jobs) and maxconn (the device's max_qp, which sysfs does not expose): NCCL fills both.
     return El("net", [(k, _check_value(k, v)) for k, v in attrs])
 
 
@@ -326,7 +328,8 @@ def _bare_metal(node: Node, opts: Options) -> El:
         dev = node.pci_device(g.bdf)
         assert dev is not None
         el = El("pci", _pci_attrs(node, dev, opts))
-        el.children.append(_gpu_el(node, g, opts))
+        if not opts.minimal:
+            el.children.append(_gpu_el(node, g, opts))
         elements[g.bdf] = el
         attach(dev, el)
     for busid, nets in sorted(nets_by_busid.items()):
@@ -334,7 +337,8 @@ def _bare_metal(node: Node, opts: Options) -> El:
         if dev is None:
             continue
         el = El("pci", _pci_attrs(node, dev, opts, busid=busid))
-        el.children.append(El("nic", [], [_net_el(node, nd, opts) for nd in nets]))
+        if not opts.minimal:
+            el.children.append(El("nic", [], [_net_el(node, nd, opts) for nd in nets]))
         if busid in elements:
             raise InputError(f"{busid} is both a GPU and a NIC", fix="report this host layout as a bug")
         elements[busid] = el
@@ -490,7 +494,8 @@ def _virtual(node: Node, layout: VirtualLayout, opts: Options) -> El:
                                  fix=f"GPUs present: {sorted(gpus)}")
             dev = node.pci_device(g.bdf)
             el = El("pci", _leaf_attrs(node, g.bdf, dev, layout, opts, default_class="0x030200"))
-            el.children.append(_gpu_el(node, g, opts))
+            if not opts.minimal:
+                el.children.append(_gpu_el(node, g, opts))
             members.append((g.bdf, el, dev))
             if g.numa_node is not None:
                 numas.add(g.numa_node)
@@ -506,7 +511,8 @@ def _virtual(node: Node, layout: VirtualLayout, opts: Options) -> El:
             busid_nic = nds[0].busid
             dev = node.pci_device(nds[0].nic.bdf or "")
             el = El("pci", _leaf_attrs(node, busid_nic, dev, layout, opts, default_class="0x020700"))
-            el.children.append(El("nic", [], [_net_el(node, nd, opts) for nd in nds]))
+            if not opts.minimal:
+                el.children.append(El("nic", [], [_net_el(node, nd, opts) for nd in nds]))
             members.append((busid_nic, el, dev))
             numa = node.numa_node_of(nds[0].nic.bdf)
             if numa is not None:

@@ -5,7 +5,8 @@ Families:
 * ``NTX`` lexical rules and size limits of NCCL's byte-level XML reader (both file kinds);
 * ``NTS`` topology-file semantics (``NCCL_TOPO_FILE``);
 * ``NTG`` graph-file semantics (``NCCL_GRAPH_FILE``);
-* ``NTV`` constructs a given NCCL version does not understand (or understands differently).
+* ``NTV`` constructs a given NCCL version does not understand (or understands differently);
+* ``NTH`` the file compared with a host (a ``--root`` fixture or the live host).
 
 Each rule has one fixed severity. Section numbers refer to the reference ``nccl-format.md``.
 """
@@ -231,6 +232,29 @@ _RULES: tuple[Rule, ...] = (
          "No action needed; newer versions recognise it."),
     Rule("NTV010", I, "single-quoted value: needs NCCL 2.27 or later",
          "Use double quotes for files shared with older NCCL versions."),
+    # --- NTH: the file against a host (hostcheck.py, --root/--live) ---------------------------------
+    Rule("NTH001", E, "the file names a GPU or NIC this host does not have: NCCL trims that subtree silently",
+         "Regenerate the file on this host (ncclctl topo generate), or fix the bus id / device name."),
+    Rule("NTH002", W, "a GPU or active RDMA NIC of this host is missing from the file: NCCL places it from sysfs",
+         "Regenerate the file so every GPU and compute NIC is described where the layout intends."),
+    Rule("NTH003", E, "bus-id spelling NCCL will not match (upper case or 8-digit domain) for a device of this host",
+         "Write bus ids as sysfs does: lower case with a 4-digit domain, e.g. 0000:1b:00.0."),
+    Rule("NTH004", E, "<cpu affinity> differs from this host's NUMA node cpumap: NCCL binds threads to the wrong cores",
+         "Copy /sys/devices/system/node/node<N>/cpumap verbatim, or regenerate the file."),
+    Rule("NTH005", E, "a GPU or NIC sits under a <cpu numaid> other than its NUMA node on this host",
+         "Move the device under the <cpu> of its real NUMA node (sysfs numa_node), or regenerate the file."),
+    Rule("NTH006", W, "GPU/NIC pairing differs from this host's real PCIe locality",
+         "Pair each GPU with the NIC nearest to it on the host (ncclctl probe --format matrix)."),
+    Rule("NTH007", E, "<gpu dev> differs from the NVML index of that GPU on this host: NCCL uses the file's value as-is",
+         "Use the nvidia-smi index of the GPU at that bus id, or drop dev and let NCCL detect it."),
+    Rule("NTH008", W, "<gpu sm> differs from the GPU's compute capability on this host",
+         "Use major*10+minor of the GPU's compute capability, or drop sm."),
+    Rule("NTH009", W, "NVLink counts differ from the active links on this host",
+         "Regenerate the file, or check the NVLinks (ncclctl probe) if links are down."),
+    Rule("NTH010", W, "<net> speed/port/guid differ from what NCCL's IB plugin reports on this host",
+         "Drop the attribute to let NCCL fill it, or regenerate the file."),
+    Rule("NTH011", W, "the file declares a NUMA node this host does not have",
+         "Use the host's NUMA node ids (ls /sys/devices/system/node)."),
     # --- XSD (schema.py) -----------------------------------------------------------------------
     Rule("NTX090", W, "structure does not match the XSD schema",
          "See the message; the schemas live in schemas/nccl-topo.xsd and schemas/nccl-graph.xsd."),

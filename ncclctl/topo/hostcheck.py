@@ -1,0 +1,184 @@
+"""Check a topology file against a host: devices, bus-id spellings, NUMA/affinity, pairings, attributes.
+
+Published cloud topology files carried wrong NUMA affinity for many months (user-needs.md); the NUMA and
+affinity checks here are the ones that catch that class of mistake: every ``<cpu affinity>`` is compared with
+the host's cpumap, and every GPU/NIC with the NUMA node sysfs reports for it.
+"""
+
+from __future__ import annotations
+
+from ncclctl.findings import Finding
+from ncclctl.model import Node
+from ncclctl.paths import natural_key, pcie_rank, pcie_path_type
+from ncclctl.probe.values import normalize_bdf, parse_cpumap
+from ncclctl.topo.generate import ib_pci_busid, net_devices
+from ncclctl.topo.interpret import TopoView, gpu_gpu, gpu_net
+from ncclctl.topo.rules import rule
+
+
+def _finding(rule_id: str, message: str, path: str, line: int | None = None, column: int | None = None) -> Finding:
+    r = rule(rule_id)
+    return Finding(rule=rule_id, severity=r.severity, message=message, subject=path, line=line, column=column, fix=r.fix)
+
+
+def _canonical(busid: str) -> str | None:
+    try:
+        return normalize_bdf(busid)
+    except ValueError:
+        return None
+
+
+def check_against_host(view: TopoView, node: Node, path: str) -> list[Finding]:
+    out: list[Finding] = []
+    host_gpus = {g.bdf: g for g in node.gpus}
+    host_numa = {n.id: n for n in node.numa}
+    nets = net_devices(node)
+    host_nets = {nd.nic.name: nd for nd in nets}
+    all_rdma = {n.name for n in node.nics}
+
+    for cpu in view.cpus:
+        if cpu.numaid is None or cpu.numaid < 0:
+            continue
+        numa = host_numa.get(cpu.numaid)
+        if numa is None:
+            if node.numa:
+                out.append(_finding("NTH011", f"<cpu numaid=\"{cpu.numaid}\">: this host's NUMA nodes are "
+                                    f"{', '.join(str(n) for n in sorted(host_numa))}", path, cpu.node.line, cpu.node.column))
+            continue
+        affinity = cpu.attrs.get("affinity")
+        if affinity is not None and numa.cpumap:
+            try:
+                same = parse_cpumap(affinity) == parse_cpumap(numa.cpumap)
+            except ValueError:
+                same = False
+            if not same:
+                out.append(_finding("NTH004", f"<cpu numaid=\"{cpu.numaid}\" affinity=\"{affinity}\">: NUMA node "
+                                    f"{cpu.numaid} of this host is CPUs {numa.cpulist or 'none'} "
+                                    f"(cpumap {numa.cpumap})", path, cpu.node.line, cpu.node.column))
+
+    seen_gpus: set[str] = set()
+    for g in view.gpus:
+        canon = _canonical(g.busid)
+        pci_line = g.chain[-1].line if g.chain else g.node.line
+        if canon is None or (canon not in host_gpus):
+            if not g.busid.lower().startswith("ffff:"):
+                out.append(_finding("NTH001", f"GPU busid \"{g.busid}\" does not exist on this host (GPUs: "
+                                    f"{', '.join(sorted(host_gpus)) or 'none'})", path, pci_line))
+            continue
+        seen_gpus.add(canon)
+        hg = host_gpus[canon]
+        if g.busid != canon:
+            out.append(_finding("NTH003", f"GPU busid \"{g.busid}\" is spelled differently from sysfs \"{canon}\": "
+                                "NCCL compares strings and will not match it", path, pci_line))
+        numa = node.numa_node_of(canon)
+        if numa is not None and numa >= 0 and g.numaid is not None and g.numaid != numa:
+            out.append(_finding("NTH005", f"GPU {canon} is under <cpu numaid=\"{g.numaid}\"> but sits on NUMA node "
+                                f"{numa} of this host", path, pci_line))
+        if g.dev is not None and g.dev != hg.index:
+            out.append(_finding("NTH007", f"<gpu dev=\"{g.dev}\"> at {canon} is GPU {hg.index} on this host",
+                                path, g.node.line, g.node.column))
+        if g.sm is not None and hg.sm is not None and g.sm != hg.sm:
+            out.append(_finding("NTH008", f"<gpu sm=\"{g.sm}\"> at {canon}: the GPU is sm{hg.sm}", path, g.node.line))
+        if g.nvlinks and hg.source == "nvml":
+            file_total = sum(c for _, c, _ in g.nvlinks)
+            host_total = len([link for link in hg.active_nvlinks if link.p2p_supported is not False])
+            if file_total != host_total:
+                out.append(_finding("NTH009", f"GPU {hg.index} ({canon}): the file lists {file_total} NVLinks, the "
+                                    f"host has {host_total} active", path, g.node.line))
+    for bdf, hg in sorted(host_gpus.items()):
+        if bdf not in seen_gpus:
+            out.append(_finding("NTH002", f"GPU {hg.index} ({bdf}) is not in the file", path))
+
+    seen_nets: set[str] = set()
+    for n in view.nets:
+        if n.name is None:
+            continue
+        line = n.node.line
+        if n.name not in all_rdma:
+            out.append(_finding("NTH001", f"<net name=\"{n.name}\"> is not an RDMA device of this host "
+                                f"({', '.join(sorted(all_rdma, key=natural_key)) or 'none'})", path, line))
+            continue
+        seen_nets.add(n.name)
+        nd = host_nets.get(n.name)
+        if nd is None:
+            continue  # present but no active port: NCCL does not report it; nothing to compare
+        expected_busid = nd.busid
+        if n.busid and not n.busid.lower().startswith("ffff:"):
+            canon = _canonical(n.busid)
+            if canon is not None and canon != expected_busid and ib_pci_busid(canon) == expected_busid:
+                pass  # NTS029 already explains the .0/00 rule
+            elif canon is not None and canon == expected_busid and n.busid != canon:
+                out.append(_finding("NTH003", f"NIC busid \"{n.busid}\" is spelled differently from sysfs "
+                                    f"\"{canon}\"", path, n.chain[-1].line if n.chain else line))
+            elif canon is not None and ib_pci_busid(canon) != expected_busid:
+                out.append(_finding("NTH001", f"<net name=\"{n.name}\"> sits under busid \"{n.busid}\", but the IB "
+                                    f"plugin reports {n.name} at {expected_busid}", path, line))
+        numa = node.numa_node_of(nd.nic.bdf)
+        if numa is not None and numa >= 0 and n.numaid is not None and n.numaid != numa:
+            out.append(_finding("NTH005", f"NIC {n.name} is under <cpu numaid=\"{n.numaid}\"> but sits on NUMA node "
+                                f"{numa} of this host", path, line))
+        diffs = []
+        speed = n.attrs.get("speed")
+        if speed is not None and nd.port.rate_gbps and speed.strip() != str(int(round(nd.port.rate_gbps * 1000))):
+            diffs.append(f"speed {speed} (host {int(round(nd.port.rate_gbps * 1000))})")
+        port = n.attrs.get("port")
+        if port is not None and port.strip() != str(nd.nccl_port):
+            diffs.append(f"port {port} (host {nd.nccl_port})")
+        guid = n.attrs.get("guid")
+        if guid is not None and nd.nic.sys_image_guid:
+            try:
+                if int(guid, 16) != int(nd.nic.sys_image_guid, 16):
+                    diffs.append(f"guid {guid} (host {nd.nic.sys_image_guid})")
+            except ValueError:
+                diffs.append(f"guid {guid} (not hex)")
+        if diffs:
+            out.append(_finding("NTH010", f"<net name=\"{n.name}\">: " + ", ".join(diffs), path, line))
+    for name in sorted(host_nets, key=natural_key):
+        if name not in seen_nets:
+            out.append(_finding("NTH002", f"RDMA NIC {name} (active) is not in the file", path))
+
+    out.extend(_pairings(view, node, path))
+    return out
+
+
+def _pairings(view: TopoView, node: Node, path: str) -> list[Finding]:
+    """Each GPU's nearest NICs in the file against the host (bare metal: PCIe; VMs: NUMA locality)."""
+    out: list[Finding] = []
+    host_gpus = {g.bdf: g for g in node.gpus}
+    nics = {n.name: n for n in node.nics}
+    file_nets = [n for n in view.nets if n.name in nics and nics[n.name].bdf]
+    if not file_nets:
+        return out
+    for g in view.gpus:
+        canon = _canonical(g.busid)
+        if canon not in host_gpus:
+            continue
+        ranked = [(pcie_rank(gpu_net(view, g, n)), n) for n in file_nets]
+        best = min(r for r, _ in ranked)
+        file_near = sorted({n.name for r, n in ranked if r == best}, key=natural_key)  # type: ignore[arg-type]
+        file_type = gpu_net(view, g, next(n for r, n in ranked if r == best))
+        if node.is_virtual:
+            gnuma = node.numa_node_of(canon)
+            wrong = [name for name in file_near
+                     if gnuma is not None and gnuma >= 0 and node.numa_node_of(nics[name].bdf) not in (None, -1, gnuma)]
+            if wrong and file_type in ("PIX", "PXB"):
+                out.append(_finding("NTH006", f"GPU {host_gpus[canon].index} ({canon}, NUMA {gnuma}) is paired with "
+                                    f"{', '.join(wrong)} on another NUMA node of this VM", path, g.node.line))
+            continue
+        host_types = {name: pcie_path_type(node, canon, nics[name].bdf) or "SYS" for name in nics if nics[name].bdf}
+        candidates = [name for name in host_types if name in {n.name for n in file_nets}]
+        if not candidates:
+            continue
+        hbest = min(pcie_rank(host_types[name]) for name in candidates)
+        host_near = sorted((name for name in candidates if pcie_rank(host_types[name]) == hbest), key=natural_key)
+        if file_near != host_near:
+            out.append(_finding(
+                "NTH006",
+                f"GPU {host_gpus[canon].index} ({canon}): nearest NIC in the file is {', '.join(file_near)} "
+                f"({file_type}); on this host it is {', '.join(host_near)} ({host_types[host_near[0]]})",
+                path, g.node.line))
+    return out
+
+
+__all__ = ["check_against_host"]
+_ = gpu_gpu
