@@ -248,3 +248,24 @@ def test_generated_files_obey_dialect_and_limits(node):
         assert all(len(v) < 254 for v in re.findall(r'="([^"]*)"', line))
     errors = [f for f in validate_topology(data, path="gen.xml") if f.severity.value != "info"]
     assert errors == [], errors
+
+
+HOST_CORPUS = sorted((REPO / "fixtures/topo/invalid-host").glob("NTH*.xml"))
+
+
+@pytest.mark.parametrize("path", HOST_CORPUS, ids=lambda p: p.name)
+def test_host_corpus_fires_its_rule(path):
+    """Each file breaks one thing relative to a host fixture; exactly that NTH rule fires, at the stated line."""
+    m = re.match(r"<!-- expect (NTH\d{3}) line (\d+) host (\S+):", path.read_text())
+    assert m, "first line must be <!-- expect NTHxxx line N host NAME: ... -->"
+    rule_id, line, host = m.group(1), int(m.group(2)), m.group(3)
+    assert path.name.startswith(rule_id + "-")
+    result = run_cli("topo", "validate", str(path), "--root", str(HOSTS / host), "--format", "json", "--no-xsd")
+    findings = json.loads(result.stdout)["findings"]
+    host_rules = {f["rule"] for f in findings if f["rule"].startswith("NTH")}
+    assert host_rules == {rule_id}, [(f["rule"], f["message"]) for f in findings if f["rule"].startswith("NTH")]
+    hits = [f for f in findings if f["rule"] == rule_id]
+    if line:
+        assert any(f["line"] == line for f in hits), [(f["line"], f["message"]) for f in hits]
+    assert all(f["fix"] for f in hits)
+    assert result.returncode == (1 if any(f["severity"] == "error" for f in findings) else 0)

@@ -116,7 +116,7 @@ def check_against_host(view: TopoView, node: Node, path: str) -> list[Finding]:
         numa = node.numa_node_of(nd.nic.bdf)
         if numa is not None and numa >= 0 and n.numaid is not None and n.numaid != numa:
             out.append(_finding("NTH005", f"NIC {n.name} is under <cpu numaid=\"{n.numaid}\"> but sits on NUMA node "
-                                f"{numa} of this host", path, line))
+                                f"{numa} of this host", path, n.chain[-1].line if n.chain else line))
         diffs = []
         speed = n.attrs.get("speed")
         if speed is not None and nd.port.rate_gbps and speed.strip() != str(int(round(nd.port.rate_gbps * 1000))):

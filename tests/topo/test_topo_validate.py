@@ -293,7 +293,7 @@ def test_validate_file_with_xsd(tmp_path: Path) -> None:
 
 def test_rule_table_is_consistent() -> None:
     for r in RULES.values():
-        assert r.id[:3] in ("NTX", "NTS", "NTG", "NTV") and len(r.id) == 6
+        assert r.id[:3] in ("NTX", "NTS", "NTG", "NTV", "NTH") and len(r.id) == 6
         assert r.title and r.fix and isinstance(r.severity, Severity)
     with pytest.raises(ValueError):
         rule("NTX999")
