@@ -214,3 +214,44 @@ def test_spec_yaml_error_has_line():
 def test_spec_must_match_host(layout_spec, needle):
     with pytest.raises(InputError, match=needle.replace("[", r"\[")):
         generate(_flat_vm(4), layout=load_spec(layout_spec, path="vm.yaml"))
+
+
+# --------------------------------------------------------------------------------------------------
+# The spec's JSON Schema and the loader agree.
+
+import json as _json  # noqa: E402
+from pathlib import Path as _Path  # noqa: E402
+
+import jsonschema as _jsonschema  # noqa: E402
+import yaml as _yaml  # noqa: E402
+
+_REPO = _Path(__file__).resolve().parents[1]
+_SPEC_SCHEMA = _json.loads((_REPO / "schemas/topo-spec.schema.json").read_text())
+
+
+@pytest.mark.parametrize("path", sorted((_REPO / "examples/topo").glob("*.yaml")), ids=lambda p: p.name)
+def test_example_specs_match_schema_and_loader(path):
+    text = path.read_text()
+    _jsonschema.validate(_yaml.safe_load(text), _SPEC_SCHEMA)
+    assert load_spec(text, path=str(path)).switches
+
+
+@pytest.mark.parametrize("spec", [
+    "switches: []", "colour: red\nswitches: [{gpus: [0]}]", "switches: [{gpus: [zero]}]",
+    "switches: [{gpus: [0], bogus: 1}]", "switches: [{gpus: [0]}]\nlink_speed: fast",
+    "switches: [{gpus: [0]}]\nlink_width: 3", "switches: [{}]", "version: 2\nswitches: [{gpus: [0]}]",
+])
+def test_schema_rejects_what_the_loader_rejects(spec):
+    with pytest.raises(_jsonschema.ValidationError):
+        _jsonschema.validate(_yaml.safe_load(spec), _SPEC_SCHEMA)
+    with pytest.raises(InputError):
+        load_spec(spec, path="vm.yaml")
+
+
+def test_example_spec_on_the_vm_fixture():
+    from ncclctl.probe import probe
+
+    node = probe(str(_REPO / "fixtures/hosts/cloud-vm-flat"))
+    layout = load_spec((_REPO / "examples/topo/nd-h100-v5.yaml").read_text(), path="x")
+    text = generate(node, layout=layout).decode()
+    assert text.count('class="0x060400"') == 8 and text.count("<cpu ") == 2
