@@ -62,6 +62,7 @@ def _out(text: str) -> None:
 def probe(
     root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP, metavar="DIR"),
     fmt: ProbeFormat = typer.Option(ProbeFormat.text, "--format", "-f", help="Output format."),
+    compare_smi: Optional[str] = typer.Option(None, "--compare-smi", help="Compare with a captured 'nvidia-smi topo -m' output; exit 1 on differences.", metavar="FILE"),
 ) -> None:
     """Probe the node (NUMA, PCIe tree, GPUs, NVLinks, NICs, netdevs) and print its model."""
     from ncclctl import render
@@ -78,6 +79,19 @@ def probe(
             import shutil
 
             shutil.rmtree(cleanup, ignore_errors=True)
+    if compare_smi is not None:
+        from ncclctl.smi import compare
+
+        differences = compare(node, _read_file(compare_smi).decode("utf-8", "replace"), source=compare_smi)
+        if fmt is ProbeFormat.json:
+            _out(render.dumps({"schema_version": JSON_SCHEMA_VERSION, "file": compare_smi, "same": not differences,
+                               "differences": differences}))
+        else:
+            _out("".join(f"{d['row']} x {d['column']}: nvidia-smi says {d['smi']}, the model says {d['model']}\n"
+                         for d in differences) or f"{compare_smi} agrees with the probed topology\n")
+        if differences:
+            raise typer.Exit(int(ExitCode.FINDINGS))
+        return
     if fmt is ProbeFormat.json:
         _out(render.dumps(render.node_document(node)))
     elif fmt is ProbeFormat.tree:
@@ -177,6 +191,7 @@ def topo_generate(
     nccl_version: str = typer.Option("2.30.7", "--nccl-version", help="Never write what this NCCL version cannot read.", metavar="X.Y[.Z]"),
     minimal: bool = typer.Option(False, "--minimal", help="Only the cpu/pci skeleton; NCCL detects GPUs and NICs itself."),
     nics: Optional[str] = typer.Option(None, "--nics", help="Comma-separated RDMA devices to include (default: all with an active port).", metavar="LIST"),
+    fmt: Optional[SnapshotFormat] = typer.Option(None, "--format", "-f", help="json: print a result record instead of the XML (with -o: whether the file changed)."),
 ) -> None:
     """Generate an NCCL topology file for this node (bare metal) or a virtual layout (VMs)."""
     from ncclctl.topo import generate as gen
@@ -205,12 +220,19 @@ def topo_generate(
         print("ncclctl: flat PCIe (virtual machine) detected: pairing GPU i with NIC i under virtual switches; "
               "use --profile or --spec to choose the layout", file=sys.stderr)
     data = gen.generate(node, opts, layout=layout)
-    if output is None:
-        sys.stdout.write(data.decode())
-    else:
+    changed = None
+    if output is not None:
         from ncclctl.fileio import write_atomic
 
-        write_atomic(output, data)
+        changed = write_atomic(output, data)
+    if fmt is SnapshotFormat.json:
+        from ncclctl.render import dumps
+
+        _out(dumps({"schema_version": JSON_SCHEMA_VERSION, "path": output, "changed": changed,
+                    "layout": layout.name if layout else "bare-metal", "elements": data.count(b"<") - data.count(b"</"),
+                    "xml": None if output else data.decode()}))
+    elif output is None:
+        sys.stdout.write(data.decode())
 
 
 class ValidateFormat(str, enum.Enum):

@@ -1,0 +1,46 @@
+"""Compare the probed topology with a captured ``nvidia-smi topo -m`` (the format users paste into bug reports).
+
+GPUs are matched by index; NICs by RDMA device name through the NIC legend (or old drivers' ibdev labels).
+NODE and PHB are compared as written: nvidia-smi tells host bridges of one NUMA node (NODE) from one host
+bridge (PHB), and so does the probe.
+"""
+
+from __future__ import annotations
+
+from ncclctl.model import Node
+from ncclctl.parsers.smi_topo import parse_nvidia_smi_topo
+from ncclctl.paths import matrix
+
+
+def compare(node: Node, text: str, *, source: str) -> list[dict]:
+    smi = parse_nvidia_smi_topo(text, source=source)
+    m = matrix(node)
+    legend = dict(smi.nic_legend)  # NIC0 -> mlx5_0
+    ours = {label: i for i, label in enumerate(m.labels)}
+    ours_by_name = {name: label for label, name in m.nic_legend}
+
+    def to_ours(label: str) -> str | None:
+        if label.startswith("GPU"):
+            return label if label in ours else None
+        name = legend.get(label, label)
+        return ours_by_name.get(name)
+
+    out: list[dict] = []
+    for i, row_label in enumerate(smi.labels):
+        r = to_ours(row_label)
+        for j, col_label in enumerate(smi.labels):
+            c = to_ours(col_label)
+            cell = smi.matrix[i][j]
+            if r is None or c is None:
+                if i == j or (r is None and c is None and j > i):
+                    if r is None and i == j:
+                        out.append({"row": row_label, "column": col_label, "smi": "present", "model": "missing"})
+                continue
+            mine = m.cells[ours[r]][ours[c]]
+            if mine != cell:
+                out.append({"row": row_label, "column": col_label, "smi": cell, "model": mine})
+    present = {to_ours(label) for label in smi.labels}
+    for label in m.labels:
+        if label not in present:
+            out.append({"row": label, "column": label, "smi": "missing", "model": "present"})
+    return out
