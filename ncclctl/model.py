@@ -245,6 +245,8 @@ class Nic:
     node_desc: str | None = None
     ports: tuple[IbPort, ...] = ()
     netdevs: tuple[str, ...] = ()
+    #: Device max_qp (``ibv_devinfo -v``): what NCCL's IB plugin reports as maxComms (XML ``maxconn``).
+    max_qp: int | None = None
 
     @property
     def link_layer(self) -> str | None:

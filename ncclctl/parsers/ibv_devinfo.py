@@ -171,6 +171,8 @@ class DevinfoHca:
     phys_port_cnt: int
     ports: tuple[DevinfoPort, ...]
     line: int = field(default=0, compare=False)
+    #: ``-v`` only: the device's max_qp, which NCCL's IB plugin reports as ``maxComms`` (XML ``maxconn``).
+    max_qp: int | None = None
 
 
 def parse_ibv_devinfo(text: str, *, source: str = "ibv_devinfo") -> tuple[DevinfoHca, ...]:
@@ -440,6 +442,7 @@ def _finish_hca(hca: _Hca, source: str, end_line: int) -> DevinfoHca:
         phys_port_cnt=dec(*_vs(f, "phys_port_cnt", source), f"{hca.name}: phys_port_cnt", _FIX),
         ports=tuple(hca.ports),
         line=hca.line,
+        max_qp=dec(*_vs(f, "max_qp", source), f"{hca.name}: max_qp", _FIX) if "max_qp" in f else None,
     )
 
 

@@ -443,6 +443,7 @@ class _Probe:
                 node_desc=host.read_value(f"{d}/node_desc"),
                 ports=tuple(sorted(ports, key=lambda p: p.num)),
                 netdevs=tuple(by_bdf.get(bdf or "", [])),
+                max_qp=getattr(devinfo.get(name), "max_qp", None),
             ))
         return tuple(nics)
 

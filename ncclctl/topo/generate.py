@@ -218,8 +218,10 @@ def _net_el(node: Node, nd: NetDev, opts: Options) -> El:
         attrs.append(("port", str(nd.nccl_port)))
         if nd.nic.sys_image_guid:
             attrs.append(("guid", f"0x{int(nd.nic.sys_image_guid, 16):x}"))
-        # Not written: gdr (init-only; gdr="1" makes NCCL skip its own check of plugin support, so a wrong
-        # guess breaks jobs) and maxconn (the device's max_qp, which sysfs does not expose): NCCL fills both.
+        if nd.nic.max_qp:
+            attrs.append(("maxconn", str(nd.nic.max_qp)))
+        # Not written: gdr. It is init-only, and gdr="1" makes NCCL skip its own check of plugin support: a file
+        # copied to a node where nvidia-peermem is not loaded would then break jobs. NCCL detects it correctly.
     return El("net", [(k, _check_value(k, v)) for k, v in attrs])
 
 
