@@ -374,6 +374,26 @@ def topo_diff(
         raise typer.Exit(int(ExitCode.FINDINGS))
 
 
+@app.command("rails")
+def rails_cmd(
+    root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP, metavar="DIR"),
+    model: Optional[str] = typer.Option(None, "--model", help="Read the node from a JSON model.", metavar="JSON"),
+    compute_nics: Optional[str] = typer.Option(None, "--compute-nics", help="Comma-separated RDMA devices that carry NCCL traffic (default: each GPU's closest NICs).", metavar="LIST"),
+    fmt: SnapshotFormat = typer.Option(SnapshotFormat.text, "--format", "-f", help="Output format."),
+) -> None:
+    """Assign each GPU its rail NIC port from PCIe locality; print the rail table and an exact NCCL_IB_HCA."""
+    from ncclctl.rails import plan_doc, plan_rails, plan_text
+
+    node = _load_node(root, model)
+    plan = plan_rails(node, tuple(n for n in compute_nics.split(",") if n) if compute_nics else None)
+    if fmt is SnapshotFormat.json:
+        from ncclctl.render import dumps
+
+        _out(dumps(plan_doc(plan)))
+    else:
+        _out(plan_text(plan))
+
+
 # --------------------------------------------------------------------------------------------------
 
 
