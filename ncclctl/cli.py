@@ -297,15 +297,19 @@ def topo_validate(
         from ncclctl.topo.schema import xsd_findings
 
         findings += xsd_findings(data, kind, file)
-    if (root is not None or live) and kind == "topology":
-        from ncclctl.topo.hostcheck import check_against_host
+    if (root is not None or live) and kind in ("topology", "graph"):
+        from ncclctl.topo import hostcheck
         from ncclctl.topo.interpret import interpret
         from ncclctl.topo.ncclxml import parse_nccl_xml
 
-        result = parse_nccl_xml(data, kind="topology", nccl_version=version)
-        if result.ok and result.root is not None and result.root.name == "system":
+        result = parse_nccl_xml(data, kind=kind, nccl_version=version)
+        if result.ok and result.root is not None:
             node = _load_node(root, None)
-            findings += check_against_host(interpret(result), node, file)
+            if kind == "topology" and result.root.name == "system":
+                findings += hostcheck.check_against_host(interpret(result), node, file)
+            elif kind == "graph" and result.root.name == "graphs":
+                findings += hostcheck.check_graph_against_host(result, node, file)
+                findings += hostcheck.graph_file_in_etc(node)
     threshold = Severity(fail_on.value)
     if fmt is ValidateFormat.json:
         from ncclctl.render import dumps
@@ -392,6 +396,67 @@ def rails_cmd(
         _out(dumps(plan_doc(plan)))
     else:
         _out(plan_text(plan))
+
+
+rings_app = typer.Typer(help="NCCL graph XML (NCCL_GRAPH_FILE) with rail-pinned ring and tree channels.",
+                        rich_markup_mode=None, no_args_is_help=True)
+app.add_typer(rings_app, name="rings")
+
+
+@rings_app.command("graph")
+def rings_graph(
+    root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP, metavar="DIR"),
+    model: Optional[str] = typer.Option(None, "--model", help="Read the node from a JSON model.", metavar="JSON"),
+    compute_nics: Optional[str] = typer.Option(None, "--compute-nics", help="Comma-separated RDMA devices that carry NCCL traffic.", metavar="LIST"),
+    output: Optional[str] = typer.Option(None, "-o", "--output", help="Write to this file (atomically) instead of stdout.", metavar="FILE"),
+    fmt: Optional[SnapshotFormat] = typer.Option(None, "--format", "-f", help="json: print the channel plan and result record."),
+) -> None:
+    """Write an NCCL graph file whose channel c enters and leaves on the NIC of rail c (ring and tree).
+
+    Use it with NCCL_IB_HCA set to the rails (ncclctl rails), per job: a graph file fixes the GPU set.
+    """
+    from ncclctl.rails import plan_rails
+    from ncclctl.rings import build_graphs
+    from ncclctl.topo.generate import serialize
+
+    node = _load_node(root, model)
+    plan = plan_rails(node, tuple(n for n in compute_nics.split(",") if n) if compute_nics else None)
+    tree, info = build_graphs(node, plan)
+    data = serialize(tree)
+    if info["down_rails"]:
+        print(f"ncclctl: rails {', '.join(info['down_rails'])} are down and get no channel; regenerate the graph "
+              "when they are ACTIVE", file=sys.stderr)
+    changed = None
+    if output is not None:
+        from ncclctl.fileio import write_atomic
+
+        changed = write_atomic(output, data)
+    if fmt is SnapshotFormat.json:
+        from ncclctl.render import dumps
+
+        _out(dumps({"schema_version": JSON_SCHEMA_VERSION, "path": output, "changed": changed, **info,
+                    "xml": None if output else data.decode()}))
+    elif output is None:
+        sys.stdout.write(data.decode())
+
+
+@rings_app.command("validate")
+def rings_validate(
+    file: str = typer.Argument(..., help="Graph XML file (NCCL_GRAPH_FILE)."),
+    root: Optional[str] = typer.Option(None, "--root", help="Also check the file against this captured host.", metavar="DIR"),
+    live: bool = typer.Option(False, "--live", help="Also check the file against this host."),
+    nccl_version: str = typer.Option("2.30.7", "--nccl-version", help="Validate for this NCCL version.", metavar="X.Y[.Z]"),
+    fmt: ValidateFormat = typer.Option(ValidateFormat.text, "--format", "-f", help="Output format."),
+    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding reaches this severity."),
+) -> None:
+    """Validate a graph file as NCCL reads it (structure, types, channel counts) and against a host."""
+    from ncclctl.errors import InputError
+    from ncclctl.topo.ncclxml import sniff_kind
+
+    if sniff_kind(_read_file(file)) == "topology":
+        raise InputError("this is a topology file (<system>), not a graph file", path=file,
+                         fix="use 'ncclctl topo validate' for topology files")
+    topo_validate(file, root=root, live=live, nccl_version=nccl_version, fmt=fmt, fail_on=fail_on, xsd=True)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -59,3 +59,22 @@ def hca_selects(value: str, devices: list[tuple[str, int]]) -> set[tuple[str, in
     if not spec.entries:
         return set(devices)
     return {(n, p) for n, p in devices if _matches(spec, n, p) != spec.exclude}
+
+
+def effective_setting(node, name: str) -> str | None:
+    """A variable as NCCL resolves it on the host: process environment, then NCCL_CONF_FILE or ~/.nccl.conf,
+    then /etc/nccl.conf; each conf line ``NAME=VALUE`` verbatim (no trimming, no quotes removed), first writer wins."""
+    env = dict(node.facts.nccl_env)
+    if name in env:
+        return env[name]
+    user = [c for c in node.facts.conf_files if c.path != "/etc/nccl.conf"]
+    system = [c for c in node.facts.conf_files if c.path == "/etc/nccl.conf"]
+    for conf in user + system:
+        for line in conf.text.splitlines():
+            line = line[:-1] if line.endswith("\r") else line
+            if line.startswith("#") or "=" not in line:
+                continue
+            key, _, value = line.partition("=")
+            if key == name:
+                return value
+    return None

@@ -180,5 +180,58 @@ def _pairings(view: TopoView, node: Node, path: str) -> list[Finding]:
     return out
 
 
-__all__ = ["check_against_host"]
+def check_graph_against_host(result, node: Node, path: str, *, nets_available: int | None = None) -> list[Finding]:
+    """A graph file (parsed by ncclxml) against a host: GPU devs, GPU count, net devs, node-wide use."""
+    from ncclctl.topo.ncclxml import c_strtol
+
+    out: list[Finding] = []
+    root = result.root
+    if root is None or root.name != "graphs":
+        return out
+    indices = {g.index for g in node.gpus}
+    if nets_available is None:
+        from ncclctl.ncclenv import effective_setting, hca_selects
+
+        ports = [(nd.nic.name, nd.port.num) for nd in net_devices(node)]
+        hca = effective_setting(node, "NCCL_IB_HCA")
+        nets_available = len(hca_selects(hca, ports)) if hca else len(ports)
+    n_nets = nets_available
+    counted: set[int] = set()
+    for graph in root.children:
+        if graph.name != "graph":
+            continue
+        for ch in graph.children:
+            if ch.name != "channel":
+                continue
+            gpus = [c for c in ch.children if c.name == "gpu"]
+            for el in ch.children:
+                dev_text = el.get("dev")
+                if dev_text is None or el.name not in ("gpu", "net") or el.has("rank"):
+                    continue
+                dev, _ = c_strtol(dev_text, 16)
+                if el.name == "gpu" and dev not in indices:
+                    out.append(_finding("NTH012", f"<gpu dev=\"{dev_text}\"> is GPU {dev}; this host has GPUs "
+                                        f"{', '.join(map(str, sorted(indices))) or 'none'}", path, el.line, el.column))
+                if el.name == "net" and dev >= n_nets:
+                    out.append(_finding("NTH014", f"<net dev=\"{dev_text}\"> is net {dev}; NCCL will have {n_nets} net "
+                                        "device(s) on this host", path, el.line, el.column))
+            if gpus and len(gpus) != len(indices) and id(graph) not in counted and (c_strtol(graph.get("id") or "0")[0] != 3):
+                counted.add(id(graph))
+                out.append(_finding("NTH013", f"channels list {len(gpus)} GPU(s); this host has {len(indices)}",
+                                    path, ch.line, ch.column))
+    return out
+
+
+def graph_file_in_etc(node: Node) -> list[Finding]:
+    out = []
+    for conf in node.facts.conf_files:
+        if conf.path != "/etc/nccl.conf":
+            continue
+        for lineno, line in enumerate(conf.text.splitlines(), 1):
+            if line.startswith("NCCL_GRAPH_FILE="):
+                out.append(_finding("NTH015", f"/etc/nccl.conf sets {line.strip()}", conf.path, lineno))
+    return out
+
+
+__all__ = ["check_against_host", "check_graph_against_host", "graph_file_in_etc"]
 _ = gpu_gpu
