@@ -1,0 +1,49 @@
+"""Every rule's pass and fail cases (fixtures/lint/<RULE>.yaml) run through the engine; meta-tests on coverage."""
+
+from __future__ import annotations
+
+import pytest
+
+from ncclctl.lint.context import Ctx
+from ncclctl.lint.engine import Config, RuleConfig, run
+from ncclctl.lint.registry import all_rules
+from ncclctl.probe import probe
+
+from .cases import all_cases, load_case_files, materialize
+
+CASES = all_cases()
+
+
+@pytest.mark.parametrize("rule_id,case", CASES, ids=[f"{r}-{c['name']}" for r, c in CASES])
+def test_case(rule_id, case, tmp_path):
+    rules = {r.id: r for r in all_rules()}
+    assert rule_id in rules, f"fixtures/lint/{rule_id}.yaml: no such rule registered"
+    root = materialize(case, tmp_path)
+    node = probe(str(root))
+    cfg = Config(rules=((rule_id, RuleConfig(options=tuple(case.get("options", {}).items()))),))
+    ctx = Ctx(node=node, expect=case.get("expect_profile"), source=str(root), offline=True)
+    found = run(ctx, cfg, only=(rule_id,))
+    assert all(f.rule == rule_id for f in found)
+    shown = "\n".join(f"{f.subject}: {f.message}" for f in found)
+    if case["expect"] == "pass":
+        assert not found, f"{rule_id} fired on the passing case {case['name']}:\n{shown}"
+        return
+    assert found, f"{rule_id} did not fire on the failing case {case['name']}"
+    if "subjects" in case:
+        assert sorted({f.subject for f in found}) == sorted(case["subjects"]), shown
+    if "count" in case:
+        assert len(found) == case["count"], shown
+    if "message" in case:
+        assert any(case["message"] in f.message for f in found), shown
+    for f in found:
+        assert f.message and f.fix, f"{rule_id}: every finding needs a message and a fix"
+
+
+def test_every_rule_has_a_passing_and_a_failing_case():
+    files = load_case_files()
+    missing = []
+    for r in all_rules():
+        kinds = {c["expect"] for c in files.get(r.id, {}).get("cases", [])}
+        if kinds != {"pass", "fail"}:
+            missing.append(f"{r.id} has {sorted(kinds) or 'no cases'}")
+    assert not missing, "rules without both cases:\n" + "\n".join(missing)
