@@ -1,0 +1,173 @@
+"""Cluster inventory (YAML; schema ``schemas/inventory.schema.json``): which hosts, where each one's node comes from.
+
+::
+
+    version: 1
+    fabric: fabric/ibnetdiscover.txt        # optional: ibnetdiscover / iblinkinfo output for `fabric` commands
+    hosts:
+      node001: {snapshot: snaps/node001}    # a snapshot folder or .tar.gz (ncclctl snapshot)
+      node002: {model: models/node002.json} # or a node model (ncclctl probe --format json)
+      node003: {snapshot: snaps/node003.tar.gz, group: su1}   # optional group (scalable unit) hint
+
+Paths are relative to the inventory file. Host names are the names the fabric knows the host by (the first
+word of an HCA's node description) and the names written into hostfiles. Loading is lazy: ``load_inventory``
+reads and checks the YAML only; :meth:`InventoryHost.load_node` probes one snapshot or reads one model.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ncclctl.errors import InputError
+
+_FIX = "see schemas/inventory.schema.json"
+_HOST_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
+_HOST_KEYS = {"snapshot", "model", "group"}
+_TOP_KEYS = {"version", "fabric", "hosts"}
+
+
+@dataclass(frozen=True)
+class InventoryHost:
+    name: str
+    snapshot: str | None = None  # absolute path
+    model: str | None = None  # absolute path
+    group: str | None = None
+    line: int | None = None  # line of the host's entry in the inventory file
+
+    @property
+    def source(self) -> str:
+        return self.snapshot or self.model or ""
+
+    def load_node(self):
+        """The host's :class:`~ncclctl.model.Node` (probe of the snapshot, or the model JSON)."""
+        if self.model is not None:
+            return load_model(self.model)
+        return load_snapshot(self.snapshot)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Inventory:
+    path: str
+    hosts: tuple[InventoryHost, ...]
+    fabric: str | None = None  # absolute path
+
+    def host(self, name: str) -> InventoryHost | None:
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        return None
+
+
+def load_model(path: str):
+    import json
+
+    from ncclctl.model import Node
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        raise InputError("no such file", path=path, fix="write one with: ncclctl probe --format json > model.json") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"not a JSON node model: {exc}", path=path,
+                         fix="write one with: ncclctl probe --format json > model.json") from None
+    return Node.from_dict(data, source=path)
+
+
+def load_snapshot(path: str):
+    import shutil
+
+    from ncclctl.probe import probe
+    from ncclctl.probe.snapshot import load_tar_or_dir
+
+    where, cleanup = load_tar_or_dir(path)
+    try:
+        return probe(where)
+    finally:
+        if cleanup:
+            shutil.rmtree(cleanup, ignore_errors=True)
+
+
+def load_inventory(path: str) -> Inventory:
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read(16 << 20)
+    except FileNotFoundError:
+        raise InputError("no such file", path=path, fix="give the inventory YAML (" + _FIX + ")") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read inventory: {getattr(exc, 'strerror', None) or exc}", path=path) from None
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"not valid YAML: {getattr(exc, 'problem', None) or exc}", path=path,
+                         line=mark.line + 1 if mark else None, column=mark.column + 1 if mark else None,
+                         fix="fix the YAML syntax") from None
+    if not isinstance(data, dict):
+        raise InputError("an inventory is a mapping with a 'hosts' mapping", path=path, fix=_FIX)
+    lines = _key_lines(root)
+    unknown = sorted(set(map(str, data)) - _TOP_KEYS)
+    if unknown:
+        raise InputError(f"unknown key {unknown[0]!r}", path=path, line=lines.get(("", unknown[0])),
+                         fix="allowed keys: " + ", ".join(sorted(_TOP_KEYS)))
+    if data.get("version", 1) != 1:
+        raise InputError(f"unsupported inventory version {data.get('version')!r}", path=path, fix="use version: 1")
+    base = os.path.dirname(os.path.abspath(path))
+
+    def rel(p: Any, where: str, line: int | None) -> str:
+        if not isinstance(p, str) or not p:
+            raise InputError(f"{where} must be a path (string)", path=path, line=line, fix=_FIX)
+        return os.path.normpath(os.path.join(base, p))
+
+    fabric = data.get("fabric")
+    fabric_path = rel(fabric, "fabric", lines.get(("", "fabric"))) if fabric is not None else None
+    hosts_raw = data.get("hosts")
+    if not isinstance(hosts_raw, dict) or not hosts_raw:
+        raise InputError("'hosts' must be a non-empty mapping of host name to {snapshot|model}", path=path,
+                         line=lines.get(("", "hosts")), fix=_FIX)
+    hosts = []
+    for name, entry in hosts_raw.items():
+        line = lines.get(("hosts", str(name)))
+        if not isinstance(name, str) or not _HOST_RE.match(name):
+            raise InputError(f"host name {name!r} is not a host name", path=path, line=line,
+                             fix="use the host's short name (letters, digits, '.', '_', '-')")
+        if isinstance(entry, str):
+            entry = {"snapshot": entry}
+        if not isinstance(entry, dict):
+            raise InputError(f"host {name}: give a mapping with 'snapshot' or 'model'", path=path, line=line, fix=_FIX)
+        bad = sorted(set(map(str, entry)) - _HOST_KEYS)
+        if bad:
+            raise InputError(f"host {name}: unknown key {bad[0]!r}", path=path, line=line,
+                             fix="allowed keys: " + ", ".join(sorted(_HOST_KEYS)))
+        if ("snapshot" in entry) == ("model" in entry):
+            raise InputError(f"host {name}: give exactly one of 'snapshot' or 'model'", path=path, line=line, fix=_FIX)
+        group = entry.get("group")
+        if group is not None and not isinstance(group, (str, int)):
+            raise InputError(f"host {name}: 'group' must be a name", path=path, line=line, fix=_FIX)
+        hosts.append(InventoryHost(
+            name=name,
+            snapshot=rel(entry["snapshot"], f"hosts.{name}.snapshot", line) if "snapshot" in entry else None,
+            model=rel(entry["model"], f"hosts.{name}.model", line) if "model" in entry else None,
+            group=str(group) if group is not None else None, line=line))
+    return Inventory(path=path, hosts=tuple(hosts), fabric=fabric_path)
+
+
+def _key_lines(root: Any) -> dict[tuple[str, str], int]:
+    """(parent key, key) -> 1-based line of the key, for the top level and the 'hosts' mapping."""
+    import yaml
+
+    out: dict[tuple[str, str], int] = {}
+    if not isinstance(root, yaml.MappingNode):
+        return out
+    for k, v in root.value:
+        out[("", str(k.value))] = k.start_mark.line + 1
+        if k.value == "hosts" and isinstance(v, yaml.MappingNode):
+            for hk, _ in v.value:
+                out[("hosts", str(hk.value))] = hk.start_mark.line + 1
+    return out
