@@ -53,6 +53,12 @@ class ProbeFormat(str, enum.Enum):
 
 ROOT_HELP = "Probe a captured host tree (a snapshot folder or .tar.gz) instead of this host."
 
+# Options of every command that writes a file with -o (topo generate, rings graph, conf generate, facts, fabric
+# order); the writing itself is ncclctl.cli_ops.emit_result (atomic, idempotent, Ansible-style record).
+CHECK_OPTION = typer.Option(False, "--check", help="With -o: report whether the file would change; write nothing.")
+DIFF_OPTION = typer.Option(False, "--diff", help="With -o: print a unified diff of the change.")
+BACKUP_OPTION = typer.Option(False, "--backup", help="With -o: keep the previous file as FILE.YYYYmmdd-HHMMSS~.")
+
 
 def _out(text: str) -> None:
     sys.stdout.write(text)
@@ -192,6 +198,9 @@ def topo_generate(
     minimal: bool = typer.Option(False, "--minimal", help="Only the cpu/pci skeleton; NCCL detects GPUs and NICs itself."),
     nics: Optional[str] = typer.Option(None, "--nics", help="Comma-separated RDMA devices to include (default: all with an active port).", metavar="LIST"),
     fmt: Optional[SnapshotFormat] = typer.Option(None, "--format", "-f", help="json: print a result record instead of the XML (with -o: whether the file changed)."),
+    check: bool = CHECK_OPTION,
+    diff: bool = DIFF_OPTION,
+    backup: bool = BACKUP_OPTION,
 ) -> None:
     """Generate an NCCL topology file for this node (bare metal) or a virtual layout (VMs)."""
     from ncclctl.topo import generate as gen
@@ -220,19 +229,11 @@ def topo_generate(
         print("ncclctl: flat PCIe (virtual machine) detected: pairing GPU i with NIC i under virtual switches; "
               "use --profile or --spec to choose the layout", file=sys.stderr)
     data = gen.generate(node, opts, layout=layout)
-    changed = None
-    if output is not None:
-        from ncclctl.fileio import write_atomic
+    from ncclctl.cli_ops import emit_result
 
-        changed = write_atomic(output, data)
-    if fmt is SnapshotFormat.json:
-        from ncclctl.render import dumps
-
-        _out(dumps({"schema_version": JSON_SCHEMA_VERSION, "path": output, "changed": changed,
-                    "layout": layout.name if layout else "bare-metal", "elements": data.count(b"<") - data.count(b"</"),
-                    "xml": None if output else data.decode()}))
-    elif output is None:
-        sys.stdout.write(data.decode())
+    emit_result(data, output, check=check, diff=diff, backup=backup, json_record=fmt is SnapshotFormat.json,
+                extra={"layout": layout.name if layout else "bare-metal",
+                       "elements": data.count(b"<") - data.count(b"</")}, content_key="xml")
 
 
 class ValidateFormat(str, enum.Enum):
@@ -410,6 +411,9 @@ def rings_graph(
     compute_nics: Optional[str] = typer.Option(None, "--compute-nics", help="Comma-separated RDMA devices that carry NCCL traffic.", metavar="LIST"),
     output: Optional[str] = typer.Option(None, "-o", "--output", help="Write to this file (atomically) instead of stdout.", metavar="FILE"),
     fmt: Optional[SnapshotFormat] = typer.Option(None, "--format", "-f", help="json: print the channel plan and result record."),
+    check: bool = CHECK_OPTION,
+    diff: bool = DIFF_OPTION,
+    backup: bool = BACKUP_OPTION,
 ) -> None:
     """Write an NCCL graph file whose channel c enters and leaves on the NIC of rail c (ring and tree).
 
@@ -426,18 +430,10 @@ def rings_graph(
     if info["down_rails"]:
         print(f"ncclctl: rails {', '.join(info['down_rails'])} are down and get no channel; regenerate the graph "
               "when they are ACTIVE", file=sys.stderr)
-    changed = None
-    if output is not None:
-        from ncclctl.fileio import write_atomic
+    from ncclctl.cli_ops import emit_result
 
-        changed = write_atomic(output, data)
-    if fmt is SnapshotFormat.json:
-        from ncclctl.render import dumps
-
-        _out(dumps({"schema_version": JSON_SCHEMA_VERSION, "path": output, "changed": changed, **info,
-                    "xml": None if output else data.decode()}))
-    elif output is None:
-        sys.stdout.write(data.decode())
+    emit_result(data, output, check=check, diff=diff, backup=backup, json_record=fmt is SnapshotFormat.json,
+                extra=info, content_key="xml")
 
 
 @rings_app.command("validate")
@@ -511,6 +507,9 @@ def main(argv: list[str] | None = None) -> None:
     except click_types as exc:
         exc.show()  # type: ignore[attr-defined]
         code = ExitCode.USAGE
+        if "--nagios" in args:  # a monitoring plugin answers UNKNOWN (3) to a bad command line, not CRITICAL (2)
+            print(f"NCCLCTL UNKNOWN - usage: {exc.format_message()}".replace("|", "/"))  # type: ignore[attr-defined]
+            code = 3
     except NcclctlError as exc:
         code = _fail(exc, args)
     except KeyboardInterrupt:

@@ -7,12 +7,28 @@ from typing import Optional
 
 import typer
 
-from ncclctl import JSON_SCHEMA_VERSION
-from ncclctl.cli import SnapshotFormat, _out, app
+import enum
 
-fabric_app = typer.Typer(help="Fabric-scale work: synthetic rail-optimized fabrics (more to come).",
+from ncclctl import JSON_SCHEMA_VERSION
+from ncclctl.cli import FailOn, SnapshotFormat, ValidateFormat, _out, app
+from ncclctl.errors import ExitCode
+
+fabric_app = typer.Typer(help="The fabric: load ibnetdiscover/iblinkinfo/LLDP, check rail cabling, order hosts for "
+                              "rings, synthesize test fabrics.",
                          rich_markup_mode=None, no_args_is_help=True)
 app.add_typer(fabric_app, name="fabric")
+
+FABRIC_ARG_HELP = "ibnetdiscover (with or without -p) or iblinkinfo output; default: the inventory's 'fabric'."
+INVENTORY_HELP = ("Cluster inventory YAML (hosts -> snapshot or node model; schemas/inventory.schema.json). Without "
+                  "a fabric file the fabric is read from the hosts' LLDP neighbours (RoCE).")
+
+
+class SynthFormat(str, enum.Enum):
+    ibnetdiscover = "ibnetdiscover"
+    ibnetdiscover_p = "ibnetdiscover-p"
+    iblinkinfo = "iblinkinfo"
+    iblinkinfo_line = "iblinkinfo-line"
+    json = "json"
 
 
 @fabric_app.command("synth")
@@ -24,22 +40,183 @@ def fabric_synth(
     miscable: int = typer.Option(0, "--miscable", min=0, help="Nodes whose cables of two rails are swapped."),
     down: int = typer.Option(0, "--down", min=0, help="HCA links left down."),
     seed: int = typer.Option(1, "--seed", help="Random seed for miscabling and down links."),
+    uplinks: Optional[int] = typer.Option(None, "--uplinks", min=1, max=64, help="Uplink ports per leaf (default: 64 - group)."),
+    host_order: str = typer.Option("sequential", "--host-order", help="Host numbering: sequential, interleaved (across groups) or random."),
     output: Optional[str] = typer.Option(None, "-o", "--output", help="Write to this file (atomically).", metavar="FILE"),
-    fmt: Optional[SnapshotFormat] = typer.Option(None, "--format", "-f", help="json: print the ground truth (miscabled, down) too."),
+    fmt: SynthFormat = typer.Option(SynthFormat.ibnetdiscover, "--format", "-f", help="The fabric as ibnetdiscover, ibnetdiscover -p, iblinkinfo or iblinkinfo --line output; json: print the ground truth (miscabled, down) and write ibnetdiscover output to -o."),
 ) -> None:
-    """Write a SuperPOD-style rail-optimized fabric as ibnetdiscover output (for tests and benchmarks)."""
+    """Write a SuperPOD-style rail-optimized fabric as ibnetdiscover (or -p, or iblinkinfo) output, for tests and
+    benchmarks."""
     from ncclctl.fabric.synth import SynthSpec, synth
 
+    if host_order not in ("sequential", "interleaved", "random"):
+        from ncclctl.errors import UsageError
+
+        raise UsageError(f"--host-order {host_order!r}: use sequential, interleaved or random")
+    if uplinks is not None and uplinks < spines_per_rail:
+        from ncclctl.errors import UsageError
+
+        raise UsageError("--uplinks must be at least --spines-per-rail")
     result = synth(SynthSpec(nodes=nodes, rails=rails, group=group, spines_per_rail=spines_per_rail,
-                             miscable=miscable, down=down, seed=seed))
+                             miscable=miscable, down=down, seed=seed, uplinks=uplinks, host_order=host_order))
+    text = result.text
+    if fmt is not SynthFormat.json and fmt is not SynthFormat.ibnetdiscover:
+        from ncclctl.fabric.synth import as_form
+
+        text = as_form(text, fmt.value)
     if output is not None:
         from ncclctl.fileio import write_atomic
 
-        write_atomic(output, result.text.encode())
-    if fmt is SnapshotFormat.json:
+        write_atomic(output, text.encode())
+    if fmt is SynthFormat.json:
         from ncclctl.render import dumps
 
         _out(dumps({"schema_version": JSON_SCHEMA_VERSION, "path": output, "nodes": nodes, "rails": rails,
                     "miscabled": [list(m) for m in result.miscabled], "down": [list(d) for d in result.down]}))
     elif output is None:
-        sys.stdout.write(result.text)
+        sys.stdout.write(text)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# fabric load / rails / order
+
+
+def _no_gc() -> None:
+    """The fabric commands build a few hundred thousand long-lived objects and free them at exit: the cyclic
+    garbage collector would only rescan them (a third of the run time at 4,096 nodes). One-shot process: off."""
+    import gc
+
+    gc.disable()
+
+
+def _layout(fabric_file: Optional[str], inventory: Optional[str], rails: Optional[int] = None,
+            expect_rate: Optional[str] = None):
+    from ncclctl.fabric.layout import analyze
+    from ncclctl.fabric.sources import load_input
+
+    _no_gc()
+    return analyze(load_input(fabric_file, inventory), rails=rails, expect_rate=expect_rate)
+
+
+def _report(findings, fmt: ValidateFormat, fail_on: FailOn, *, header: str, doc: dict) -> None:
+    from ncclctl import report
+    from ncclctl.fabric.rules import RULES
+    from ncclctl.findings import Severity
+    from ncclctl.render import dumps
+
+    threshold = Severity(fail_on.value)
+    failed = report.fails(findings, threshold)
+    if fmt is ValidateFormat.json:
+        _out(dumps(report.json_doc(findings, ok=not failed, **doc)))
+    elif fmt is ValidateFormat.sarif:
+        _out(dumps(report.sarif(findings, rules=RULES)))
+    else:
+        _out(header + report.text(findings))
+    if failed:
+        raise typer.Exit(int(ExitCode.FINDINGS))
+
+
+@fabric_app.command("load")
+def fabric_load(
+    fabric_file: Optional[str] = typer.Argument(None, help=FABRIC_ARG_HELP, metavar="[FABRIC_FILE]"),
+    inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help=INVENTORY_HELP, metavar="INV"),
+    fmt: ValidateFormat = typer.Option(ValidateFormat.text, "--format", "-f", help="Output format."),
+    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding reaches this severity."),
+) -> None:
+    """Read a fabric (ibnetdiscover, ibnetdiscover -p, iblinkinfo, or the inventory hosts' LLDP) and summarise it."""
+    from ncclctl.fabric.graph import KINDS
+    from ncclctl.fabric.hostlist import compress
+    from ncclctl.fabric.sources import load_input
+
+    _no_gc()
+    inp = load_input(fabric_file, inventory)
+    summary = inp.graph.summary()
+    hosts = sorted(inp.endpoints)
+    linked = sum(1 for eps in inp.endpoints.values() for ep in eps.values() if ep.link is not None)
+    doc = {"fabric": {**summary, "hosts": len(hosts), "host_names": compress(hosts), "hca_ports_linked": linked}}
+    lines = [f"fabric: {summary['source']} ({KINDS.get(summary['kind'], summary['kind'])})",
+             f"switches: {summary['switches']} ("
+             + ", ".join(f"{n} {name}" for name, n in summary["layers"].items()) + ")",
+             f"HCAs: {summary['hcas']}, {linked} HCA port(s) linked",
+             f"links: {summary['links']} ({summary['hca_links']} HCA-switch, {summary['switch_links']} switch-switch"
+             + (f", {summary['other_links']} other" if summary["other_links"] else "") + ")",
+             "rates: " + (", ".join(f"{label} x{n}" for label, n in summary["rates"].items()) or "none"),
+             f"hosts: {len(hosts)}" + (f": {compress(hosts)}" if hosts else "")]
+    _report(inp.findings, fmt, fail_on, header="\n".join(lines) + "\n", doc=doc)
+
+
+@fabric_app.command("rails")
+def fabric_rails(
+    fabric_file: Optional[str] = typer.Argument(None, help=FABRIC_ARG_HELP, metavar="[FABRIC_FILE]"),
+    inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help=INVENTORY_HELP, metavar="INV"),
+    rails: Optional[int] = typer.Option(None, "--rails", min=1, max=64, help="Rails per host (default: what most hosts have)."),
+    expect_rate: Optional[str] = typer.Option(None, "--expect-rate", help="Expected HCA link: Gb/s (400, 400G) or width+speed (4xNDR); default: the fabric's majority.", metavar="RATE"),
+    fmt: ValidateFormat = typer.Option(ValidateFormat.text, "--format", "-f", help="Output format."),
+    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding reaches this severity."),
+) -> None:
+    """Detect the rail layout (which leaf serves which rail of which group) and check every host's cabling."""
+    from ncclctl.fabric.layout import layout_doc, layout_text
+
+    lay = _layout(fabric_file, inventory, rails, expect_rate)
+    _report(lay.findings, fmt, fail_on, header=layout_text(lay), doc=layout_doc(lay))
+
+
+class OrderFormat(str, enum.Enum):
+    text = "text"
+    hostfile = "hostfile"
+    slurm = "slurm"
+    slurm_block = "slurm-block"
+    json = "json"
+
+
+def _write_output(path: str, data: bytes) -> bool:
+    """The one place `fabric order` writes its -o file (atomic, unchanged bytes leave the file alone)."""
+    from ncclctl.fileio import write_atomic
+
+    return write_atomic(path, data)
+
+
+@fabric_app.command("order")
+def fabric_order(
+    fabric_file: Optional[str] = typer.Argument(None, help=FABRIC_ARG_HELP, metavar="[FABRIC_FILE]"),
+    inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help=INVENTORY_HELP, metavar="INV"),
+    fmt: OrderFormat = typer.Option(OrderFormat.text, "--format", "-f", help="text (summary and cost model), hostfile (mpirun), slurm (topology.conf tree), slurm-block (topology.conf block) or json."),
+    slots: Optional[int] = typer.Option(None, "--slots", min=1, max=1024, help="Slots (ranks) per host; default: the inventory's GPU count, else the rail count."),
+    rails: Optional[int] = typer.Option(None, "--rails", min=1, max=64, help="Rails per host (default: what most hosts have)."),
+    message_size: str = typer.Option("1G", "--message-size", help="Cost model: all-reduce size (bytes, or K/M/G).", metavar="SIZE"),
+    hop_latency: float = typer.Option(0.2, "--hop-latency", min=0.0, help="Cost model: microseconds per link a ring step traverses.", metavar="US"),
+    oversubscription: Optional[float] = typer.Option(None, "--oversubscription", min=0.01, help="Cost model: leaf downlink/uplink ratio (default: from the fabric's port counts).", metavar="RATIO"),
+    output: Optional[str] = typer.Option(None, "-o", "--output", help="Write to this file (atomically) instead of stdout.", metavar="FILE"),
+) -> None:
+    """A host order for NCCL rings that keeps neighbours under one leaf group; crossings vs lower bound and naive."""
+    from ncclctl.fabric import order as fo
+    from ncclctl.fabric.cost import CostParams, parse_size
+
+    size = parse_size(message_size)
+    lay = _layout(fabric_file, inventory, rails)
+    slots = slots or fo.default_slots(lay)
+    params = CostParams(message_bytes=size, hop_latency_us=hop_latency, ranks_per_host=slots,
+                        oversubscription=oversubscription)
+    o = fo.plan_order(lay, slots=slots, params=params)
+    if fmt is OrderFormat.hostfile:
+        text = fo.hostfile(o)
+    elif fmt is OrderFormat.slurm:
+        text = fo.slurm_tree(o, lay)
+    elif fmt is OrderFormat.slurm_block:
+        text = fo.slurm_block(o, lay)
+    elif fmt is OrderFormat.json:
+        from ncclctl.render import dumps
+
+        text = dumps(fo.order_doc(o, lay))
+    else:
+        text = fo.order_text(o, lay)
+    problems = [f for f in lay.findings if f.severity.value == "error"]
+    if problems:
+        print(f"ncclctl: note: {len(problems)} fabric error(s) (miscabling, down links...): see "
+              "'ncclctl fabric rails'", file=sys.stderr)
+    if output is not None:
+        changed = _write_output(output, text.encode())
+        print(f"ncclctl: {'wrote' if changed else 'unchanged'} {output}: {len(o.hosts)} hosts, ring crossings "
+              f"{o.crossings} (lower bound {o.lower_bound}, sorted names {o.naive_crossings})", file=sys.stderr)
+    else:
+        _out(text)

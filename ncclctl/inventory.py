@@ -32,8 +32,8 @@ _TOP_KEYS = {"version", "fabric", "hosts"}
 @dataclass(frozen=True)
 class InventoryHost:
     name: str
-    snapshot: str | None = None  # absolute path
-    model: str | None = None  # absolute path
+    snapshot: str | None = None  # path as seen from the current directory
+    model: str | None = None  # path as seen from the current directory
     group: str | None = None
     line: int | None = None  # line of the host's entry in the inventory file
 
@@ -52,7 +52,7 @@ class InventoryHost:
 class Inventory:
     path: str
     hosts: tuple[InventoryHost, ...]
-    fabric: str | None = None  # absolute path
+    fabric: str | None = None  # path as seen from the current directory
 
     def host(self, name: str) -> InventoryHost | None:
         for h in self.hosts:
@@ -102,8 +102,13 @@ def load_inventory(path: str) -> Inventory:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read inventory: {getattr(exc, 'strerror', None) or exc}", path=path) from None
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        _check_depth(text, path)
+        loader = _loader()(text)
+        try:
+            root = loader.get_single_node()
+            data = loader.construct_document(root) if root is not None else None
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(f"not valid YAML: {getattr(exc, 'problem', None) or exc}", path=path,
@@ -118,7 +123,8 @@ def load_inventory(path: str) -> Inventory:
                          fix="allowed keys: " + ", ".join(sorted(_TOP_KEYS)))
     if data.get("version", 1) != 1:
         raise InputError(f"unsupported inventory version {data.get('version')!r}", path=path, fix="use version: 1")
-    base = os.path.dirname(os.path.abspath(path))
+    # Relative to the inventory file, kept relative when the inventory path is (deterministic messages).
+    base = os.path.dirname(path)
 
     def rel(p: Any, where: str, line: int | None) -> str:
         if not isinstance(p, str) or not p:
@@ -156,6 +162,33 @@ def load_inventory(path: str) -> Inventory:
             model=rel(entry["model"], f"hosts.{name}.model", line) if "model" in entry else None,
             group=str(group) if group is not None else None, line=line))
     return Inventory(path=path, hosts=tuple(hosts), fabric=fabric_path)
+
+
+_MAX_DEPTH = 32  # an inventory nests 3 levels; PyYAML's composer recurses per level (deep input: RecursionError)
+
+
+def _loader():
+    """libyaml's loader when PyYAML was built with it (10x faster on big inventories), else the pure-Python one."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _check_depth(text: str, path: str) -> None:
+    """Refuse absurdly nested YAML from the event stream (linear, no recursion) before composing it."""
+    import yaml
+
+    depth = 0
+    for event in yaml.parse(text, Loader=_loader()):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > _MAX_DEPTH:
+                mark = event.start_mark
+                raise InputError(f"nested more than {_MAX_DEPTH} levels deep", path=path,
+                                 line=mark.line + 1 if mark else None, column=mark.column + 1 if mark else None,
+                                 fix="an inventory is 'hosts:' with one mapping per host (" + _FIX + ")")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
 
 
 def _key_lines(root: Any) -> dict[tuple[str, str], int]:

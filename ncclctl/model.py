@@ -326,6 +326,10 @@ class HostFacts:
     conf_files: tuple[ConfFile, ...] = ()
     virtual_topology: ConfFile | None = None
     fabric_manager: str | None = None
+    #: The file the effective ``NCCL_TOPO_FILE`` / ``NCCL_GRAPH_FILE`` names (environment, then the conf files),
+    #: read through the host root so a snapshot carries it; None when unset, relative, missing or unreadable.
+    topo_file: ConfFile | None = None
+    graph_file: ConfFile | None = None
 
 
 @dataclass(frozen=True)

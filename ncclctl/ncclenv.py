@@ -3,17 +3,37 @@
 ``NCCL_IB_HCA``: ``[^][=]name[:port[:rail[:plane]]][,...]``. ``^`` (first) excludes, ``=`` (after ``^`` if both)
 makes every name exact, otherwise each name is a *prefix* (``mlx5_1`` also selects ``mlx5_10``...). ``:port`` is
 1-based, absent means every port. At most 32 entries (16 before 2.18.5).
+
+``NCCL_SOCKET_IFNAME`` uses the same list syntax (``misc/socket.cc``, ``os/linux.cc:ncclOsFindInterfaces``): at
+most 16 entries, ports ignored, and a value of one character or less is ignored altogether.
+
+The list is split exactly like ``parseStringList``: ``strtok`` on ``,`` (empty entries vanish), then ``strsep`` on
+``:``; an entry whose name is empty is dropped; port, rail and plane go through C ``atoi`` (``x`` is 0, which
+matches no port) and an absent or empty field is -1 (every port). Nothing is trimmed: `` mlx5_1`` is a name that
+starts with a space. ``^`` and ``=`` are looked at once, at the very start of the value; anywhere else they are
+part of a name.
+
+How NCCL finds a variable's value (environment, then the user's conf file, then ``/etc/nccl.conf``) lives in
+:mod:`ncclctl.ncclconf`; :func:`effective_setting` is the short form.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: MAX_IB_DEVS (src/include/net_ib/common.h: 32 since 2.18.5, 16 before) and MAX_IFS (src/include/socket.h).
+MAX_IB_HCA_ENTRIES = 32
+MAX_IFNAME_ENTRIES = 16
+
 
 @dataclass(frozen=True)
 class HcaEntry:
     name: str
-    port: int | None  # None: every port
+    port: int | None  # None: every port (absent, empty or -1); 0 or another negative number matches no port
+    rail: int | None = None
+    plane: int | None = None
+    #: The entry as written (between the commas).
+    text: str = ""
 
 
 @dataclass(frozen=True)
@@ -21,9 +41,21 @@ class HcaSpec:
     exclude: bool
     exact: bool
     entries: tuple[HcaEntry, ...]
+    #: Entries past the limit, which NCCL never reads.
+    dropped: tuple[str, ...] = ()
 
 
-def parse_ib_hca(value: str) -> HcaSpec:
+def _field(tok: str | None) -> int | None:
+    from ncclctl.ncclconf import c_atoi
+
+    if tok is None or tok == "":
+        return None
+    v = c_atoi(tok)
+    return None if v == -1 else v
+
+
+def parse_if_list(value: str, max_entries: int = MAX_IB_HCA_ENTRIES) -> HcaSpec:
+    """``[^][=]name[:port[:rail[:plane]]],...`` exactly as NCCL's ``parseStringList`` reads it."""
     s = value
     exclude = s.startswith("^")
     if exclude:
@@ -31,50 +63,54 @@ def parse_ib_hca(value: str) -> HcaSpec:
     exact = s.startswith("=")
     if exact:
         s = s[1:]
-    entries = []
-    for item in s.split(","):
-        if not item:
+    entries: list[HcaEntry] = []
+    dropped: list[str] = []
+    for item in (t for t in s.split(",") if t):
+        parts = item.split(":")
+        if parts[0] == "":
             continue
-        name, _, rest = item.partition(":")
-        port_text = rest.split(":")[0] if rest else ""
-        try:
-            port = int(port_text) if port_text else None
-        except ValueError:
-            port = None
-        entries.append(HcaEntry(name=name, port=port))
-    return HcaSpec(exclude=exclude, exact=exact, entries=tuple(entries))
+        if len(entries) >= max_entries:
+            dropped.append(item)
+            continue
+        fields = parts[1:] + [None] * 3  # type: ignore[list-item]
+        entries.append(HcaEntry(name=parts[0], port=_field(fields[0]), rail=_field(fields[1]),
+                                plane=_field(fields[2]), text=item))
+    return HcaSpec(exclude=exclude, exact=exact, entries=tuple(entries), dropped=tuple(dropped))
 
 
-def _matches(spec: HcaSpec, name: str, port: int) -> bool:
+def parse_ib_hca(value: str) -> HcaSpec:
+    return parse_if_list(value, MAX_IB_HCA_ENTRIES)
+
+
+def entry_matches_name(spec: HcaSpec, entry: HcaEntry, name: str) -> bool:
+    """``matchIf``: exact compare with ``=``, else ``strncmp(name, entry, strlen(entry))`` (a prefix)."""
+    return name == entry.name if spec.exact else name.startswith(entry.name)
+
+
+def _matches(spec: HcaSpec, name: str, port: int | None) -> bool:
     for e in spec.entries:
-        name_ok = name == e.name if spec.exact else name.startswith(e.name)
-        if name_ok and (e.port is None or e.port == port):
+        if entry_matches_name(spec, e, name) and (e.port is None or port is None or e.port == port):
             return True
     return False
 
 
 def hca_selects(value: str, devices: list[tuple[str, int]]) -> set[tuple[str, int]]:
-    """Which (device, port) pairs NCCL's IB plugin keeps for this NCCL_IB_HCA value."""
+    """Which (device, port) pairs NCCL's IB plugin keeps for this NCCL_IB_HCA value:
+    ``matchIfList(...) ^ searchNot``, where an empty list matches everything (so ``^`` alone keeps nothing)."""
     spec = parse_ib_hca(value)
-    if not spec.entries:
-        return set(devices)
-    return {(n, p) for n, p in devices if _matches(spec, n, p) != spec.exclude}
+    return {(n, p) for n, p in devices if (not spec.entries or _matches(spec, n, p)) != spec.exclude}
+
+
+def ifname_selects(value: str, names: list[str]) -> list[str]:
+    """Which interface names ``NCCL_SOCKET_IFNAME=value`` lets through (ports ignored), in the given order.
+    The caller handles NCCL's rule that a value of length <= 1 is ignored."""
+    spec = parse_if_list(value, MAX_IFNAME_ENTRIES)
+    return [n for n in names if (not spec.entries or _matches(spec, n, None)) != spec.exclude]
 
 
 def effective_setting(node, name: str) -> str | None:
     """A variable as NCCL resolves it on the host: process environment, then NCCL_CONF_FILE or ~/.nccl.conf,
     then /etc/nccl.conf; each conf line ``NAME=VALUE`` verbatim (no trimming, no quotes removed), first writer wins."""
-    env = dict(node.facts.nccl_env)
-    if name in env:
-        return env[name]
-    user = [c for c in node.facts.conf_files if c.path != "/etc/nccl.conf"]
-    system = [c for c in node.facts.conf_files if c.path == "/etc/nccl.conf"]
-    for conf in user + system:
-        for line in conf.text.splitlines():
-            line = line[:-1] if line.endswith("\r") else line
-            if line.startswith("#") or "=" not in line:
-                continue
-            key, _, value = line.partition("=")
-            if key == name:
-                return value
-    return None
+    from ncclctl.ncclconf import resolve
+
+    return resolve(node).value(name)

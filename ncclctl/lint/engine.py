@@ -1,10 +1,17 @@
-"""Run the registered rules over a node: options and severities resolved from the config, hits to findings."""
+"""Run the registered rules over a node: options and severities resolved from the config, hits to findings.
+
+The engine stamps what a check does not know: the rule id, the effective severity (config override, else what
+``extends: strict`` says, else the hit's own, else the rule default), the default fix text, and the host as the
+subject when a hit names none. A check that raises does not abort the run: the engine turns the exception into
+an error finding of that rule (set ``NCCLCTL_DEBUG=1`` to get the traceback instead).
+"""
 
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass, field
-from typing import Any
+import os
+from dataclasses import dataclass
+from typing import Any, Iterable
 
 from ncclctl.findings import Finding, Severity, sort_key
 from ncclctl.lint.context import Ctx
@@ -67,21 +74,49 @@ def to_finding(rule: Rule, hit: Hit, forced: Severity | None, host: str) -> Find
                    line=hit.line, fix=hit.fix if hit.fix is not None else rule.doc.fix, evidence=tuple(hit.evidence))
 
 
+def selected(config: Config, *, scope: str = "node", only: tuple[str, ...] | None = None,
+             has_expect: bool = False, host: str | None = None) -> list[Rule]:
+    """The rules a run executes, in registry order: ``only`` (explicit ids) wins over enabled/disabled;
+    rules that need an expected-state profile run only with one; per-host ignores drop rules for ``host``."""
+    out = []
+    for rule in all_rules():
+        if rule.scope != scope:
+            continue
+        if only is not None:
+            if rule.id not in only:
+                continue
+        elif not config.enabled(rule):
+            continue
+        if rule.needs_expect and not has_expect:
+            continue
+        if host is not None and config.ignored(host, rule.id):
+            continue
+        out.append(rule)
+    return out
+
+
+def apply(rule: Rule, hits: Iterable[Hit], config: Config, host: str) -> list[Finding]:
+    forced = config.severity(rule)
+    return [to_finding(rule, hit, forced, host) for hit in hits]
+
+
+def crashed(rule: Rule, exc: BaseException, host: str) -> Finding:
+    return Finding(rule=rule.id, severity=Severity.ERROR, subject=host,
+                   message=f"the check crashed ({type(exc).__name__}: {exc}); its result is unknown",
+                   fix="this is a bug in ncclctl: rerun with NCCLCTL_DEBUG=1 for a traceback and report it")
+
+
 def run(ctx: Ctx, config: Config = DEFAULT_CONFIG, *, only: tuple[str, ...] | None = None) -> list[Finding]:
     """All findings for one node, sorted. ``only``: restrict to these rule ids (tests, ``lint --rule``)."""
     out: list[Finding] = []
     host = ctx.host
-    for rule in all_rules():
-        if only is not None and rule.id not in only:
-            continue
-        if only is None and not config.enabled(rule):
-            continue
-        if rule.needs_expect and ctx.expect is None:
-            continue
-        if config.ignored(host, rule.id):
-            continue
-        forced = config.severity(rule)
-        for hit in rule.check(ctx, config.options(rule)):
-            out.append(to_finding(rule, hit, forced, host))
+    debug = bool(os.environ.get("NCCLCTL_DEBUG"))
+    for rule in selected(config, only=only, has_expect=ctx.expect is not None, host=host):
+        try:
+            out.extend(apply(rule, rule.check(ctx, config.options(rule)), config, host))
+        except Exception as exc:  # one broken check must not hide the others' results
+            if debug:
+                raise
+            out.append(crashed(rule, exc, host))
     out.sort(key=sort_key)
     return out

@@ -579,6 +579,8 @@ class _Probe:
                     conf_files.append(ConfFile(path=path, text=text))
         vt_path = "/var/run/nvidia-topologyd/virtualTopology.xml"
         vt_text = host.read_text(vt_path)
+        topo_file = self._nccl_file(nccl_env, conf_files, "NCCL_TOPO_FILE")
+        graph_file = self._nccl_file(nccl_env, conf_files, "NCCL_GRAPH_FILE")
         fm = None
         if nvswitches or any(link.remote_type == "nvswitch" for g in gpus for link in g.nvlinks):
             res = self.runner.run(("systemctl", "is-active", "nvidia-fabricmanager"))
@@ -602,7 +604,31 @@ class _Probe:
             conf_files=tuple(conf_files),
             virtual_topology=ConfFile(path=vt_path, text=vt_text) if vt_text is not None else None,
             fabric_manager=fm,
+            topo_file=topo_file,
+            graph_file=graph_file,
         )
+
+    def _nccl_file(self, env: tuple[tuple[str, str], ...], conf_files: list[ConfFile], name: str) -> ConfFile | None:
+        """The file ``name`` (NCCL_TOPO_FILE, NCCL_GRAPH_FILE) points at, found with NCCL's own precedence and
+        read through the host root so a snapshot keeps it. Relative paths depend on the job's directory: not read."""
+        from ncclctl.ncclconf import resolve_sources  # noqa: PLC0415
+
+        path = resolve_sources(env, conf_files).value(name)
+        if not path or not path.startswith("/"):
+            return None
+        import os  # noqa: PLC0415
+        import stat  # noqa: PLC0415
+
+        try:
+            st = os.stat(self.host.host_path(self.host.realpath(path)))
+            if not stat.S_ISREG(st.st_mode):
+                return None  # a FIFO or device would block or never end; NCCL expects a regular file
+            data = self.host.read_bytes(path)
+        except (InputError, OSError):  # missing, a dangling or looping symlink: NCCL's fopen fails the same way
+            return None
+        if data is None:
+            return None
+        return ConfFile(path=path, text=data.decode("utf-8", errors="replace"))
 
 
 # --------------------------------------------------------------------------------------------------

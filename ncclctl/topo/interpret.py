@@ -70,7 +70,7 @@ def _int(v: str | None) -> int | None:
 
 
 def load_view(data: bytes, *, path: str, nccl_version: object = (2, 30, 7)) -> TopoView:
-    result = parse_nccl_xml(data, kind="topology", nccl_version=nccl_version)
+    result = parse_nccl_xml(data, kind="topology", nccl_version=nccl_version, path=path)
     if result.fatal is not None:
         d = result.fatal
         raise InputError(f"NCCL cannot read this file: {d.message}", path=path, line=d.line, column=d.column,

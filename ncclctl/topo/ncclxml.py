@@ -24,6 +24,14 @@ Version differences (``nccl_version``, default 2.30.7) that change parsing:
 * ``<c2c>`` is read from 2.19 and ``<pcilink>`` from 2.22 (before, they are ignored elements).
 
 Columns are 1-based and count characters (UTF-8 decoded, undecodable bytes count one each); lines count LF.
+
+Untrusted input is bounded (see ``docs/reliability.md``): files over :data:`MAX_XML_BYTES`, markup
+declarations (``<!DOCTYPE``, ``<!ENTITY`` ...: NCCL never reads them, and they are how external entities and
+entity-expansion bombs get in), nesting deeper than :data:`MAX_XML_DEPTH`, more than :data:`MAX_XML_TAGS`
+tags, :data:`MAX_XML_IGNORED` ignored elements or :data:`MAX_TAG_ATTRS` attributes in one tag are refused
+with :class:`~ncclctl.errors.InputError` (exit 3) before they can cost time or memory. Each diagnostic rule
+is listed at most :data:`MAX_DIAGS_PER_RULE` times. Positions are found through a sparse line index, so
+memory stays proportional to the input and time linear in it.
 """
 
 from __future__ import annotations
@@ -44,6 +52,25 @@ DEFAULT_NCCL_VERSION: Version = (2, 30, 7)
 
 MAX_ATTR_COUNT = 16
 _BOM = b"\xef\xbb\xbf"
+
+# Resource limits for untrusted input (far above anything NCCL can use: a topology file holds at most 256
+# nodes, a graph file at most 65536; NCCL's own path search stops at NCCL_TOPO_XML_DEPTH_MAX = 256 levels).
+#: Largest file read, in bytes.
+MAX_XML_BYTES = 16 << 20
+#: Deepest element nesting (libxml2's default limit too).
+MAX_XML_DEPTH = 256
+#: Most tags (start, self-closing, closing, comments) read in one file.
+MAX_XML_TAGS = 200_000
+#: Most ignored elements recorded (each becomes a finding).
+MAX_XML_IGNORED = 10_000
+#: Most attributes in one start tag (NCCL keeps 16 and drops the rest).
+MAX_TAG_ATTRS = 1024
+#: Diagnostics of one rule listed before the rest are summarized in one line.
+MAX_DIAGS_PER_RULE = 1000
+_LIMIT_FIX = ("NCCL topology and graph files are kilobytes of plain elements: check that this is the right file; "
+              "docs/reliability.md lists ncclctl's input limits")
+# Markup declarations: a DTD (internal subset or external) and what lives in one. Comments are skipped.
+_DECL = re.compile(rb"<!(--|DOCTYPE|ENTITY|ELEMENT|ATTLIST|NOTATION)")
 
 # Characters that end a token in xmlGetToken ('=' is handled before the terminator test).
 _TOKEN_STOP = re.compile(rb"[ >/\n\r=]")
@@ -301,6 +328,74 @@ class _Fatal(Exception):
         self.rule, self.nccl, self.explain, self.pos = rule, nccl, explain, pos
 
 
+class _Refused(Exception):
+    """Input ncclctl refuses to read (unsafe or over a resource limit): becomes an InputError."""
+
+    def __init__(self, message: str, pos: int, fix: str = _LIMIT_FIX) -> None:
+        super().__init__(message)
+        self.message, self.pos, self.fix = message, pos, fix
+
+
+_LINE_BLOCK = 1 << 16
+
+
+def _clean_split(data: bytes, p: int) -> bool:
+    """Whether UTF-8 decoding (errors="replace") of ``data`` can be split before byte ``p`` without changing
+    the result: ``p`` is not inside a multi-byte sequence (an ASCII or lead byte, or a continuation byte after
+    three continuation bytes, which no sequence can reach)."""
+    b = data[p]
+    if b < 0x80 or b >= 0xC0:
+        return True
+    return p >= 3 and all(0x80 <= x < 0xC0 for x in data[p - 3:p])
+
+
+class _LineIndex:
+    """Line and column of a byte offset in O(distance to a checkpoint), with O(size / 64 KiB) memory.
+
+    Checkpoints every 64 KiB (at clean UTF-8 split points) and a cache of the last position asked (the reader
+    mostly moves forward) replace a list of every line start, which for a file of newlines costs ~36 bytes
+    per byte. The result is exactly ``(LF count before pos + 1, len(line_start..pos decoded) + 1)``."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.n = len(data)
+        self.cp_pos = [0]
+        self.cp: list[tuple[int, int, int]] = [(0, 1, 1)]
+        self.last = (0, 1, 1)
+
+    def _advance(self, base: tuple[int, int, int], pos: int) -> tuple[int, int]:
+        p, line, col = base
+        data = self.data
+        nl = data.count(b"\n", p, pos)
+        if nl:
+            start = data.rfind(b"\n", p, pos) + 1
+            return line + nl, len(data[start:pos].decode("utf-8", errors="replace")) + 1
+        return line, col + len(data[p:pos].decode("utf-8", errors="replace"))
+
+    def _extend(self, pos: int) -> None:
+        data, n = self.data, self.n
+        while self.cp_pos[-1] + _LINE_BLOCK <= pos:
+            p = self.cp_pos[-1] + _LINE_BLOCK
+            while p < n and not _clean_split(data, p):
+                p += 1
+            if p >= n or p > pos:
+                return
+            line, col = self._advance(self.cp[-1], p)
+            self.cp_pos.append(p)
+            self.cp.append((p, line, col))
+
+    def linecol(self, pos: int) -> tuple[int, int]:
+        pos = max(0, min(pos, self.n))
+        self._extend(pos)
+        base = self.cp[bisect.bisect_right(self.cp_pos, pos) - 1]
+        if base[0] <= self.last[0] <= pos:
+            base = self.last
+        line, col = self._advance(base, pos)
+        if pos == self.n or _clean_split(self.data, pos):
+            self.last = (pos, line, col)
+        return line, col
+
+
 @dataclass
 class _Raw:
     """One xmlGetNode result."""
@@ -333,18 +428,24 @@ class _Reader:
         self.max_str = max_str_len(version)
         self.diags: list[XmlDiagnostic] = []
         self.tag_pos = 0  # the '<' of the tag being read
-        self._line_starts = [0] + [m.end() for m in re.finditer(b"\n", data)]
+        self.tags = 0  # tags read so far (MAX_XML_TAGS)
+        self._index = _LineIndex(data)
+        self._per_rule: dict[str, int] = {}
 
     # -- positions ---------------------------------------------------------------------------------
     def linecol(self, pos: int) -> tuple[int, int]:
-        pos = max(0, min(pos, self.n))
-        i = bisect.bisect_right(self._line_starts, pos) - 1
-        start = self._line_starts[i]
-        col = len(self.data[start:pos].decode("utf-8", errors="replace")) + 1
-        return i + 1, col
+        return self._index.linecol(pos)
 
     def diag(self, rule: str, severity: Severity, message: str, pos: int, nccl: str | None = None) -> None:
+        seen = self._per_rule.get(rule, 0)
+        self._per_rule[rule] = seen + 1
+        if seen > MAX_DIAGS_PER_RULE:
+            return
         line, col = self.linecol(pos)
+        if seen == MAX_DIAGS_PER_RULE:
+            message = (f"{rule} found more than {MAX_DIAGS_PER_RULE} times: only the first {MAX_DIAGS_PER_RULE} "
+                       "are listed; the rest are not shown")
+            nccl = None
         self.diags.append(XmlDiagnostic(rule, severity, message, line, col, False, nccl))
 
     # -- xmlGetToken / xmlGetValue -------------------------------------------------------------------
@@ -477,6 +578,9 @@ class _Reader:
                 raise _Fatal("NTX005", nccl, "text outside tags (text content or text after the root)",
                              self.pos)
             lt_pos = self.tag_pos = self.pos
+            self.tags += 1
+            if self.tags > MAX_XML_TAGS:
+                raise _Refused(f"more than {MAX_XML_TAGS:,} tags: over ncclctl's limit for NCCL XML", lt_pos)
             self.pos += 1
             raw_name, _, last, _, _ = self.token(False)
             cname = _cstr(raw_name)
@@ -515,6 +619,9 @@ class _Reader:
                     self.diag("NTX022", Severity.WARNING,
                               f"attribute {show_text(key)} on <{show_text(node.name)}> has no '=': NCCL stores it "
                               "with an empty value", key_pos)
+                if len(node.attrs) + len(node.dropped) == MAX_TAG_ATTRS:
+                    raise _Refused(f"<{show_text(node.name)}> has more than {MAX_TAG_ATTRS} attributes (or extra "
+                                   f"spaces): over ncclctl's limit (NCCL keeps {MAX_ATTR_COUNT})", key_pos)
                 if len(node.attrs) == MAX_ATTR_COUNT:
                     if not node.dropped:
                         self.diag("NTX017", Severity.ERROR,
@@ -573,18 +680,56 @@ def _fatal_diag(reader: _Reader, f: _Fatal) -> XmlDiagnostic:
     return XmlDiagnostic(f.rule, Severity.ERROR, f"NCCL: {f.nccl} ({f.explain})", line, col, True, f.nccl)
 
 
+def check_untrusted(data: bytes, *, path: str | None = None) -> None:
+    """Refuse what no NCCL file contains and what could cost unbounded resources in any XML reader: a file
+    over :data:`MAX_XML_BYTES` or a markup declaration (``<!DOCTYPE``, ``<!ENTITY``, ``<!ELEMENT``,
+    ``<!ATTLIST``, ``<!NOTATION``: a DTD is how external entities and entity-expansion bombs get in).
+    Declarations inside comments are skipped; anywhere else (even inside a value) they are refused."""
+    if len(data) > MAX_XML_BYTES:
+        raise InputError(f"file is {len(data):,} bytes, over ncclctl's {MAX_XML_BYTES >> 20} MiB limit for NCCL XML",
+                         path=path, fix=_LIMIT_FIX)
+    pos = 0
+    while True:
+        m = _DECL.search(data, pos)
+        if m is None:
+            return
+        if m.group(1) == b"--":
+            end = data.find(b"-->", m.end())
+            if end < 0:
+                return  # an unterminated comment: the reader reports it (NTX012)
+            pos = end + 3
+            continue
+        line, col = _LineIndex(data).linecol(m.start())
+        what = "a DTD (<!DOCTYPE ...>)" if m.group(1) == b"DOCTYPE" else f"a DTD declaration (<!{m.group(1).decode()} ...>)"
+        raise InputError(f"{what} is not allowed: NCCL's reader cannot read one and ncclctl never loads DTDs or "
+                         "resolves entities (external entities, entity expansion)", path=path, line=line,
+                         column=col, fix="remove the declaration; NCCL topology and graph files have no DTD")
+
+
 def parse_nccl_xml(data: bytes, *, kind: Kind = "topology",
-                   nccl_version: object = DEFAULT_NCCL_VERSION) -> ParseResult:
+                   nccl_version: object = DEFAULT_NCCL_VERSION, path: str | None = None) -> ParseResult:
     """Read ``data`` as NCCL ``nccl_version`` reads an ``NCCL_TOPO_FILE`` (kind ``topology``) or an
-    ``NCCL_GRAPH_FILE`` (kind ``graph``)."""
+    ``NCCL_GRAPH_FILE`` (kind ``graph``).
+
+    Unsafe input or input over a resource limit (see :func:`check_untrusted` and the ``MAX_*`` constants)
+    raises :class:`~ncclctl.errors.InputError` naming ``path`` and the line."""
     if isinstance(data, (bytearray, memoryview)):
         data = bytes(data)
     if not isinstance(data, bytes):
-        raise InputError(f"NCCL XML must be read as bytes, got {type(data).__name__}")
+        raise InputError(f"NCCL XML must be read as bytes, got {type(data).__name__}", path=path)
     if kind not in ("topology", "graph"):
         raise InputError(f"unknown NCCL XML kind {kind!r}", fix="use 'topology' or 'graph'")
     version = parse_version(nccl_version)
+    check_untrusted(data, path=path)
     reader = _Reader(data, kind, version)
+    try:
+        return _parse(reader, data, kind, version)
+    except _Refused as r:
+        line, col = reader.linecol(r.pos)
+        raise InputError(r.message, path=path, line=line, column=col, fix=r.fix) from None
+
+
+def _parse(reader: _Reader, data: bytes, kind: Kind, version: Version) -> ParseResult:
     handlers = _handlers(kind, version)
     vocabulary = TOPO_ELEMENTS if kind == "topology" else GRAPH_ELEMENTS
     subs_cap = max_subs(version)
@@ -665,6 +810,9 @@ def parse_nccl_xml(data: bytes, *, kind: Kind = "topology",
                 if parent is None:
                     _root_handler(kind, node, stray)
                 if raw.type != "single":
+                    if len(stack) > MAX_XML_DEPTH:
+                        raise _Refused(f"elements nested more than {MAX_XML_DEPTH} levels deep: over ncclctl's "
+                                       "limit for NCCL XML", raw.pos)
                     stack.append(_Frame(node, node.name, raw.pos, handlers.get(node.name, frozenset()), False))
             else:
                 if frame.ignored:
@@ -682,8 +830,14 @@ def parse_nccl_xml(data: bytes, *, kind: Kind = "topology",
                         reason = "version"
                     else:
                         reason = "misplaced"
+                    if len(ignored) == MAX_XML_IGNORED:
+                        raise _Refused(f"more than {MAX_XML_IGNORED:,} elements NCCL would ignore: over ncclctl's "
+                                       "limit for NCCL XML", raw.pos)
                     ignored.append(IgnoredElement(raw.name, line, col, frame.head, reason, tuple(raw.attrs)))
                 if raw.type != "single":
+                    if len(stack) > MAX_XML_DEPTH:
+                        raise _Refused(f"elements nested more than {MAX_XML_DEPTH} levels deep: over ncclctl's "
+                                       "limit for NCCL XML", raw.pos)
                     stack.append(_Frame(None, raw.name, raw.pos, frozenset(), True, stray=stray))
     except _Fatal as f:
         fatal = _fatal_diag(reader, f)
@@ -697,7 +851,7 @@ def read_nccl_xml(path: str | Path, *, kind: Kind = "topology",
         data = Path(path).read_bytes()
     except OSError as e:
         raise InputError(f"cannot read {path}: {e.strerror or e}", path=str(path)) from None
-    return parse_nccl_xml(data, kind=kind, nccl_version=nccl_version)
+    return parse_nccl_xml(data, kind=kind, nccl_version=nccl_version, path=str(path))
 
 
 def sniff_kind(data: bytes) -> Kind | None:
@@ -709,7 +863,7 @@ def sniff_kind(data: bytes) -> Kind | None:
     reader = _Reader(data, "topology", DEFAULT_NCCL_VERSION)
     try:
         raw = reader.get_node()
-    except _Fatal:
+    except (_Fatal, _Refused):
         return None
     if raw.type in ("open", "single"):
         if raw.name == "system":

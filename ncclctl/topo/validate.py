@@ -247,7 +247,7 @@ def _check_roots(ctx: _Ctx, res: ParseResult, root_name: str, r_none: str, r_two
 def validate_topology(data: bytes, *, path: str, nccl_version: object = DEFAULT_NCCL_VERSION) -> list[Finding]:
     """Findings for ``data`` used as ``NCCL_TOPO_FILE`` by NCCL ``nccl_version``."""
     version = parse_version(nccl_version)
-    res = parse_nccl_xml(data, kind="topology", nccl_version=version)
+    res = parse_nccl_xml(data, kind="topology", nccl_version=version, path=path)
     return _validate_topology_result(res, path)
 
 
@@ -718,7 +718,7 @@ class _TopoChecks:
 def validate_graph(data: bytes, *, path: str, nccl_version: object = DEFAULT_NCCL_VERSION) -> list[Finding]:
     """Findings for ``data`` used as ``NCCL_GRAPH_FILE`` by NCCL ``nccl_version``."""
     version = parse_version(nccl_version)
-    res = parse_nccl_xml(data, kind="graph", nccl_version=version)
+    res = parse_nccl_xml(data, kind="graph", nccl_version=version, path=path)
     return _validate_graph_result(res, path)
 
 

@@ -101,3 +101,151 @@ def test_fuzz_only_results_or_parse_errors(data):
         parse_ibnetdiscover(text)
     except ParseError as exc:
         assert exc.path and exc.fix
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Later additions: the -p form's unconnected ports, line numbering, the fast path, the model's helpers.
+
+import dataclasses  # noqa: E402
+import gc  # noqa: E402
+
+from ncclctl.fabric.synth import SynthSpec, synth  # noqa: E402
+from ncclctl.parsers import ibnetdiscover as ibnd  # noqa: E402
+from ncclctl.parsers.ibnetdiscover import FabricNode, FabricPort  # noqa: E402
+
+
+def test_ports_form_unconnected_ports_as_the_tool_prints_them():
+    # dump_ports_report: a port without a remote ends with "%36s'%s'" (the local description); a down port's
+    # width/speed print as "??"/"???" when PortInfo holds no valid value
+    text = PORTS + "SW     1 39 0x9c0591030012ab00 4x SDR" + " " * 36 + "'MF0;leaf01:MQM9700/U1'\n" \
+        + "CA     0  2 0x0002c90300001112 ?? ???" + " " * 36 + "'node009 mlx4_0'\n"
+    fab = parse_ibnetdiscover(text)
+    sw = fab.node("9c0591030012ab00")
+    assert [(p.port, p.remote_guid, p.width, p.speed) for p in sw.unlinked] == [(40, "", "4x", "NDR"), (39, "", "4x", "SDR")]
+    ca = fab.node("0002c90300001112")
+    assert ca.desc == "node009 mlx4_0" and ca.ports == () and (ca.unlinked[0].width, ca.unlinked[0].speed) == (None, None)
+    assert fab.form == "ibnetdiscover-p" and parse_ibnetdiscover(TOPO).form == "ibnetdiscover"
+
+
+def test_lines_are_counted_as_editors_count_them():
+    # LF, CRLF and a lone CR end a line; \u2028 or \x0b inside a description do not
+    odd = TOPO.replace('"node004 mlx5_0"', '"node004\u2028mlx5\x0b0"')
+    assert parse_ibnetdiscover(odd).node("9c0591030012ab00").ports[1].remote_desc == "node004\u2028mlx5\x0b0"
+    bad = odd + "garbage\n"
+    with pytest.raises(ParseError) as exc:
+        parse_ibnetdiscover(bad.replace("\n", "\r"))
+    assert exc.value.line == 21
+    assert parse_ibnetdiscover("\ufeff" + TOPO) == parse_ibnetdiscover(TOPO)  # a BOM is dropped
+
+
+def test_gc_state_is_restored():
+    assert gc.isenabled()
+    parse_ibnetdiscover(TOPO)
+    assert gc.isenabled()
+    with pytest.raises(ParseError):
+        parse_ibnetdiscover(TOPO + "garbage\n")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        parse_ibnetdiscover(TOPO)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_fast_constructors_build_what_the_dataclasses_build():
+    kw = dict(port=3, remote_kind="ca", remote_guid="b83fd20300a1b2c3", remote_port=1, remote_port_guid="b83f",
+              remote_desc="d", remote_lid=22, width="4x", speed="NDR", ext=2, line=9, state="Active",
+              phys_state="LinkUp", max_width="4x", max_speed="NDR")
+    fast, slow = ibnd._mk_port(*kw.values()), FabricPort(**kw)
+    assert fast == slow and vars(fast) == vars(slow) and hash(fast) == hash(slow) and repr(fast) == repr(slow)
+    nkw = dict(kind="switch", guid="9c0591030012ab00", nports=65, desc="leaf", lid=1, vendid="0x2c9", devid="0xd2f2",
+               sysimgguid="9c0591030012ab00", ports=(slow,), line=4, unlinked=(slow,))
+    assert ibnd._mk_node(*nkw.values()) == FabricNode(**nkw) and vars(ibnd._mk_node(*nkw.values())) == nkw
+    # the topology parser leaves the iblinkinfo-only fields to the class defaults: same values
+    p = parse_ibnetdiscover(TOPO).nodes[0].ports[0]
+    assert (p.state, p.phys_state, p.max_width, p.max_speed) == (None, None, None, None)
+    assert dataclasses.replace(p) == p and dataclasses.asdict(p)["state"] is None
+
+
+def test_duplicate_guid_blocks_are_kept():
+    ca_block = TOPO[TOPO.index("vendid=0x2c9\ndevid=0x1021"):]
+    fab = parse_ibnetdiscover(TOPO + "\n" + ca_block)
+    assert fab.duplicate_guids() == {"b83fd20300a1b2c3": [19, 26]}  # the two "Ca" lines
+    assert fab.inactive_ports() == []
+
+
+def _deep(outcome):
+    """Everything a parse produced, line fields included (they do not take part in ==)."""
+    if isinstance(outcome, ParseError):
+        return ("error", outcome.message, outcome.line)
+    return dataclasses.astuple(outcome)
+
+
+_SYNTH = synth(SynthSpec(nodes=3, rails=2, group=2, spines_per_rail=1, miscable=1, down=1, seed=2)).text
+
+
+@settings(max_examples=250, deadline=None)
+@given(st.data())
+def test_fast_path_and_general_path_agree(data):
+    """The strict raw-line patterns are a shortcut: on any input, the result (or the error) is the one the general
+    patterns give on the cleaned-up line."""
+    base = data.draw(st.sampled_from([TOPO, _SYNTH, TOPO.replace("\t", "    ")]))
+    lines = base.split("\n")
+    busy = [i for i, s in enumerate(lines) if s[:1] in ("[", "S", "C")]  # link and node lines: the fast paths
+    for _ in range(data.draw(st.integers(1, 3))):
+        i = data.draw(st.sampled_from(busy)) if data.draw(st.integers(0, 3)) else data.draw(
+            st.integers(0, len(lines) - 1))
+        op = data.draw(st.sampled_from(["tab", "tab", "space", "quote", "junk", "cut", "ext", "case"]))
+        s = lines[i]
+        quotes = [k for k, ch in enumerate(s) if ch == '"']
+        if quotes and data.draw(st.integers(0, 3)):  # mostly inside a quoted name or description
+            k = data.draw(st.sampled_from(quotes))
+            j = data.draw(st.integers(k + 1, min(len(s), k + 12)))
+        else:
+            j = data.draw(st.integers(0, len(s)))
+        if op == "tab":
+            s = s[:j] + "\t" + s[j:]
+        elif op == "space":
+            s = s[:j] + " " + s[j:]
+        elif op == "quote":
+            s = s[:j] + '"' + s[j:]
+        elif op == "junk":
+            s = s[:j] + data.draw(st.text(alphabet=' \t"#[]()x0123456789abcdefSHR-', max_size=6)) + s[j:]
+        elif op == "cut":
+            s = s[:j]
+        elif op == "ext":
+            s = s.replace("]", "][ext 3]", 1)
+        else:
+            s = s.upper()
+        lines[i] = s
+    text = "\n".join(lines)
+    outcomes = []
+    for fast in (True, False):
+        try:
+            ibnd._USE_FAST_PATH = fast
+            outcomes.append(_deep(parse_ibnetdiscover(text)))
+        except ParseError as exc:
+            outcomes.append(_deep(exc))
+        finally:
+            ibnd._USE_FAST_PATH = True
+    assert outcomes[0] == outcomes[1]
+
+
+def test_overlong_lines_are_refused_quickly():
+    # the general patterns' lazy groups would take quadratic time on a megabyte-long line
+    for text in ("SW 1 1 0x1 4x NDR - SW 1 1 0x1 ( '" + "' - '" * 100000 + "x\n",
+                 TOPO + '[3] "H-1"[1] # "' + '" lid 1 4x' * 100000 + "\n"):
+        with pytest.raises(ParseError) as exc:
+            parse_ibnetdiscover(text, source="big.txt")
+        assert "characters" in exc.value.message and exc.value.line in (1, 21)
+
+
+def test_ca_to_ca_link_names_the_remote_port_guid():
+    # out_ca_port: a remote that is not a switch gets " (%x) " after its port (back-to-back HCAs, routers)
+    text = ("caguid=0xb83fd20300a1b2c3\nCa\t1 \"H-b83fd20300a1b2c3\"\t\t# \"node005 mlx5_0\"\n"
+            "[1](b83fd20300a1b2c3) \t\"H-0002c90300001111\"[1] (2c90300001111) \t\t# lid 22 lmc 0 \"node009 mlx4_0\" "
+            "lid 40 4xFDR\n")
+    p = parse_ibnetdiscover(text).nodes[0].ports[0]
+    assert (p.remote_kind, p.remote_guid, p.remote_port_guid, p.remote_lid, p.rate_gbps) == (
+        "ca", "0002c90300001111", "0002c90300001111", 40, 56)

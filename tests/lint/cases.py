@@ -16,16 +16,32 @@ Format (one file per rule)::
         link: {"sys/class/infiniband/mlx5_9/device": "../../../devices/..."}
         json:                         # set a value inside a JSON file of the fixture (nvml.json, env.json)
           - {file: nvml.json, path: [devices, 0, persistence_mode], value: 0}
+        sub:                          # Python re.sub in a text file (one field of a long command output);
+          - {file: cmd/ibv_devinfo_-v.txt, pattern: "(?s)(hca_id:.mlx5_3.*?active_mtu:.*?)4096 [(]5[)]",
+             repl: '\\g<1>2048 (4)', count: 1}  # the pattern must match exactly count times (default 1)
+        patch:                        # overwrite bytes of a binary file (PCI config space) at an offset
+          - {file: "sys/devices/.../0000:17:03.0/config", offset: 0x14e, hex: "1d00"}  # ACS Control = 0x001d
         options: {min_rate_gbps: 400} # rule options for this case
         expect_profile: {...}         # an expected-state profile (EXP rules)
 
 A case without an overlay lints the base folder in place (no copy).
+
+Fleet rules (FLT) compare hosts: their cases give ``hosts`` instead of ``base``, a list of host entries, each a
+``base`` plus an optional overlay (same keys as above) and the host ``name`` (as an inventory names it)::
+
+      - name: one-host-mtu-1500
+        expect: fail
+        hosts:
+          - {name: roce-01, base: hgx-h100-roce}
+          - {name: roce-02, base: hgx-h100-roce, write: {"sys/class/net/ens1np0/mtu": "1500\n"}}
+        subjects: [roce-02]
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -36,9 +52,10 @@ REPO = Path(__file__).resolve().parents[2]
 HOSTS = REPO / "fixtures" / "hosts"
 CASES = REPO / "fixtures" / "lint"
 
-OVERLAY_KEYS = ("write", "delete", "link", "json")
+OVERLAY_KEYS = ("write", "delete", "link", "json", "sub", "patch")
 CASE_KEYS = {"name", "base", "expect", "subjects", "message", "count", "options", "expect_profile", "note",
-             *OVERLAY_KEYS}
+             "hosts", *OVERLAY_KEYS}
+HOST_KEYS = {"name", "base", *OVERLAY_KEYS}
 
 
 def load_case_files() -> dict[str, dict]:
@@ -51,6 +68,12 @@ def load_case_files() -> dict[str, dict]:
             unknown = set(case) - CASE_KEYS
             assert not unknown, f"{path}: case {case.get('name')}: unknown keys {sorted(unknown)}"
             assert case["expect"] in ("pass", "fail"), f"{path}: case {case.get('name')}: expect pass|fail"
+            if "hosts" in case:  # a fleet case: several hosts, each a base plus an overlay
+                assert "base" not in case and len(case["hosts"]) >= 2, f"{path}: case {case['name']}: hosts (2+), no base"
+                for h in case["hosts"]:
+                    assert set(h) <= HOST_KEYS and "name" in h, f"{path}: case {case['name']}: host keys {sorted(HOST_KEYS)}"
+                    assert (HOSTS / h["base"]).is_dir(), f"{path}: case {case['name']}: no fixture {h['base']}"
+                continue
             assert (HOSTS / case["base"]).is_dir(), f"{path}: case {case['name']}: no fixture {case['base']}"
         out[doc["rule"]] = doc
     return out
@@ -104,4 +127,17 @@ def materialize(case: dict, tmp: Path) -> Path:
         doc = json.loads(src.read_text())
         _set(doc, edit["path"], edit["value"])
         target(edit["file"]).write_text(json.dumps(doc, indent=2) + "\n")
+    for edit in case.get("sub", []):
+        text = (root / edit["file"]).read_text()
+        new, n = re.subn(edit["pattern"], edit["repl"], text)
+        want = edit.get("count", 1)
+        assert n == want, f"case {case['name']}: {edit['file']}: pattern matched {n} times, expected {want}"
+        target(edit["file"]).write_text(new)
+    for edit in case.get("patch", []):
+        data = bytearray((root / edit["file"]).read_bytes())
+        new_bytes = bytes.fromhex(edit["hex"])
+        off = edit["offset"]
+        assert 0 <= off and off + len(new_bytes) <= len(data), f"case {case['name']}: {edit['file']}: patch past the end"
+        data[off:off + len(new_bytes)] = new_bytes
+        target(edit["file"]).write_bytes(bytes(data))
     return root

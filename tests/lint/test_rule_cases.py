@@ -6,6 +6,8 @@ import pytest
 
 from ncclctl.lint.context import Ctx
 from ncclctl.lint.engine import Config, RuleConfig, run
+from ncclctl.lint.expect import check_profile
+from ncclctl.lint.fleet import Source, lint_fleet
 from ncclctl.lint.registry import all_rules
 from ncclctl.probe import probe
 
@@ -18,11 +20,21 @@ CASES = all_cases()
 def test_case(rule_id, case, tmp_path):
     rules = {r.id: r for r in all_rules()}
     assert rule_id in rules, f"fixtures/lint/{rule_id}.yaml: no such rule registered"
-    root = materialize(case, tmp_path)
-    node = probe(str(root))
     cfg = Config(rules=((rule_id, RuleConfig(options=tuple(case.get("options", {}).items()))),))
-    ctx = Ctx(node=node, expect=case.get("expect_profile"), source=str(root), offline=True)
-    found = run(ctx, cfg, only=(rule_id,))
+    profile = case.get("expect_profile")
+    if profile is not None:  # the loader's checks apply to inline profiles too
+        profile = check_profile(profile, path=f"fixtures/lint/{rule_id}.yaml")
+    if "hosts" in case:  # a fleet rule: several hosts, each materialized on its own
+        sources = [Source(path=str(materialize({**h, "name": f"{case['name']}/{h['name']}"}, tmp_path / f"h{i}")),
+                          kind="snapshot", name=h["name"]) for i, h in enumerate(case["hosts"])]
+        result = lint_fleet(sources, cfg, expect=profile, jobs=1, only=(rule_id,))
+        assert all(h.error is None for h in result.hosts), [h.error for h in result.hosts]
+        found = result.findings()
+    else:
+        root = materialize(case, tmp_path)
+        node = probe(str(root))
+        ctx = Ctx(node=node, expect=profile, source=str(root), offline=True)
+        found = run(ctx, cfg, only=(rule_id,))
     assert all(f.rule == rule_id for f in found)
     shown = "\n".join(f"{f.subject}: {f.message}" for f in found)
     if case["expect"] == "pass":

@@ -76,10 +76,12 @@ def test_comment_containing_equals_in_first_word_is_fatal() -> None:
 
 
 def test_deep_nesting_uses_no_recursion() -> None:
-    depth = 20000
+    depth = 250  # under MAX_XML_DEPTH (256); deeper input is refused (tests/safety/test_xml_safety.py)
     data = b'<system version="1">' + b"<x>" * depth + b"</x>" * depth + b"</system>"
     res = parse(data)
     assert res.ok and res.ignored[0].name == "x"
+    with pytest.raises(InputError, match="nested more than 256 levels"):
+        parse(b'<system version="1">' + b"<x>" * 20000 + b"</x>" * 20000 + b"</system>")
 
 
 def test_inside_an_ignored_element_any_closing_tag_closes_it() -> None:

@@ -1,0 +1,626 @@
+"""The fabric graph: switches, HCAs, links with width/speed/rate, and the hosts behind the HCAs.
+
+Built from ``ibnetdiscover`` (topology file or ``-p``), ``iblinkinfo`` (via their parsers, which return a
+:class:`~ncclctl.parsers.ibnetdiscover.Fabric`), or, for RoCE/Ethernet fabrics, from each host's LLDP neighbours
+in its node model (``NetDev.lldp``: the switch is the chassis, the switch port the LLDP port id).
+
+The representation is flat on purpose (a fabric file reaches millions of lines): switches are small objects (there
+are few), HCAs are tuples in a dict keyed by GUID, and each HCA-switch link is one tuple in a dict keyed by
+``(hca_guid, hca_port)``; switch-switch links are tuples in a list. Building is one pass over the parsed nodes and
+one over their ports (dict look-ups only), so it is linear in the size of the fabric.
+
+A link is listed from both ends in ``ibnetdiscover`` output; both ends are cross-checked (FAB011 when they name
+different peers, FAB006 when two switch ports reach one HCA port, the signature of two HCAs sharing a GUID). Links
+to GUIDs the file never describes (a truncated capture) still count: the far end is known from the link line
+(kind, description), and one FAB010 finding says how many such GUIDs there are.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ncclctl.errors import InputError, ParseError
+from ncclctl.fabric.rules import RULES
+from ncclctl.findings import Finding
+from ncclctl.parsers.ibnetdiscover import LANE_GBPS
+
+#: Kinds of fabric input, as ``detect_kind`` names them.
+KINDS = {
+    "ibnetdiscover": "ibnetdiscover topology file",
+    "ibnetdiscover-ports": "ibnetdiscover -p ports report",
+    "iblinkinfo": "iblinkinfo output",
+    "lldp": "LLDP neighbours of the inventory hosts",
+}
+
+#: (switch guid, switch port, width like "4x" or None, speed like "NDR" or None, rate Gb/s or None, line)
+Link = tuple
+#: (desc, ports known to exist on the HCA, line of its block)
+HcaInfo = tuple
+
+_MAX_READ = 1 << 30
+_FIX = "pass the unmodified output of ibnetdiscover, ibnetdiscover -p or iblinkinfo"
+_NO_HOST = {"localhost", "localhost.localdomain", "(none)"}
+_REPORT_CAP = 20  # per-HCA findings of one rule beyond this are summed up in one finding
+
+
+@dataclass
+class Switch:
+    guid: str
+    desc: str
+    nports: int
+    line: int
+    lid: int | None = None
+    kind: str = "switch"  # switch | router
+    #: False when the switch is only known as the far end of a link (no block of its own in the file).
+    described: bool = True
+
+
+@dataclass
+class FabricGraph:
+    source: str
+    kind: str
+    switches: dict[str, Switch] = field(default_factory=dict)
+    hcas: dict[str, HcaInfo] = field(default_factory=dict)
+    hca_links: dict[tuple[str, int], Link] = field(default_factory=dict)
+    #: (switch a, port a, switch b, port b, width, speed, rate, line), each link once
+    switch_links: list[tuple] = field(default_factory=list)
+    #: links that join two HCAs (back-to-back) or routers: counted, not used
+    other_links: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    _level: dict | None = field(default=None, repr=False, compare=False)
+
+    # -- derived -------------------------------------------------------------------------------------------------
+
+    def downlinks(self) -> Counter:
+        """Switch guid -> number of ports linked to HCAs."""
+        return Counter(link[0] for link in self.hca_links.values())
+
+    def uplinks(self) -> Counter:
+        """Switch guid -> number of ports linked to other switches."""
+        c: Counter = Counter()
+        for a, _pa, b, _pb, *_ in self.switch_links:
+            c[a] += 1
+            c[b] += 1
+        return c
+
+    def uplink_gbps(self) -> dict[str, float]:
+        """Switch guid -> summed rate of its switch-facing links (unknown rates count as 0)."""
+        out: dict[str, float] = {}
+        for a, _pa, b, _pb, _w, _s, rate, _line in self.switch_links:
+            r = rate or 0.0
+            out[a] = out.get(a, 0.0) + r
+            out[b] = out.get(b, 0.0) + r
+        return out
+
+    def layers(self) -> dict[str, int]:
+        """Switch guid -> tier: 1 for leaves (switches with HCAs), 2 for their neighbours (spines), 3 (core)...
+        Switches unreachable from any leaf get 0. Computed once (the graph is not changed after it is built)."""
+        if self._level is not None:
+            return self._level
+        adj: dict[str, set[str]] = {}
+        for a, _pa, b, _pb, *_ in self.switch_links:
+            sa = adj.get(a)
+            if sa is None:
+                sa = adj[a] = set()
+            sa.add(b)
+            sb = adj.get(b)
+            if sb is None:
+                sb = adj[b] = set()
+            sb.add(a)
+        level = dict.fromkeys(self.switches, 0)
+        frontier = sorted({link[0] for link in self.hca_links.values()})
+        for s in frontier:
+            level[s] = 1
+        depth = 1
+        while frontier:
+            depth += 1
+            nxt = []
+            for s in frontier:
+                for t in adj.get(s, ()):
+                    if level.get(t, 0) == 0:
+                        level[t] = depth
+                        nxt.append(t)
+            frontier = sorted(nxt)
+        self._level = level
+        return level
+
+    def rates(self) -> Counter:
+        """Link label (``4xNDR (400 Gb/s)``) -> number of links, over HCA and switch links."""
+        c: Counter = Counter()
+        for link in self.hca_links.values():
+            c[rate_label(link[2], link[3], link[4])] += 1
+        for link in self.switch_links:
+            c[rate_label(link[4], link[5], link[6])] += 1
+        return c
+
+    def summary(self) -> dict:
+        level = self.layers()
+        tiers = Counter(level.values())
+        names = {1: "leaf", 2: "spine", 3: "core"}
+        layers = {names.get(t, f"tier{t}") if t else "unconnected": n for t, n in sorted(tiers.items())}
+        return {
+            "source": self.source,
+            "kind": self.kind,
+            "switches": len(self.switches),
+            "hcas": len(self.hcas),
+            "links": len(self.hca_links) + len(self.switch_links) + self.other_links,
+            "hca_links": len(self.hca_links),
+            "switch_links": len(self.switch_links),
+            "other_links": self.other_links,
+            "layers": layers,
+            "rates": dict(sorted(self.rates().items(), key=lambda kv: (-kv[1], kv[0]))),
+        }
+
+
+def rate_label(width: str | None, speed: str | None, rate: float | None) -> str:
+    gbps = f"{rate:g} Gb/s" if rate else "rate unknown"
+    if width and speed:
+        return f"{width}{speed} ({gbps})"
+    if width:
+        return f"{width} ({gbps})"
+    return gbps
+
+
+def finding(rule_id: str, message: str, *, subject: str, line: int | None = None, severity=None,
+            evidence: tuple[str, ...] = ()) -> Finding:
+    r = RULES[rule_id]
+    return Finding(rule=rule_id, severity=severity or r.severity, message=message, subject=subject, line=line,
+                   fix=r.fix, evidence=evidence)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reading a fabric file
+
+_P_LINE = re.compile(r"^(SW|CA|RT)\s+\d+\s+\d+\s+0x[0-9a-fA-F]+\s")
+_TOPO_NODE = re.compile(r'^(Switch|Ca|Rt)\s+\d+\s+"[SHR]-')
+_LINK_MODE = re.compile(r'^0x[0-9a-fA-F]+\s+"')
+
+
+def detect_kind(text: str, *, source: str) -> str:
+    """The kind of fabric output, from its first meaningful line."""
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        s = raw.strip()
+        if not s or s.startswith("#") or s.startswith("ibwarn:"):
+            continue
+        if s.startswith(("vendid=", "devid=", "sysimgguid=", "switchguid=", "caguid=", "rtguid=")) or _TOPO_NODE.match(s):
+            return "ibnetdiscover"
+        if _P_LINE.match(s):
+            return "ibnetdiscover-ports"
+        if s.startswith(("Switch: 0x", "Switch 0x", "CA: ", "Router: ")) or _LINK_MODE.match(s):
+            return "iblinkinfo"
+        raise ParseError(f"not ibnetdiscover or iblinkinfo output: {s[:80]!r}", path=source, line=lineno, fix=_FIX)
+    raise InputError("no fabric in the file (empty, or only comments)", path=source,
+                     fix="capture it with: ibnetdiscover > fabric.txt (on a host with access to the subnet manager)")
+
+
+def read_fabric_text(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(_MAX_READ)
+            if fh.read(1):
+                raise InputError("file is larger than 1 GiB", path=path, fix="check the path")
+    except FileNotFoundError:
+        raise InputError("no such file", path=path, fix="check the path") from None
+    except IsADirectoryError:
+        raise InputError("is a directory", path=path, fix="give the ibnetdiscover / iblinkinfo output file") from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=path) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ParseError("not UTF-8 text", path=path, line=line, fix=_FIX) from None
+
+
+def parse_fabric_text(text: str, *, source: str):
+    """(kind, Fabric): the parser is chosen by content."""
+    kind = detect_kind(text, source=source)
+    if kind == "iblinkinfo":
+        try:
+            from ncclctl.parsers.iblinkinfo import parse_iblinkinfo
+        except ImportError:  # pragma: no cover - the parser ships with ncclctl; guard for partial installs
+            raise InputError("iblinkinfo output is not supported by this ncclctl build", path=source,
+                             fix="give ibnetdiscover output instead") from None
+        return kind, parse_iblinkinfo(text, source=source)
+    from ncclctl.parsers.ibnetdiscover import parse_ibnetdiscover
+
+    return kind, parse_ibnetdiscover(text, source=source)
+
+
+def load_fabric_file(path: str) -> FabricGraph:
+    text = read_fabric_text(path)
+    kind, fabric = parse_fabric_text(text, source=path)
+    del text
+    if not fabric.nodes:
+        raise InputError("no fabric nodes in the file", path=path,
+                         fix="capture it with: ibnetdiscover > fabric.txt")
+    return from_fabric(fabric, source=path, kind=kind)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Building
+
+
+def from_fabric(fabric, *, source: str, kind: str = "ibnetdiscover") -> FabricGraph:
+    """The graph of a parsed :class:`~ncclctl.parsers.ibnetdiscover.Fabric`.
+
+    A fast pass handles the usual case (every link listed from both ends, consistently, every node described
+    once) without indexing every port; when its counts do not add up, the careful pass below redoes the work and
+    says what is wrong.
+    """
+    g = _from_fabric_fast(fabric, source=source, kind=kind)
+    if g is not None:
+        return g
+    return _from_fabric_careful(fabric, source=source, kind=kind)
+
+
+def _known_ports(n, listed_ports: bool) -> tuple[int, ...]:
+    """Ports an HCA is known to have: all of them for the topology form (it prints the port count), else those
+    the output lists without a link (their linked ports are added from the links)."""
+    if listed_ports:
+        return tuple(range(1, n.nports + 1))
+    unlinked = getattr(n, "unlinked", ())
+    return tuple(sorted({p.port for p in unlinked})) if unlinked else ()
+
+
+def _rate(width: str | None, speed: str | None, _cache: dict = {}) -> float | None:  # noqa: B006 - memo
+    key = (width, speed)
+    try:
+        return _cache[key]
+    except KeyError:
+        pass
+    rate = None
+    if width and speed and speed in LANE_GBPS:
+        try:
+            rate = int(width[:-1]) * LANE_GBPS[speed]
+        except ValueError:
+            rate = None
+    _cache[key] = rate
+    return rate
+
+
+def _from_fabric_fast(fabric, *, source: str, kind: str) -> FabricGraph | None:
+    """One pass; None when anything is unusual. Both ends of every link must agree: the multiset of links as the
+    HCAs list them must equal the multiset as the switches list them (compared by count and by the sum of the
+    tuples' hashes, which needs no per-port index), and likewise for the two ends of switch-switch links."""
+    g = FabricGraph(source=source, kind=kind)
+    listed_ports = kind == "ibnetdiscover"
+    hcas = g.hcas
+    switches = g.switches
+    hca_links = g.hca_links
+    switch_links = g.switch_links
+    ca_claims = sw_claims = fwd = bwd = 0
+    acc_ca = acc_sw = 0
+    for n in fabric.nodes:
+        guid = n.guid
+        if n.kind == "ca":
+            if guid in hcas:
+                return None
+            hcas[guid] = (n.desc, _known_ports(n, listed_ports), n.line)
+            for p in n.ports:
+                if p.remote_kind == "ca" or not p.remote_guid:
+                    return None
+                ca_claims += 1
+                acc_ca += hash((guid, p.port, p.remote_guid, p.remote_port))
+                w, sp = p.width, p.speed
+                hca_links[(guid, p.port)] = (p.remote_guid, p.remote_port, w, sp, _rate(w, sp), p.line)
+        else:
+            if guid in switches:
+                return None
+            switches[guid] = Switch(guid=guid, desc=n.desc, nports=n.nports, line=n.line, lid=n.lid, kind=n.kind)
+            for p in n.ports:
+                rguid = p.remote_guid
+                if not rguid:
+                    return None
+                if p.remote_kind == "ca":
+                    sw_claims += 1
+                    acc_ca -= hash((rguid, p.remote_port, guid, p.port))
+                elif guid < rguid or (guid == rguid and p.port < p.remote_port):
+                    fwd += 1
+                    acc_sw += hash((guid, p.port, rguid, p.remote_port))
+                    w, sp = p.width, p.speed
+                    switch_links.append((guid, p.port, rguid, p.remote_port, w, sp, _rate(w, sp), p.line))
+                else:
+                    bwd += 1
+                    acc_sw -= hash((rguid, p.remote_port, guid, p.port))
+    if (acc_ca or acc_sw or ca_claims != sw_claims or fwd != bwd or len(hca_links) != ca_claims
+            or not hcas.keys().isdisjoint(switches.keys())):
+        return None
+    if any(link[0] not in switches for link in hca_links.values()):
+        return None
+    return g
+
+
+def _from_fabric_careful(fabric, *, source: str, kind: str) -> FabricGraph:
+    g = FabricGraph(source=source, kind=kind)
+    kinds: dict[str, str] = {}
+    first_line: dict[str, int] = {}
+    nodes = []
+    listed_ports = kind == "ibnetdiscover"  # the topology form lists every node with its port count
+    for n in fabric.nodes:
+        if n.guid in kinds:
+            g.findings.append(finding(
+                "FAB006", f"GUID {n.guid} is described twice (line {first_line[n.guid]} and line {n.line}): "
+                          f"{_desc_of(g, n.guid)!r} and {n.desc!r}",
+                subject=source, line=n.line))
+            continue
+        kinds[n.guid] = n.kind
+        first_line[n.guid] = n.line
+        nodes.append(n)
+        if n.kind == "ca":
+            g.hcas[n.guid] = (n.desc, _known_ports(n, listed_ports), n.line)
+        else:
+            g.switches[n.guid] = Switch(guid=n.guid, desc=n.desc, nports=n.nports, line=n.line, lid=n.lid, kind=n.kind)
+
+    ends: dict[tuple[str, int], object] = {}
+    for n in nodes:
+        guid = n.guid
+        for p in n.ports:
+            key = (guid, p.port)
+            if key in ends:
+                if kind == "ibnetdiscover-ports":
+                    g.findings.append(finding(
+                        "FAB006", f"GUID {guid} port {p.port} is listed twice (lines {ends[key].line} and {p.line}): "
+                                  "two devices share this GUID", subject=source, line=p.line))
+                else:
+                    g.findings.append(finding(
+                        "FAB011", f"port {p.port} of {n.desc or guid} is listed twice (lines {ends[key].line} and "
+                                  f"{p.line})", subject=source, line=p.line))
+                continue
+            ends[key] = p
+
+    undescribed: dict[str, int] = {}
+    unresolved: list[int] = []
+    hca_links = g.hca_links
+    switches = g.switches
+    for key, p in ends.items():
+        rguid, rport = p.remote_guid, p.remote_port
+        if not rguid:
+            unresolved.append(p.line)  # the output names the far end by LID only and the scan did not reach it
+            continue
+        rkey = (rguid, rport)
+        back = ends.get(rkey)
+        if back is not None:
+            if back.remote_guid != key[0] or back.remote_port != key[1]:
+                rkind = kinds.get(rguid, p.remote_kind)
+                if rkind == "ca" and kinds.get(key[0]) != "ca":
+                    g.findings.append(finding(
+                        "FAB006", f"HCA {back_desc(g, rguid)!r} ({rguid}) port {rport} is reached from "
+                                  f"{_sw_desc(g, key[0])} port {key[1]} (line {p.line}) but its own port says "
+                                  f"{_sw_desc(g, back.remote_guid)} port {back.remote_port} (line {back.line}): two "
+                                  "HCAs share this GUID, or the file was edited", subject=source, line=p.line))
+                else:
+                    g.findings.append(finding(
+                        "FAB011", f"{_node_desc(g, key[0])} port {key[1]} says it reaches {_node_desc(g, rguid)} port "
+                                  f"{rport} (line {p.line}), whose port says {_node_desc(g, back.remote_guid)} port "
+                                  f"{back.remote_port} (line {back.line})", subject=source, line=p.line))
+                continue  # the far end's own (consistent) view is recorded from there
+            elif rkey < key:
+                continue  # recorded from the other end
+        elif rguid not in kinds:
+            # The far end has no block of its own: a truncated capture (or iblinkinfo, which lists switches only).
+            if rguid not in undescribed:
+                undescribed[rguid] = p.line
+            rk = p.remote_kind
+            kinds[rguid] = rk
+            if rk == "ca":
+                g.hcas[rguid] = (p.remote_desc or "", (), p.line)
+            else:
+                switches[rguid] = Switch(guid=rguid, desc=p.remote_desc or "", nports=0, line=p.line, kind=rk,
+                                         described=False)
+        lkind = kinds[key[0]]
+        rkind = kinds.get(rguid, p.remote_kind)
+        rate = _rate(p.width, p.speed)
+        if lkind == "ca" and rkind != "ca":
+            hca_links[key] = (rguid, rport, p.width, p.speed, rate, p.line)
+        elif rkind == "ca" and lkind != "ca":
+            line = back.line if back is not None else p.line
+            prev = hca_links.get(rkey)
+            if prev is not None:
+                g.findings.append(finding(
+                    "FAB006", f"HCA {back_desc(g, rguid)!r} ({rguid}) port {rport} is reached from two switch ports: "
+                              f"{_sw_desc(g, prev[0])} port {prev[1]} and {_sw_desc(g, key[0])} port {key[1]}: two "
+                              "HCAs share this GUID", subject=source, line=p.line))
+                continue
+            hca_links[rkey] = (key[0], key[1], p.width, p.speed, rate, line)
+        elif lkind != "ca" and rkind != "ca":
+            g.switch_links.append((key[0], key[1], rguid, rport, p.width, p.speed, rate, p.line))
+        else:
+            g.other_links += 1
+    if unresolved:
+        g.findings.append(finding(
+            "FAB010", f"{len(unresolved)} link(s) lead to nodes the output does not identify (first at line "
+                      f"{unresolved[0]}); those links are left out (capture iblinkinfo --line, or ibnetdiscover)",
+            subject=source, line=unresolved[0]))
+    if undescribed and kind != "iblinkinfo":
+        (guid0, line0) = next(iter(undescribed.items()))
+        g.findings.append(finding(
+            "FAB010", f"{len(undescribed)} GUID(s) reached by links have no block in the file (first: {guid0} at "
+                      f"line {line0}); the output looks truncated, its far ends are taken from the link lines",
+            subject=source, line=line0))
+    return g
+
+
+def _desc_of(g: FabricGraph, guid: str) -> str:
+    if guid in g.hcas:
+        return g.hcas[guid][0]
+    sw = g.switches.get(guid)
+    return sw.desc if sw else ""
+
+
+def back_desc(g: FabricGraph, guid: str) -> str:
+    return _desc_of(g, guid)
+
+
+def _sw_desc(g: FabricGraph, guid: str) -> str:
+    sw = g.switches.get(guid)
+    if sw is None:
+        return guid
+    return f"{sw.desc!r} ({guid})" if sw.desc else guid
+
+
+def _node_desc(g: FabricGraph, guid: str) -> str:
+    d = _desc_of(g, guid)
+    return f"{d!r} ({guid})" if d else guid
+
+
+def norm_guid(text: str | None) -> str | None:
+    """``0xA088C20300A96623`` / ``a088:c203:00a9:6623`` -> ``a088c20300a96623``."""
+    if not text:
+        return None
+    s = text.strip().lower()
+    if s.startswith("0x"):
+        s = s[2:]
+    s = s.replace(":", "")
+    if not s or any(c not in "0123456789abcdef" for c in s):
+        return None
+    return s.rjust(16, "0")
+
+
+def from_lldp(hosts, *, source: str) -> FabricGraph:
+    """The graph of a RoCE/Ethernet fabric seen through LLDP: ``hosts`` is ``[(name, Node, line)]``.
+
+    Each RDMA NIC with an Ethernet port becomes an HCA ``"<host> <nic>"``; its port's netdev's LLDP neighbour names
+    the switch (chassis id, else chassis name) and the switch port (port id, else its description). A port that is
+    not ACTIVE, or has no LLDP neighbour, has no link. Switch-switch links are not visible: every switch is a leaf.
+    """
+    g = FabricGraph(source=source, kind="lldp")
+    owner: dict[str, str] = {}
+    claimed: dict[tuple[str, str], str] = {}
+    from ncclctl.paths import natural_key
+
+    for name, node, line in hosts:
+        netdevs = {nd.name: nd for nd in node.netdevs}
+        for nic in sorted(node.nics, key=lambda n: natural_key(n.name)):
+            eth = [p for p in nic.ports if p.link_layer == "Ethernet"]
+            if not eth:
+                continue
+            guid = norm_guid(nic.node_guid) or f"{name}/{nic.name}"
+            if guid in owner:
+                g.findings.append(finding(
+                    "FAB006", f"{name} {nic.name} has GUID {guid}, as {owner[guid]} has: two HCAs share this GUID "
+                              "(node models copied from one host?)", subject=source, line=line))
+                continue
+            owner[guid] = f"{name} {nic.name}"
+            g.hcas[guid] = (f"{name} {nic.name}", tuple(p.num for p in eth), line)
+            for port in eth:
+                ndname = port.netdev or (nic.netdevs[0] if len(nic.netdevs) == 1 else None)
+                nd = netdevs.get(ndname) if ndname else None
+                lldp = nd.lldp if nd is not None else None
+                if not port.is_active or lldp is None or not (lldp.chassis_id or lldp.chassis_name):
+                    continue
+                ident = (lldp.chassis_id or lldp.chassis_name or "").lower()
+                sw = "lldp:" + ident
+                if sw not in g.switches:
+                    g.switches[sw] = Switch(guid=sw, desc=lldp.chassis_name or lldp.chassis_id or "", nports=0,
+                                            line=line)
+                swport = lldp.port_id or lldp.port_descr or "?"
+                who = f"{name} {nic.name} ({ndname})"
+                if (sw, swport) in claimed:
+                    g.findings.append(finding(
+                        "FAB011", f"{who} and {claimed[(sw, swport)]} both report switch "
+                                  f"{g.switches[sw].desc!r} port {swport} as their LLDP neighbour (stale LLDP data?)",
+                        subject=source, line=line))
+                claimed[(sw, swport)] = who
+                width = port.active_width.lower() if port.active_width else None
+                rate = port.rate_gbps or (nd.speed_mbps / 1000.0 if nd is not None and nd.speed_mbps else None)
+                g.hca_links[(guid, port.num)] = (sw, swport, width, None, rate, line)
+    return g
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Hosts behind the HCAs
+
+
+@dataclass(slots=True)
+class Endpoint:
+    """One HCA port of a host: the unit a rail is made of."""
+
+    host: str
+    hca: str
+    port: int
+    guid: str
+    line: int
+    link: Link | None
+
+    @property
+    def key(self) -> str:
+        return f"{self.hca}:{self.port}"
+
+
+def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None = None,
+                   model_guids: dict[str, tuple[str, str]] | None = None,
+                   host_guids: dict[tuple[str, str], str] | None = None) -> tuple[dict[str, dict[str, Endpoint]], list[Finding]]:
+    """Host -> {"<hca>:<port>": Endpoint} from the HCAs' node descriptions ("<host> <hca>", as rdma-ndd writes them).
+
+    ``known_hosts`` (the inventory) restricts hosts to those names (a fully qualified name matches its short name).
+    ``model_guids`` (GUID -> (host, nic) from node models) places HCAs whose description names no host;
+    ``host_guids`` ((host, nic) -> GUID) checks the fabric's GUID against the model's (FAB014).
+    """
+    out: dict[str, dict[str, Endpoint]] = {}
+    findings: list[Finding] = []
+    unknown: list[tuple[str, str, int]] = []
+    src = g.source
+    links = g.hca_links
+    extra_ports: dict[str, list[int]] = {}
+    for guid, port in links:
+        info = g.hcas.get(guid)
+        if info is not None and port not in info[1]:
+            extra_ports.setdefault(guid, []).append(port)
+    for guid, (desc, ports, line) in g.hcas.items():
+        toks = desc.split()
+        host = hca = None
+        if len(toks) == 2:
+            host, hca = toks
+            if host.lower() in _NO_HOST:
+                host = None  # rdma-ndd ran before the hostname was set
+            elif known_hosts is not None and host not in known_hosts:
+                short = host.split(".", 1)[0]
+                host = short if short in known_hosts else None
+        if host is None and model_guids is not None and guid in model_guids:
+            host, hca = model_guids[guid]
+            if len(toks) == 2:
+                findings.append(finding(
+                    "FAB014", f"{host} {hca}: the fabric describes GUID {guid} as {desc!r}, the node model of {host} "
+                              "has it; the model wins", subject=src, line=line))
+        if host is None:
+            unknown.append((guid, desc, line))
+            continue
+        if host_guids is not None:
+            expected = host_guids.get((host, hca))
+            if expected is not None and expected != guid:
+                findings.append(finding(
+                    "FAB014", f"{host} {hca}: the fabric's GUID is {guid}, the host's node model says {expected}",
+                    subject=src, line=line))
+        eps = out.get(host)
+        if eps is None:
+            eps = out[host] = {}
+        all_ports = ports + tuple(extra_ports.get(guid, ())) if guid in extra_ports else ports
+        if not all_ports:
+            all_ports = (1,)
+        for port in all_ports:
+            ep = Endpoint(host, hca, port, guid, line, links.get((guid, port)))
+            k = f"{hca}:{port}"
+            prev = eps.get(k)
+            if prev is not None:
+                findings.append(finding(
+                    "FAB012", f"{host} {hca}: the description {desc!r} is used by two HCAs ({prev.guid} at line "
+                              f"{prev.line} and {guid} at line {line}); the second is ignored",
+                    subject=src, line=line))
+                continue
+            eps[k] = ep
+    for i, (guid, desc, line) in enumerate(unknown):
+        if i == _REPORT_CAP:
+            findings.append(finding(
+                "FAB007", f"... and {len(unknown) - _REPORT_CAP} more HCA(s) whose description names no "
+                          f"{'inventory ' if known_hosts is not None else ''}host", subject=src, line=line))
+            break
+        toks = desc.split()
+        why = ("is not '<host> <hca>'" if len(toks) != 2 else
+               "names no real host (rdma-ndd ran before the hostname was set?)" if toks[0].lower() in _NO_HOST else
+               "names no inventory host")
+        findings.append(finding("FAB007", f"HCA {guid}: description {desc!r} {why}; the HCA is left out",
+                                subject=src, line=line))
+    return out, findings

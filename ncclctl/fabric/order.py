@@ -1,0 +1,177 @@
+"""Topology-aware host order for NCCL rings (``ncclctl fabric order``) and its renderings.
+
+NCCL's inter-node ring follows the rank order, so consecutive hosts should share their leaves. The order puts the
+hosts of each leaf group (``fabric rails`` detects them) together: group after group, in the order of their first
+host name, hosts in natural name order inside a group, except that hosts whose cabling deviates from the group's
+layout go last (next to the group boundary, where the ring crosses the spine anyway) and side by side when they
+deviate the same way. A ring then crosses the spine once per group boundary plus once to close: ``groups``
+crossings when there is more than one group, which is also the lower bound (each occupied group must be entered
+once). The naive order, for comparison, is the hosts sorted by name (natural sort).
+
+Hosts with no linked rail HCA are left out of the order (they could not join a ring) and reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ncclctl.fabric.cost import CostParams, FabricCapacity, params_doc, ring_cost
+from ncclctl.fabric.hostlist import compress
+from ncclctl.fabric.layout import Layout
+from ncclctl.paths import natural_key
+
+
+@dataclass
+class Order:
+    hosts: list[str]
+    naive: list[str]
+    crossings: int
+    naive_crossings: int
+    lower_bound: int
+    #: (group name, hosts of that group in ring order), in ring order
+    segments: list[tuple[str, list[str]]]
+    excluded: list[str]
+    slots: int
+    cost: dict = field(default_factory=dict)
+    naive_cost: dict = field(default_factory=dict)
+    params: dict = field(default_factory=dict)
+
+
+def crossings(order: list[str], host_group: dict[str, int]) -> int:
+    """Ring steps (the closing step included) between hosts of different leaf groups."""
+    n = len(order)
+    if n < 2:
+        return 0
+    grp = [host_group.get(h, -1) for h in order]
+    return sum(1 for i in range(n) if grp[i] != grp[i - 1])
+
+
+def default_slots(lay: Layout) -> int:
+    """Slots per host: the inventory's GPU count when all hosts agree, else the rail count."""
+    counts = {n for n in lay.gpus.values() if n}
+    return counts.pop() if len(counts) == 1 else (lay.rails or 1)
+
+
+def plan_order(lay: Layout, *, slots: int | None = None, params: CostParams | None = None) -> Order:
+    segments: list[tuple[str, list[str]]] = []
+    order: list[str] = []
+    for grp in lay.groups:
+        normal = grp.leaves
+        odd = {h: tuple(x or "" for x in lay.eff_leaves[h]) for h in grp.hosts if lay.eff_leaves[h] != normal}
+        hosts = grp.hosts if not odd else sorted(grp.hosts, key=lambda h: (h in odd, odd.get(h, ()), natural_key(h)))
+        segments.append((grp.name, hosts))
+        order.extend(hosts)
+    naive = sorted(order, key=natural_key)
+    hg = lay.host_group
+    occupied = len(lay.groups)
+    if slots is None:
+        slots = default_slots(lay)
+    params = params or CostParams(ranks_per_host=slots)
+    capacity = FabricCapacity(lay, params.oversubscription)
+    result = Order(hosts=order, naive=naive, crossings=crossings(order, hg), naive_crossings=crossings(naive, hg),
+                   lower_bound=occupied if occupied > 1 else 0, segments=segments, excluded=list(lay.unplaced),
+                   slots=slots)
+    result.cost = ring_cost(order, lay, params, capacity)
+    result.naive_cost = ring_cost(naive, lay, params, capacity)
+    result.params = params_doc(params, capacity, lay.expected_rate)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Renderings
+
+
+def hostfile(o: Order) -> str:
+    """mpirun hostfile: one ``host slots=N`` line per host, in ring order."""
+    return "".join(f"{h} slots={o.slots}\n" for h in o.hosts)
+
+
+def _header(o: Order, lay: Layout, what: str) -> list[str]:
+    return [f"# Slurm topology.conf ({what}) written by ncclctl fabric order from {lay.graph.source}",
+            f"# {len(o.hosts)} hosts in {len(o.segments)} leaf group(s), one switch/block per group; "
+            f"ring crossings {o.crossings} (lower bound {o.lower_bound})"]
+
+
+def slurm_tree(o: Order, lay: Layout, *, top: str = "spine") -> str:
+    """topology/tree: one leaf switch per group (``Nodes=``) and a top switch over the groups (``Switches=``)."""
+    lines = _header(o, lay, "topology/tree")
+    for name, hosts in o.segments:
+        lines.append(f"SwitchName={name} Nodes={compress(hosts)}")
+    if len(o.segments) > 1:
+        lines.append(f"SwitchName={top} Switches={compress([name for name, _ in o.segments])}")
+    if o.excluded:
+        lines.append(f"# not connected (no linked rail HCA): {compress(o.excluded)}")
+    return "\n".join(lines) + "\n"
+
+
+def slurm_block(o: Order, lay: Layout) -> str:
+    """topology/block: one block per group; BlockSizes is the smallest block (Slurm needs every block to have at
+    least the base block size)."""
+    lines = _header(o, lay, "topology/block")
+    for name, hosts in o.segments:
+        lines.append(f"BlockName={name} Nodes={compress(hosts)}")
+    if o.segments:
+        lines.append(f"BlockSizes={min(len(h) for _, h in o.segments)}")
+    if o.excluded:
+        lines.append(f"# not connected (no linked rail HCA): {compress(o.excluded)}")
+    return "\n".join(lines) + "\n"
+
+
+def order_doc(o: Order, lay: Layout) -> dict:
+    from ncclctl import JSON_SCHEMA_VERSION
+
+    return {
+        "schema_version": JSON_SCHEMA_VERSION,
+        "fabric": lay.graph.source,
+        "hosts": len(o.hosts),
+        "rails": lay.rails,
+        "slots": o.slots,
+        "order": o.hosts,
+        "groups": [{"name": name, "hosts": hosts} for name, hosts in o.segments],
+        "excluded": o.excluded,
+        "crossings": o.crossings,
+        "lower_bound": o.lower_bound,
+        "naive": {"order": "hostnames, natural sort", "crossings": o.naive_crossings, "cost": o.naive_cost},
+        "cost": o.cost,
+        "cost_model": o.params,
+    }
+
+
+def _fmt(v, unit: str = "", digits: int = 2) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}{unit}"
+    return f"{v}{unit}"
+
+
+def order_text(o: Order, lay: Layout) -> str:
+    c, nc = o.cost, o.naive_cost
+    hops = (c.get("hops_per_step") or {}).get("mean")
+    nhops = (nc.get("hops_per_step") or {}).get("mean")
+    rows = [
+        ("spine crossings (ring)", _fmt(o.crossings), _fmt(o.naive_crossings)),
+        ("  lower bound", _fmt(o.lower_bound), ""),
+        ("rail steps via spine", _fmt(c.get("crossing_steps")), _fmt(nc.get("crossing_steps"))),
+        ("switch hops per step", _fmt(hops), _fmt(nhops)),
+        ("bottleneck (Gb/s)", _fmt(c.get("bottleneck_gbps"), digits=1), _fmt(nc.get("bottleneck_gbps"), digits=1)),
+        ("latency (us)", _fmt(c.get("latency_us"), digits=1), _fmt(nc.get("latency_us"), digits=1)),
+        ("all-reduce time (ms)", _fmt(c.get("time_ms"), digits=3), _fmt(nc.get("time_ms"), digits=3)),
+        ("est. busbw (GB/s)", _fmt(c.get("busbw_GBps"), digits=1), _fmt(nc.get("busbw_GBps"), digits=1)),
+    ]
+    p = o.params
+    over = p["oversubscription"]
+    lines = [f"ring order: {len(o.hosts)} hosts in {len(o.segments)} leaf group(s), {lay.rails} rails, "
+             f"{o.slots} slots per host (fabric: {lay.graph.source})",
+             f"{'':24} {'this order':>12} {'sorted names':>14}"]
+    lines += [f"{name:24} {a:>12} {b:>14}".rstrip() for name, a, b in rows]
+    ratio = over["leaf_down_up_ratio"]
+    lines.append(f"cost model: {p['message_bytes']} B all-reduce, {p['hop_latency_us']:g} us per hop, links "
+                 f"{_fmt(p['link_gbps'], ' Gb/s', 0) if p['link_gbps'] else 'rate unknown'}, leaf oversubscription "
+                 f"{'%g:1' % ratio if ratio else '-'} ({over['source']})")
+    lines.append("order (hostfile: --format hostfile):")
+    for name, hosts in o.segments:
+        lines.append(f"  {name}: {compress(hosts) if hosts == sorted(hosts, key=natural_key) else ' '.join(hosts)}")
+    if o.excluded:
+        lines.append(f"left out (no linked rail HCA): {compress(o.excluded)}")
+    return "\n".join(lines) + "\n"

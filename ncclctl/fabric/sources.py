@@ -1,0 +1,87 @@
+"""Where a fabric command's input comes from: a fabric file, an inventory, or both.
+
+* ``FABRIC_FILE`` alone: hosts are whatever the HCAs' node descriptions name; rails are the HCAs in name order.
+* ``--inventory INV``: hosts are the inventory's; each host's node (snapshot or model) gives its rail table
+  (:func:`ncclctl.rails.plan_rails`), its GPU count (hostfile slots) and its HCA GUIDs. The fabric is the
+  inventory's ``fabric:`` file (or ``FABRIC_FILE`` when given); with neither, the fabric is read from the hosts'
+  LLDP neighbours (RoCE).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ncclctl.errors import UsageError
+from ncclctl.fabric.graph import FabricGraph, finding, from_lldp, host_endpoints, load_fabric_file, norm_guid
+from ncclctl.findings import Finding
+
+
+@dataclass
+class HostInfo:
+    name: str
+    line: int | None
+    #: Rail keys ("mlx5_0:1") in rail order from the host's rail table; empty when the node has no rails.
+    rails: tuple[str, ...] = ()
+    gpus: int | None = None
+    #: The inventory's ``group`` hint (scalable unit name), used to name the detected leaf group.
+    group: str | None = None
+
+
+@dataclass
+class FabricInput:
+    graph: FabricGraph
+    inventory_path: str | None = None
+    #: Inventory hosts by name (None without an inventory).
+    hosts: dict[str, HostInfo] | None = None
+    #: Host -> {"<hca>:<port>": Endpoint}
+    endpoints: dict = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def source_label(self) -> str:
+        return self.graph.source
+
+
+def load_input(fabric_file: str | None, inventory: str | None) -> FabricInput:
+    if fabric_file is None and inventory is None:
+        raise UsageError("give a fabric file (ibnetdiscover / iblinkinfo output) or --inventory INV",
+                         fix="e.g. ncclctl fabric rails fabric.txt, or ncclctl fabric rails --inventory cluster.yaml")
+    if inventory is None:
+        graph = load_fabric_file(fabric_file)  # type: ignore[arg-type]
+        eps, found = host_endpoints(graph)
+        return FabricInput(graph=graph, endpoints=eps, findings=list(graph.findings) + found)
+
+    from ncclctl.inventory import load_inventory
+    from ncclctl.rails import plan_rails
+
+    inv = load_inventory(inventory)
+    nodes = []
+    hosts: dict[str, HostInfo] = {}
+    model_guids: dict[str, tuple[str, str]] = {}
+    host_guids: dict[tuple[str, str], str] = {}
+    for h in inv.hosts:
+        node = h.load_node()
+        nodes.append((h.name, node, h.line))
+        plan = plan_rails(node)
+        hosts[h.name] = HostInfo(name=h.name, line=h.line, rails=tuple(r.hca for r in plan.rails),
+                                 gpus=len(node.gpus) or None, group=h.group)
+        for nic in node.nics:
+            guid = norm_guid(nic.node_guid)
+            if guid:
+                model_guids.setdefault(guid, (h.name, nic.name))
+                host_guids[(h.name, nic.name)] = guid
+    path = fabric_file or inv.fabric
+    if path is not None:
+        graph = load_fabric_file(path)
+        eps, found = host_endpoints(graph, known_hosts={n: i.line for n, i in hosts.items()},
+                                    model_guids=model_guids, host_guids=host_guids)
+    else:
+        graph = from_lldp(nodes, source=inventory)
+        eps, found = host_endpoints(graph, known_hosts={n: i.line for n, i in hosts.items()})
+    findings = list(graph.findings) + found
+    for name, info in hosts.items():
+        if name not in eps:
+            what = "RDMA NIC with an Ethernet port (no LLDP data)" if path is None else "HCA in the fabric"
+            findings.append(finding("FAB008", f"inventory host {name} has no {what}", subject=inventory,
+                                    line=info.line))
+    return FabricInput(graph=graph, inventory_path=inventory, hosts=hosts, endpoints=eps, findings=findings)

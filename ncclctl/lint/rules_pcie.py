@@ -1,0 +1,718 @@
+"""PCIe rules: ACS redirect on P2P paths, IOMMU translation, downtrained links, GPU<->NIC distance.
+
+Grounding: host-facts.md sections 1.3 (link speeds), 1.6 (ACS), 1.7 (IOMMU), 7.1-7.3 and 7.10; NCCL
+``src/graph/paths.cc`` (``ncclTopoCheckP2p``, ``ncclTopoCheckGdr``, ``ncclGetLevel``) for which pairs NCCL drives
+peer-to-peer and how far apart it lets a GPU and a NIC be before it gives up on GPUDirect RDMA.
+
+The helpers at the top (NCCL path levels, the bridges where ACS acts, the PCIe links of the tree) are shared with
+the GPUDirect family.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from ncclctl.findings import Severity
+from ncclctl.lint.context import Ctx
+from ncclctl.lint.registry import Hit, Option, rule
+from ncclctl.model import Gpu, Nic, Node, PciDevice
+
+E = Severity.ERROR
+W = Severity.WARNING
+I = Severity.INFO  # noqa: E741
+
+# --------------------------------------------------------------------------------------------------
+# NCCL path levels (src/graph/topo.cc topoPathTypeStr; order = closeness)
+
+NCCL_PATHS = ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS")
+_NCCL_RANK = {name: i for i, name in enumerate(NCCL_PATHS)}
+# NCCL_*_LEVEL given as a number: the pre-2.8 numbering (paths.cc levelsOldToNew).
+_OLD_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS", "SYS")
+
+
+def nccl_rank(path_type: str) -> int:
+    """NCCL's order of a path type; nvidia-smi's NODE is NCCL's PHB, NV# is NVL."""
+    if path_type.startswith("NV") and path_type not in _NCCL_RANK:
+        return _NCCL_RANK["NVL"]
+    if path_type == "NODE":
+        return _NCCL_RANK["PHB"]
+    return _NCCL_RANK[path_type]
+
+
+def c_strtol(text: str) -> int:
+    """``strtol(text, NULL, 0)`` as NCCL's integer parameters read it: leading blanks, sign, 0x hex, leading-0
+    octal, the longest valid prefix; no digits at all gives 0."""
+    m = re.match(r"\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)", text)
+    if not m:
+        return 0
+    digits = m.group(2)
+    if digits[:2].lower() == "0x":
+        value = int(digits, 16)
+    elif digits.startswith("0"):
+        value = int(digits, 8)
+    else:
+        value = int(digits, 10)
+    return -value if m.group(1) == "-" else value
+
+
+def setting(node: Node, name: str) -> str | None:
+    from ncclctl.ncclenv import effective_setting
+
+    return effective_setting(node, name)
+
+
+def int_param(node: Node, name: str, default: int) -> int:
+    """An NCCL integer parameter (NCCL_PARAM): unset -> default, else strtol semantics."""
+    raw = setting(node, name)
+    return default if raw is None else c_strtol(raw)
+
+
+@dataclass(frozen=True)
+class Level:
+    """An effective NCCL distance limit: ``name`` (a NCCL path type) and where it came from."""
+
+    name: str
+    source: str  # "default" or "NAME=value"
+
+    @property
+    def rank(self) -> int:
+        return _NCCL_RANK[self.name]
+
+
+def user_level(node: Node, level_env: str, disable_env: str | None = None) -> Level | None:
+    """``ncclGetLevel``: ``<disable_env>=1`` means LOC; ``<level_env>`` is a path name (exact, case-sensitive)
+    or an old-style number; anything else is ignored by NCCL (None here, like unset)."""
+    if disable_env:
+        raw = setting(node, disable_env)
+        if raw is not None and c_strtol(raw) == 1:
+            return Level("LOC", f"{disable_env}={raw}")
+    raw = setting(node, level_env)
+    if raw is None:
+        return None
+    for name in NCCL_PATHS:
+        if raw == name:
+            return Level(name, f"{level_env}={raw}")
+    if raw[:1].isdigit():
+        old = min(c_strtol(raw), len(_OLD_LEVELS) - 1)
+        return Level(_OLD_LEVELS[old], f"{level_env}={raw}")
+    return None
+
+
+def p2p_level(node: Node) -> Level:
+    """The GPU<->GPU P2P limit (``ncclTopoCheckP2p``): PXB, SYS on x86 AMD hosts with at most two GPUs."""
+    user = user_level(node, "NCCL_P2P_LEVEL", "NCCL_P2P_DISABLE")
+    if user is not None:
+        return user
+    if node.cpu.arch == "x86_64" and node.cpu.vendor == "AuthenticAMD" and len(node.gpus) <= 2:
+        return Level("SYS", "default (x86 AMD, <= 2 GPUs)")
+    return Level("PXB", "default")
+
+
+def gdr_level(node: Node) -> Level:
+    """The GPU<->NIC GPUDirect RDMA limit (``ncclTopoCheckGdr``): P2C when NCCL_NET_GDR_C2C (default 1), else PXB;
+    NCCL_NET_GDR_LEVEL overrides."""
+    user = user_level(node, "NCCL_NET_GDR_LEVEL")
+    if user is not None:
+        return user
+    raw = setting(node, "NCCL_NET_GDR_C2C")
+    if int_param(node, "NCCL_NET_GDR_C2C", 1):
+        # P2C only differs from PXB where a GPU has C2C links (Grace); elsewhere say PXB, as the docs do.
+        c2c = any(g.c2c is not None and g.c2c.count > 0 for g in node.gpus)
+        return Level("P2C" if c2c else "PXB", "default")
+    return Level("PXB", f"NCCL_NET_GDR_C2C={raw}")
+
+
+def gpu_nic_nccl_path(node: Node, gpu: Gpu, nic: Nic) -> str:
+    """The GPU->NIC path type as NCCL computes it: PCIe type, except that a C2C-attached GPU (Grace) reaching a NIC
+    through its own CPU is P2C (paths.cc: GPU->CPU is C2C and NIC->CPU is PHB)."""
+    from ncclctl.paths import pcie_path_type
+
+    t = pcie_path_type(node, gpu.bdf, nic.bdf) or "SYS"
+    if gpu.c2c is not None and gpu.c2c.count > 0 and t in ("PHB", "NODE"):
+        gnuma = gpu.numa_node if gpu.numa_node is not None else node.numa_node_of(gpu.bdf)
+        if gnuma is not None and gnuma == node.numa_node_of(nic.bdf):
+            return "P2C"
+    return "PHB" if t == "NODE" else t
+
+
+def rdma_nics(node: Node) -> list[Nic]:
+    """RDMA NICs NCCL's IB plugin can use: placed on PCI, with an InfiniBand or Ethernet (RoCE) port."""
+    from ncclctl.paths import natural_key
+
+    out = [n for n in node.nics if n.bdf and any(p.link_layer in ("InfiniBand", "Ethernet") for p in n.ports)]
+    return sorted(out, key=lambda n: natural_key(n.name))
+
+
+# --------------------------------------------------------------------------------------------------
+# Naming devices in messages
+
+
+def describe(node: Node, bdf: str) -> str:
+    """``GPU2 (0000:52:00.0)``, ``mlx5_4 (0000:4f:00.0)``, ``switch downstream port 0000:4e:03.0``..."""
+    for g in node.gpus:
+        if g.bdf == bdf:
+            return f"GPU{g.index} ({bdf})"
+    names = [n.name for n in node.nics if n.bdf == bdf]
+    if names:
+        return f"{'/'.join(names)} ({bdf})"
+    for s in node.nvswitches:
+        if s.bdf == bdf:
+            return f"NVSwitch {bdf}"
+    nd = [n.name for n in node.netdevs if n.bdf == bdf]
+    if nd:
+        return f"{'/'.join(nd)} ({bdf})"
+    dev = node.pci_device(bdf)
+    role = {"root_port": "root port", "switch_upstream": "switch upstream port",
+            "switch_downstream": "switch downstream port", "bridge": "bridge"}.get(dev.role if dev else "", "device")
+    return f"{role} {bdf}"
+
+
+def short_name(node: Node, bdf: str) -> str:
+    for g in node.gpus:
+        if g.bdf == bdf:
+            return f"GPU{g.index}"
+    names = [n.name for n in node.nics if n.bdf == bdf]
+    return "/".join(names) if names else bdf
+
+
+# --------------------------------------------------------------------------------------------------
+# ACS (host-facts.md 1.6): control register bits, as lspci prints them
+
+ACS_BITS = (("SrcValid", 0x01), ("TransBlk", 0x02), ("ReqRedir", 0x04), ("CmpltRedir", 0x08),
+            ("UpstreamFwd", 0x10), ("EgressCtrl", 0x20), ("DirectTrans", 0x40))
+ACS_REQ_REDIR, ACS_CMPLT_REDIR, ACS_EGRESS_CTRL = 0x04, 0x08, 0x20
+ACS_REDIRECTING = ACS_REQ_REDIR | ACS_CMPLT_REDIR | ACS_EGRESS_CTRL
+
+
+def acs_text(value: int) -> str:
+    return " ".join(f"{name}{'+' if value & bit else '-'}" for name, bit in ACS_BITS)
+
+
+def acs_bridges(node: Node, a: str, b: str) -> list[PciDevice]:
+    """The downstream-facing ports where ACS decides the fate of P2P between functions ``a`` and ``b``.
+
+    A peer-to-peer TLP climbs from its endpoint until it reaches the lowest common ancestor of the two devices,
+    entering that switch (or the root complex) through one downstream port and leaving through another; ACS
+    Request/Completion Redirect and Egress Control act at those ingress ports. So the ports that matter are the
+    two children of the lowest common ancestor on the pair's paths: the switch downstream ports under a shared
+    switch (PIX/PXB), or the root ports when the pair crosses the host bridge (PHB/NODE/SYS). Downstream ports of
+    deeper switches forward the TLP upstream anyway (its target is not their peer) and are not judged.
+    """
+    da, db = node.pci_device(a), node.pci_device(b)
+    if da is None or db is None:
+        return []
+    pa, pb = da.path, db.path
+    common = 0
+    while common < min(len(pa), len(pb)) and pa[common] == pb[common]:
+        common += 1
+    idx = max(common, 1)  # different root complexes: their root ports
+    out = []
+    for chain in (pa, pb):
+        if idx < len(chain) - 1:  # never the endpoint itself
+            dev = node.pci_device(chain[idx])
+            if dev is not None and dev.role in ("root_port", "switch_downstream"):
+                out.append(dev)
+    return out
+
+
+@dataclass(frozen=True)
+class P2pPair:
+    a: str  # bdf
+    b: str
+    kind: str  # "gpu-gpu" or "gpu-nic"
+    path: str  # NCCL path type
+    level: Level
+
+
+def p2p_pairs(node: Node) -> list[P2pPair]:
+    """The GPU<->GPU and GPU<->NIC pairs NCCL drives peer-to-peer over PCIe on this host: GPU pairs without NVLink
+    within the P2P level, GPU<->RDMA NIC pairs within the GPUDirect RDMA level."""
+    from ncclctl.paths import nvlink_count, pcie_path_type
+
+    pairs: list[P2pPair] = []
+    gpus = sorted((g for g in node.gpus if node.pci_device(g.bdf)), key=lambda g: g.index)
+    p2p = p2p_level(node)
+    for i, ga in enumerate(gpus):
+        for gb in gpus[i + 1:]:
+            if nvlink_count(ga, gb):
+                continue  # P2P goes over NVLink, not PCIe
+            t = pcie_path_type(node, ga.bdf, gb.bdf) or "SYS"
+            if nccl_rank(t) <= p2p.rank:
+                pairs.append(P2pPair(ga.bdf, gb.bdf, "gpu-gpu", "PHB" if t == "NODE" else t, p2p))
+    gdr = gdr_level(node)
+    for g in gpus:
+        for n in rdma_nics(node):
+            t = gpu_nic_nccl_path(node, g, n)
+            if nccl_rank(t) <= gdr.rank:
+                pairs.append(P2pPair(g.bdf, n.bdf, "gpu-nic", t, gdr))  # type: ignore[arg-type]
+    return pairs
+
+
+@dataclass(frozen=True)
+class AcsProblem:
+    bridge: PciDevice
+    pairs: tuple[P2pPair, ...]
+
+
+def acs_problems(node: Node) -> list[AcsProblem]:
+    """Bridges with ACS redirect/egress control enabled where it acts on a P2P pair NCCL uses."""
+    found: dict[str, list[P2pPair]] = {}
+    for pair in p2p_pairs(node):
+        for br in acs_bridges(node, pair.a, pair.b):
+            if br.acs_ctrl is not None and br.acs_ctrl & ACS_REDIRECTING:
+                found.setdefault(br.bdf, []).append(pair)
+    return [AcsProblem(node.pci_device(bdf), tuple(pairs)) for bdf, pairs in sorted(found.items())]  # type: ignore[arg-type]
+
+
+@rule(
+    "PCI001", "acs-redirect-on-p2p-path", E, "ACS redirects GPU peer-to-peer traffic through the root complex",
+    what="A PCIe switch downstream port or root port with ACS Request Redirect, Completion Redirect or Egress "
+         "Control enabled, sitting where the traffic of a GPU<->GPU or GPU<->NIC pair that NCCL drives "
+         "peer-to-peer turns around (the two ports below the pair's common switch, or the root ports when the pair "
+         "crosses the host bridge). Ports on paths that carry no such traffic are ignored: the ports in front of "
+         "NVSwitch management endpoints, GPU pairs joined by NVLink, pairs farther apart than NCCL_P2P_LEVEL / "
+         "NCCL_NET_GDR_LEVEL allow.",
+    why="With redirect on, every peer-to-peer TLP is sent up to the root complex (and through the IOMMU) instead of "
+        "across the switch: GPU<->NIC GPUDirect RDMA and PCIe GPU<->GPU P2P lose most of their bandwidth or hang. "
+        "NCCL shows it as collectives stuck or far below line rate, or the IB transport fails with "
+        "'NET/IB: Got completion from peer ... with status=...' (a local protection error, for which NCCL prints "
+        "'HINT: In many cases this error occurs when ACS is enabled which would break GPU Direct RDMA protocol', "
+        "net_ib/common.h; reports: NVIDIA/nccl#304, #523 'vendor err 81', #2079 all-reduce deadlock).",
+    detect="The ACS extended capability (id 0x000d) in each bridge's config space "
+           "(/sys/bus/pci/devices/<bdf>/config, readable in full only by root; the same word as "
+           "'setpci -s <bdf> ECAP_ACS+0x6.w' and the 'ACSCtl:' line of 'lspci -vvv'): bits ReqRedir (0x04), "
+           "CmpltRedir (0x08), EgressCtrl (0x20). The pairs come from the PCIe tree (sysfs realpaths), NVLink "
+           "connectivity (NVML) and NCCL's levels: NCCL_P2P_LEVEL/NCCL_P2P_DISABLE (default PXB; SYS on x86 AMD "
+           "with <= 2 GPUs) and NCCL_NET_GDR_LEVEL (default PXB, P2C on C2C systems), read from the environment "
+           "and nccl.conf as NCCL does. SrcValid alone does not redirect and is not reported.",
+    fix="Disable ACS (or IO virtualization / VT-d / AMD-Vi when no VM or VFIO needs it) in the BIOS; or clear the "
+        "control word after every boot with 'setpci -s <bdf> ECAP_ACS+0x6.w=0000' (as root, e.g. from a systemd "
+        "unit); or boot with 'pci=disable_acs_redir=<bdf>;<bdf>...'. 'pci=noacs' is not a mainline kernel option.",
+)
+def acs_redirect(ctx: Ctx, opts: dict) -> Iterable[Hit]:
+    node = ctx.node
+    for prob in acs_problems(node):
+        br = prob.bridge
+        ctrl = br.acs_ctrl or 0
+        on = [name for name, bit in ACS_BITS if ctrl & bit and bit & ACS_REDIRECTING]
+        shown = []
+        for p in prob.pairs[:6]:
+            shown.append(f"{short_name(node, p.a)}<->{short_name(node, p.b)} ({p.path})")
+        more = f" and {len(prob.pairs) - 6} more" if len(prob.pairs) > 6 else ""
+        evidence = [f"ACSCtl=0x{ctrl:04x} ({acs_text(ctrl)})"]
+        if br.acs_cap is not None:
+            evidence.append(f"ACSCap=0x{br.acs_cap:04x} ({acs_text(br.acs_cap)})")
+        levels = sorted({f"{p.kind}: {p.level.name} ({p.level.source})" for p in prob.pairs})
+        evidence.append("levels " + "; ".join(levels))
+        bus = br.bdf
+        yield Hit(
+            bus,
+            f"{describe(node, bus)} has ACS {'+'.join(on)} enabled on the peer-to-peer path of "
+            f"{', '.join(shown)}{more}: that traffic is redirected through the root complex",
+            fix=f"setpci -s {bus} ECAP_ACS+0x6.w=0000 (as root, after every boot), or boot with "
+                f"pci=disable_acs_redir={bus}, or disable ACS / IO virtualization for this slot in the BIOS",
+            evidence=tuple(evidence),
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# IOMMU (host-facts.md 1.7, 7.2)
+
+
+def cmdline_iommu(cmdline: str | None) -> tuple[str | None, list[str]]:
+    """The IOMMU intent on a kernel command line: ("pt" | "translated" | "off" | None, the tokens that decided).
+    Later tokens override earlier ones, as the kernel parses them in order."""
+    mode: str | None = None
+    seen: list[str] = []
+    for tok in (cmdline or "").split():
+        key, _, val = tok.partition("=")
+        vals = val.split(",")
+        if key == "iommu":
+            if "pt" in vals:
+                mode = "pt"
+            elif "nopt" in vals:
+                mode = "translated"
+            elif "off" in vals:
+                mode = "off"
+            else:
+                continue
+        elif key == "iommu.passthrough":
+            mode = "pt" if val.lower() in ("1", "y", "on", "true") else "translated"
+        elif key in ("intel_iommu", "amd_iommu"):
+            if "off" in vals:
+                mode = "off"
+            elif "on" in vals and mode is None:
+                mode = "translated"  # enabled, default domain translated unless pt is given
+            else:
+                continue
+        elif key == "iommu.strict":
+            pass
+        else:
+            continue
+        seen.append(tok)
+    return mode, seen
+
+
+def _iommu_vendor(units: tuple[str, ...]) -> str:
+    if any(u.startswith("dmar") for u in units):
+        return "intel"
+    if any(u.startswith("ivhd") for u in units):
+        return "amd"
+    if any(u.startswith("smmu") for u in units):
+        return "arm"
+    return "unknown"
+
+
+@rule(
+    "PCI002", "iommu-translating-dma", W, "IOMMU translates GPU/NIC DMA on bare metal (not passthrough)",
+    what="An active IOMMU whose default domain for the GPUs' and RDMA NICs' IOMMU groups is DMA or DMA-FQ "
+         "(translated) instead of identity (passthrough), on a bare-metal host; or, when the kernel does not show "
+         "group types, a command line that turns the IOMMU on without passthrough. Graded error when ACS redirect "
+         "is also enabled on a P2P path (PCI001): then every peer-to-peer transfer is redirected and translated. "
+         "Inside a VM a translating (virtual) IOMMU is expected and the finding is only informational.",
+    why="Translated DMA puts the IOMMU between the NIC and GPU memory: GPUDirect RDMA and PCIe P2P either fail "
+        "(IOMMU faults, 'DMAR: DRHD: handling fault' in the kernel log, NCCL hangs or IB completion errors) or run "
+        "much slower, and NVIDIA does not support IOMMU-translated P2P on bare-metal PCIe systems; with an active "
+        "IOMMU the kernel also enables ACS redirect on every port.",
+    detect="/sys/class/iommu (dmar*/ivhd*/smmu*: an IOMMU driver is active), "
+           "/sys/kernel/iommu_groups/<group>/type for the groups of every GPU and RDMA NIC "
+           "(/sys/bus/pci/devices/<bdf>/iommu_group; kernel >= 5.11), and /proc/cmdline (iommu=pt|nopt|off, "
+           "iommu.passthrough=, intel_iommu=on|off, amd_iommu=off) as the fallback.",
+    fix="Boot with iommu=pt (Intel/AMD; iommu.passthrough=1 on Arm) added to GRUB_CMDLINE_LINUX in "
+        "/etc/default/grub, run update-grub (or grub2-mkconfig) and reboot; or disable VT-d/AMD-Vi in the BIOS when "
+        "no VFIO/SR-IOV needs it. Drop iommu.strict=1 and iommu=nopt.",
+)
+def iommu_translating(ctx: Ctx, opts: dict) -> Iterable[Hit]:
+    node = ctx.node
+    facts = node.facts
+    if not node.gpus or not facts.iommu_units:
+        return
+    types = dict(facts.iommu_group_types)
+    devices = [(f"GPU{g.index}", g.bdf) for g in sorted(node.gpus, key=lambda g: g.index)]
+    devices += [(n.name, n.bdf) for n in rdma_nics(node)]
+    translated, known = [], 0
+    for name, bdf in devices:
+        dev = node.pci_device(bdf)
+        if dev is None or dev.iommu_group is None:
+            continue
+        t = types.get(dev.iommu_group)
+        if t is None:
+            continue
+        known += 1
+        if t in ("DMA", "DMA-FQ"):
+            translated.append((name, bdf, dev.iommu_group, t))
+    mode, tokens = cmdline_iommu(facts.cmdline)
+    evidence = [f"/sys/class/iommu: {', '.join(facts.iommu_units)}",
+                f"/proc/cmdline IOMMU options: {' '.join(tokens) or '(none)'}"]
+    if known:
+        if not translated:
+            return
+        for name, bdf, group, t in translated[:8]:
+            evidence.append(f"{name} {bdf}: iommu_group {group} type {t}")
+        names = ", ".join(n for n, *_ in translated[:8]) + (f" and {len(translated) - 8} more" if len(translated) > 8 else "")
+        what = f"the IOMMU translates DMA of {names} (group type {'/'.join(sorted({t for *_, t in translated}))})"
+    else:
+        if mode != "translated":
+            return  # no group types and no explicit translated intent: cannot tell
+        what = "the IOMMU is on without passthrough (kernel command line) and group types are not available"
+    vendor = _iommu_vendor(facts.iommu_units)
+    pt = "iommu.passthrough=1" if vendor == "arm" else "iommu=pt"
+    drop = [t for t in tokens if t.startswith("iommu.strict") or t in ("iommu=nopt", "iommu.passthrough=0")]
+    fix = (f"add {pt} to the kernel command line (GRUB_CMDLINE_LINUX in /etc/default/grub, update-grub, reboot)"
+           + (f" and remove {' '.join(drop)}" if drop else "")
+           + "; or disable IO virtualization in the BIOS if no VM/VFIO uses it")
+    if not ctx.is_bare_metal:
+        yield Hit("/proc/cmdline", f"{what}; this node is a VM, where a virtual IOMMU is expected",
+                  fix="inside a VM keep the vIOMMU; for GPUDirect RDMA have the hypervisor enable ATS on the NIC "
+                      "(mlxconfig ... set ATS_ENABLED=1) and configure ACS on the host's bridges",
+                  evidence=tuple(evidence), severity=I)
+        return
+    acs = acs_problems(node)
+    severity = None
+    if acs:
+        severity = E
+        evidence.append("ACS redirect also enabled on P2P paths at " + ", ".join(p.bridge.bdf for p in acs[:6]))
+        what += ", and ACS redirect is on for their P2P paths (PCI001)"
+    yield Hit("/proc/cmdline", f"{what} on a bare-metal host", fix=fix, evidence=tuple(evidence), severity=severity)
+
+
+# --------------------------------------------------------------------------------------------------
+# PCIe links (host-facts.md 1.3, 7.3)
+
+
+@dataclass(frozen=True)
+class Link:
+    """The PCIe link above ``dev`` (between it and its parent port, or the root bus when it has none)."""
+
+    dev: PciDevice
+    port: PciDevice | None
+    cur_width: int | None
+    max_width: int | None  # what both ends support
+    dev_max_width: int | None
+    port_max_width: int | None
+    cur_gen: int | None
+    max_gen: int | None
+    dev_max_gen: int | None
+    port_max_gen: int | None
+    #: GPU/RDMA NIC endpoints whose traffic crosses this link.
+    carries: tuple[str, ...]
+
+
+def _gen(text: str | None) -> int | None:
+    from ncclctl.probe.values import link_speed_gen
+
+    try:
+        return link_speed_gen(text)
+    except ValueError:
+        return None
+
+
+def _positive(*values: int | None) -> list[int]:
+    return [v for v in values if v]
+
+
+def links(node: Node) -> list[Link]:
+    """Every PCIe link of the model, described from the device below it (a link is reported once)."""
+    gpu_by_bdf = {g.bdf: g for g in node.gpus}
+    data_endpoints = set(gpu_by_bdf) | {n.bdf for n in rdma_nics(node)}
+    below: dict[str, list[str]] = {}
+    for bdf in data_endpoints:
+        dev = node.pci_device(bdf)
+        if dev is None:
+            continue
+        for comp in dev.path[1:]:
+            below.setdefault(comp, []).append(bdf)
+    from ncclctl.paths import natural_key
+
+    def order(bdf: str) -> tuple:  # GPUs by index, then NICs by name
+        g = gpu_by_bdf.get(bdf)
+        return (0, g.index, ()) if g is not None else (1, 0, natural_key(short_name(node, bdf)))
+
+    out = []
+    for dev in node.pci:
+        if dev.role in ("root_port", "switch_downstream") or dev.is_vf:
+            # A root port's or switch downstream port's link status describes the link *below* it, which is
+            # reported from the device there; VFs have no link of their own.
+            continue
+        port = node.pci_device(dev.parent) if dev.parent else None
+        cur_w = dev.current_link_width or (port.current_link_width if port else None)
+        cur_g = _gen(dev.current_link_speed) or (_gen(port.current_link_speed) if port else None)
+        dmw, pmw = dev.max_link_width, port.max_link_width if port else None
+        dmg, pmg = _gen(dev.max_link_speed), _gen(port.max_link_speed) if port else None
+        g = gpu_by_bdf.get(dev.bdf)
+        if g is not None and not cur_w and g.pcie_curr_width:
+            cur_w = g.pcie_curr_width  # NVML when sysfs has nothing
+        if g is not None and not dmw and g.pcie_max_width:
+            dmw = g.pcie_max_width
+        widths, gens = _positive(dmw, pmw), _positive(dmg, pmg)
+        out.append(Link(dev=dev, port=port, cur_width=cur_w or None, max_width=min(widths) if widths else None,
+                        dev_max_width=dmw or None, port_max_width=pmw or None, cur_gen=cur_g,
+                        max_gen=min(gens) if gens else None, dev_max_gen=dmg, port_max_gen=pmg,
+                        carries=tuple(sorted(below.get(dev.bdf, []), key=order))))
+    return out
+
+
+def _link_subject(node: Node, link: Link) -> str:
+    d = describe(node, link.dev.bdf)
+    if link.dev.role in ("switch_upstream", "bridge") and link.carries:
+        who = ", ".join(short_name(node, b) for b in link.carries[:4]) + (" ..." if len(link.carries) > 4 else "")
+        d += f", the uplink of {who}"
+    return d
+
+
+def _link_evidence(node: Node, link: Link, kind: str) -> tuple[str, ...]:
+    dev, port = link.dev, link.port
+    ev = []
+    if kind == "width":
+        ev.append(f"{dev.bdf}: current_link_width={dev.current_link_width} max_link_width={dev.max_link_width}")
+        if port is not None:
+            ev.append(f"{port.bdf} (port above): current_link_width={port.current_link_width} "
+                      f"max_link_width={port.max_link_width}")
+    else:
+        ev.append(f"{dev.bdf}: current_link_speed={dev.current_link_speed!r} max_link_speed={dev.max_link_speed!r}")
+        if port is not None:
+            ev.append(f"{port.bdf} (port above): current_link_speed={port.current_link_speed!r} "
+                      f"max_link_speed={port.max_link_speed!r}")
+    for g in node.gpus:
+        if g.bdf == dev.bdf and (g.pcie_curr_width or g.pcie_curr_gen):
+            ev.append(f"NVML GPU{g.index}: gen {g.pcie_curr_gen}/{g.pcie_max_gen} width x{g.pcie_curr_width}/"
+                      f"x{g.pcie_max_width} (current/max)")
+    return tuple(ev)
+
+
+def _in_scope(node: Node, link: Link, all_links: bool) -> bool:
+    """Links that carry GPU or RDMA NIC data (the device itself, or a switch above one); all with all_links."""
+    return all_links or bool(link.carries)
+
+
+@rule(
+    "PCI003", "pcie-link-width-degraded", E, "PCIe link trained narrower than both ends support",
+    what="A PCIe link of a GPU, an RDMA NIC, or a switch above one, running with fewer lanes than both the device and "
+         "the port above it support (e.g. x8 where both are x16). A device wider than its slot (an x16 card in an "
+         "x8 slot) is not a training fault; it is reported as info, because it still halves the bandwidth.",
+    why="A lost lane group halves (or worse) the PCIe bandwidth of everything behind the link: GPU<->NIC "
+        "GPUDirect RDMA, host<->GPU copies and NCCL's PCIe P2P. The slowest rail then sets the pace of every "
+        "collective, so one x8 GPU caps the whole job's bus bandwidth.",
+    detect="sysfs current_link_width of the device (or of the port above it) against min(max_link_width of the "
+           "device, max_link_width of the port above it); NVML current/max width for GPUs when sysfs has none. "
+           "Same link as 'lspci -vvv' LnkSta 'Width x8 (downgraded)' vs LnkCap. Width is not lowered by power "
+           "management, so any shortfall is a fault.",
+    fix="Reseat the GPU/NIC (or its riser/cable/retimer), check the slot's bifurcation setting in the BIOS, update "
+        "the BMC/switch firmware; move the card to a full-width slot when the slot itself is narrower.",
+    options=(Option("all_links", bool, False, "also check links that carry no GPU or RDMA NIC traffic "
+                                               "(management NICs, NVSwitch management links, storage)"),),
+)
+def link_width(ctx: Ctx, opts: dict) -> Iterable[Hit]:
+    node = ctx.node
+    for link in links(node):
+        if not _in_scope(node, link, opts["all_links"]):
+            continue
+        if not link.cur_width or not link.max_width:
+            continue  # width 0 / unknown: link down or not reported (VFs, VMs)
+        if link.cur_width < link.max_width:
+            yield Hit(link.dev.bdf,
+                      f"PCIe link of {_link_subject(node, link)} trained at x{link.cur_width}; both ends support "
+                      f"x{link.max_width}",
+                      fix=f"reseat {describe(node, link.dev.bdf)} (and its riser/cable), check the BIOS bifurcation "
+                          f"of the slot behind port {link.port.bdf if link.port else link.dev.bdf}; "
+                          f"verify with: lspci -vvv -s {link.dev.bdf} | grep -E 'LnkCap|LnkSta'",
+                      evidence=_link_evidence(node, link, "width"))
+        elif (link.dev_max_width and link.port_max_width and link.dev_max_width > link.port_max_width
+              and link.dev.role == "endpoint"):
+            yield Hit(link.dev.bdf,
+                      f"{describe(node, link.dev.bdf)} is an x{link.dev_max_width} device in an "
+                      f"x{link.port_max_width} slot (port {link.port.bdf if link.port else '?'}): it runs at "
+                      f"x{link.cur_width} by design, with {link.port_max_width}/{link.dev_max_width} of its bandwidth",
+                      fix=f"move {describe(node, link.dev.bdf)} to an x{link.dev_max_width} slot if its bandwidth "
+                          f"matters for NCCL",
+                      evidence=_link_evidence(node, link, "width"), severity=I)
+
+
+@rule(
+    "PCI004", "pcie-link-speed-degraded", W, "PCIe link trained at a lower speed than both ends support",
+    what="A PCIe link of an RDMA NIC or of a switch above a GPU/NIC running at a lower generation than both ends "
+         "support (e.g. 16 GT/s where both do 32 GT/s). GPU links are skipped by default: an idle NVIDIA GPU lowers "
+         "its own link speed (to 2.5 GT/s) for power saving and raises it under load, so a low speed on an idle GPU "
+         "is normal. NICs and switches do not do that.",
+    why="A Gen4 link where Gen5 is possible halves the bandwidth behind it: a 400 Gb/s NIC needs Gen5 x16 "
+        "(about 50 GB/s), so at Gen4 it cannot reach line rate and NCCL's bus bandwidth on that rail drops.",
+    detect="sysfs current_link_speed (or the port above) against min(max_link_speed of the device, max_link_speed of "
+           "the port above it), parsing both kernel spellings ('32.0 GT/s PCIe', '32 GT/s'); 'Unknown' is skipped. "
+           "With check_gpus, GPU links too (run the lint while the GPUs are busy).",
+    fix="Reseat the card/riser/retimer, check the slot's PCIe generation setting in the BIOS (often 'Auto' vs a "
+        "forced Gen), update NIC/switch firmware; a GPU that stays slow under load needs the same treatment.",
+    options=(Option("check_gpus", bool, False, "also judge GPU links (only meaningful while the GPUs are busy: idle "
+                                                "GPUs lower their link speed)"),
+             Option("all_links", bool, False, "also check links that carry no GPU or RDMA NIC traffic")),
+)
+def link_speed(ctx: Ctx, opts: dict) -> Iterable[Hit]:
+    from ncclctl.probe.values import GEN_SPEED_STRING
+
+    node = ctx.node
+    gpus = {g.bdf for g in node.gpus}
+    for link in links(node):
+        if not _in_scope(node, link, opts["all_links"]):
+            continue
+        if link.dev.bdf in gpus and not opts["check_gpus"]:
+            continue
+        if not link.cur_gen or not link.max_gen or link.cur_gen >= link.max_gen:
+            continue
+        cur, mx = GEN_SPEED_STRING[link.cur_gen], GEN_SPEED_STRING[link.max_gen]
+        yield Hit(link.dev.bdf,
+                  f"PCIe link of {_link_subject(node, link)} runs at {cur} (Gen{link.cur_gen}); both ends support "
+                  f"{mx} (Gen{link.max_gen})",
+                  fix=f"reseat {describe(node, link.dev.bdf)} (riser/retimer), check the BIOS PCIe speed of the slot "
+                      f"behind port {link.port.bdf if link.port else link.dev.bdf}, update firmware; verify with: "
+                      f"lspci -vvv -s {link.dev.bdf} | grep -E 'LnkCap|LnkSta'",
+                  evidence=_link_evidence(node, link, "speed"))
+
+
+# --------------------------------------------------------------------------------------------------
+# GPU <-> rail NIC distance (host-facts.md 7.10; NCCL ncclTopoCheckGdr)
+
+
+def _topology_file(node: Node) -> str | None:
+    f = setting(node, "NCCL_TOPO_FILE")
+    if f:
+        return f"NCCL_TOPO_FILE={f}"
+    if node.facts.virtual_topology is not None:
+        return node.facts.virtual_topology.path
+    return None
+
+
+@rule(
+    "PCI005", "gpu-nic-beyond-gdr-level", W, "GPU and its rail NIC too far apart for GPUDirect RDMA",
+    what="A GPU whose rail NIC (the closest RDMA NIC, as 'ncclctl rails' assigns them) is farther away on PCIe than "
+         "NCCL's GPUDirect RDMA level: through the CPU (PHB/NODE: warning) or across sockets (SYS: error), with "
+         "the default NCCL_NET_GDR_LEVEL of PXB (P2C for Grace C2C GPUs reaching a NIC of their own CPU) or the "
+         "level set in the environment/nccl.conf. Not reported when NCCL reaches the NIC through PXN (an "
+         "NVLink-connected GPU that is close to the NIC). On a VM with flat PCIe and no topology file it is an info: "
+         "NCCL sees the same flat tree unless NCCL_TOPO_FILE describes the host.",
+    why="ncclTopoCheckGdr disables GPUDirect RDMA when the GPU->NIC distance exceeds the level (NCCL logs "
+        "'GPU Direct RDMA Disabled for GPU ... / HCA ...' with NCCL_DEBUG_SUBSYS=NET) and stages every message "
+        "through host memory: inter-node bandwidth drops by up to half and CPU/memory load rises.",
+    detect="The rail plan (PCIe path types from the sysfs tree, NUMA nodes), the GPU's C2C links from NVML, "
+           "NVLink peers, and NCCL_NET_GDR_LEVEL, NCCL_NET_GDR_C2C, NCCL_PXN_DISABLE from the environment and "
+           "nccl.conf, parsed as NCCL does (path names are exact and case-sensitive; an invalid value is ignored).",
+    fix="Put each GPU and its NIC under the same PCIe switch (the rail-optimized layout), fix BIOS NUMA/NPS "
+        "settings, or, if the host bridge handles P2P well (measure with ib_write_bw --use_cuda), set "
+        "NCCL_NET_GDR_LEVEL=PHB deliberately.",
+)
+def gpu_nic_distance(ctx: Ctx, opts: dict) -> Iterable[Hit]:
+    from ncclctl.paths import nvlink_count
+
+    node = ctx.node
+    plan = ctx.rails
+    if plan is None or not plan.rails:
+        return
+    level = gdr_level(node)
+    if not ctx.is_bare_metal:
+        topo = _topology_file(node)
+        if topo is None and level.rank < _NCCL_RANK["PHB"]:
+            yield Hit(ctx.host,
+                      "this VM shows flat PCIe (every GPU and NIC on its own root bus): NCCL sees every GPU<->NIC "
+                      "pair as PHB/SYS and disables GPUDirect RDMA unless NCCL_TOPO_FILE gives it the host topology; "
+                      "GPU<->NIC pairing here comes from NUMA nodes only",
+                      fix="set NCCL_TOPO_FILE to the provider's topology file for this VM size (or one generated "
+                          "with 'ncclctl topo generate' from the bare-metal layout)",
+                      evidence=tuple(f"GPU{r.gpus[0]} -> {r.nic}: {r.path}" for r in plan.rails[:4]),
+                      severity=I)
+        return
+    pxn_off = int_param(node, "NCCL_PXN_DISABLE", 0) == 1
+    pxn_limit = _NCCL_RANK["P2C"] if int_param(node, "NCCL_PXN_C2C", 1) else _NCCL_RANK["PXB"]
+    gpus = sorted(node.gpus, key=lambda g: g.index)
+    for g in gpus:
+        rail = plan.gpu_rail(g.index)
+        if rail is None:
+            continue
+        nic = node.nic(rail.nic)
+        if nic is None or nic.bdf is None:
+            continue
+        t = gpu_nic_nccl_path(node, g, nic)
+        if nccl_rank(t) <= level.rank:
+            continue
+        via = None
+        if not pxn_off:
+            for p in gpus:
+                if p is g or not nvlink_count(g, p):
+                    continue
+                pt = gpu_nic_nccl_path(node, p, nic)
+                if nccl_rank(pt) <= min(level.rank, pxn_limit):
+                    via = p
+                    break
+        if via is not None:
+            continue  # PXN: NCCL sends through the NVLink peer that is close to the NIC, with GDR
+        severity = E if t == "SYS" else None
+        yield Hit(f"GPU{g.index}",
+                  f"GPU{g.index} ({g.bdf}) and its rail NIC {rail.nic} ({nic.bdf}) are {t} apart, beyond "
+                  f"NCCL_NET_GDR_LEVEL {level.name} ({level.source}): NCCL disables GPUDirect RDMA for this pair",
+                  fix=(f"move {rail.nic} or GPU{g.index} under a common PCIe switch"
+                       + (", or remove the override " + level.source if level.source != "default" else "")
+                       + ("; or set NCCL_NET_GDR_LEVEL=PHB if host-bridge P2P performs well (measure first)"
+                          if t == "PHB" else "")),
+                  evidence=(f"PCIe path GPU{g.index} {g.bdf} -> {rail.nic} {nic.bdf}: {t}",
+                            f"GPUDirect RDMA level: {level.name} ({level.source})",
+                            f"NUMA: GPU {g.numa_node}, NIC {node.numa_node_of(nic.bdf)}"),
+                  severity=severity)

@@ -1,0 +1,163 @@
+"""examples/systemd (facts service + timer) and examples/slurm/prolog.sh: syntax, and behaviour against fakes."""
+
+from __future__ import annotations
+
+import configparser
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import HOSTS, REPO, run_cli
+
+SYSTEMD = REPO / "examples" / "systemd"
+PROLOG = REPO / "examples" / "slurm" / "prolog.sh"
+
+# -- systemd ---------------------------------------------------------------------------------------
+
+
+def _unit(name: str) -> configparser.ConfigParser:
+    cp = configparser.ConfigParser(strict=True, interpolation=None, delimiters=("=",), comment_prefixes=("#", ";"))
+    cp.optionxform = str  # keys are case-sensitive in systemd
+    cp.read_string((SYSTEMD / name).read_text())
+    return cp
+
+
+def test_units_parse_and_say_what_they_should():
+    svc, timer = _unit("ncclctl-facts.service"), _unit("ncclctl-facts.timer")
+    assert svc.sections() == ["Unit", "Service"] and timer.sections() == ["Unit", "Timer", "Install"]
+    assert svc["Service"]["Type"] == "oneshot"
+    assert timer["Timer"]["Unit"] == "ncclctl-facts.service" and timer["Install"]["WantedBy"] == "timers.target"
+    for key in ("OnBootSec", "OnUnitActiveSec", "RandomizedDelaySec"):
+        assert timer["Timer"][key]
+    argv = shlex.split(svc["Service"]["ExecStart"])
+    assert argv[1] == "facts" and "--timeout" in argv and argv[argv.index("-o") + 1] == "/etc/ansible/facts.d/ncclctl.fact"
+    assert svc["Service"]["ReadWritePaths"].lstrip("-") == "/etc/ansible/facts.d"
+
+
+def test_the_service_command_line_works(tmp_path):
+    """ExecStart, run as written (program and output folder moved into a scratch folder, on a fixture)."""
+    argv = shlex.split(_unit("ncclctl-facts.service")["Service"]["ExecStart"])
+    out = tmp_path / "ncclctl.fact"
+    args = [a if a != "/etc/ansible/facts.d/ncclctl.fact" else str(out) for a in argv[1:]]
+    r = run_cli(*args, "--root", str(HOSTS / "dgx-h100"))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(out.read_text())["ok"] is True
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
+def test_systemd_analyze_verify(tmp_path):
+    """systemd's own checker; the program path is pointed at an existing executable (verify checks it exists)."""
+    fake = tmp_path / "ncclctl"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    for name in ("ncclctl-facts.service", "ncclctl-facts.timer"):
+        text = (SYSTEMD / name).read_text().replace("/opt/ncclctl/bin/ncclctl", str(fake))
+        (tmp_path / name).write_text(text)
+    r = subprocess.run(["systemd-analyze", "verify", str(tmp_path / "ncclctl-facts.service"),
+                        str(tmp_path / "ncclctl-facts.timer")], capture_output=True, text=True, timeout=60)
+    # verify reports unknown keys and bad values as warnings on stderr with exit 0: fail on any line about ours.
+    ours = [line for line in (r.stdout + r.stderr).splitlines() if "ncclctl-facts" in line]
+    assert r.returncode == 0 and not ours, r.stdout + r.stderr
+    bad = tmp_path / "bad.service"
+    bad.write_text("[Service]\nType=oneshoot\nExecStart=/bin/true\n")
+    r = subprocess.run(["systemd-analyze", "verify", str(bad)], capture_output=True, text=True, timeout=60)
+    assert "oneshoot" in r.stdout + r.stderr, "the checker itself must catch a bad value"
+
+
+# -- Slurm prolog ----------------------------------------------------------------------------------
+
+
+def test_prolog_is_valid_bash():
+    r = subprocess.run(["bash", "-n", str(PROLOG)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert os.access(PROLOG, os.X_OK)
+
+
+def _fakes(tmp_path, ncclctl_body: str):
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    log = tmp_path / "calls.log"
+    scripts = {
+        "ncclctl": ncclctl_body,
+        "scontrol": f'#!/bin/sh\nprintf "scontrol %s\\n" "$*" >> {log}\n',
+        "logger": f'#!/bin/sh\nprintf "logger %s\\n" "$*" >> {log}\n',
+    }
+    for name, body in scripts.items():
+        (bindir / name).write_text(body)
+        (bindir / name).chmod(0o755)
+    return bindir, log
+
+
+def _prolog(tmp_path, bindir, **env):
+    full = {"PATH": f"{bindir}:/usr/bin:/bin", "SLURMD_NODENAME": "gpu-017", "NCCLCTL": str(bindir / "ncclctl"),
+            "NCCLCTL_ARGS": f"--root {HOSTS / 'dgx-h100'}", **env}
+    t0 = time.monotonic()
+    r = subprocess.run(["bash", str(PROLOG)], env=full, capture_output=True, text=True, timeout=60)
+    return r, time.monotonic() - t0
+
+
+STATUS = {0: "NCCLCTL OK - gpu-017: 0 errors, 0 warnings|errors=0",
+          1: "NCCLCTL WARNING - gpu-017: 0 errors, 2 warnings: GPU004 GPU3 persistence off|warnings=2",
+          2: "NCCLCTL CRITICAL - gpu-017: 1 error: IB001 mlx5_3 port 1 is DOWN|errors=1",
+          3: "NCCLCTL UNKNOWN - cannot probe: no sysfs"}
+
+
+@pytest.mark.parametrize("code,drain_on_unknown,exit_status,drained", [
+    (0, "0", 0, False), (1, "0", 0, False), (2, "0", 1, True), (3, "0", 0, False), (3, "1", 1, True),
+])
+def test_prolog_maps_nagios_codes(tmp_path, code, drain_on_unknown, exit_status, drained):
+    args_file = tmp_path / "args"
+    body = f'#!/bin/sh\nprintf "%s\\n" "$@" > {args_file}\necho "{STATUS[code]}"\necho "detail line"\nexit {code}\n'
+    bindir, log = _fakes(tmp_path, body)
+    r, _ = _prolog(tmp_path, bindir, NCCLCTL_DRAIN_ON_UNKNOWN=drain_on_unknown)
+    assert r.returncode == exit_status, r.stderr
+    assert args_file.read_text().split("\n")[:4] == ["lint", "--nagios", "--root", str(HOSTS / "dgx-h100")]
+    calls = log.read_text().splitlines() if log.exists() else []
+    drains = [c for c in calls if c.startswith("scontrol")]
+    if drained:
+        status = STATUS[code].split("\n")[0]
+        assert drains == [f"scontrol update NodeName=gpu-017 State=DRAIN Reason=ncclctl: {status}"]
+    else:
+        assert drains == []
+    if code in (1, 3):
+        assert any(c.startswith("logger") and STATUS[code] in c for c in calls), calls
+    if code == 0:
+        assert calls == []
+
+
+def test_prolog_times_out_as_unknown(tmp_path):
+    bindir, log = _fakes(tmp_path, "#!/bin/sh\nexec sleep 30\n")
+    r, elapsed = _prolog(tmp_path, bindir, NCCLCTL_TIMEOUT="1")
+    assert r.returncode == 0 and elapsed < 10
+    assert any("did not finish within 1s" in c for c in log.read_text().splitlines())
+    assert "scontrol" not in log.read_text()
+
+
+def test_prolog_without_ncclctl_is_unknown_not_a_drain(tmp_path):
+    bindir, log = _fakes(tmp_path, "#!/bin/sh\nexit 0\n")
+    r, _ = _prolog(tmp_path, bindir, NCCLCTL=str(tmp_path / "missing"))
+    assert r.returncode == 0 and "cannot run" in log.read_text() and "scontrol" not in log.read_text()
+
+
+@pytest.mark.parametrize("host,drained", [("dgx-h100", False), ("dgx-h100-port-down", True)])
+def test_prolog_with_the_real_ncclctl(tmp_path, host, drained):
+    """The real `ncclctl lint --nagios` on a clean and on a broken fixture."""
+    if run_cli("lint", "--help").stdout.find("--nagios") < 0:
+        pytest.skip("ncclctl lint --nagios is not available in this tree")
+    bindir, log = _fakes(tmp_path, f"#!/bin/sh\nexec {sys.executable} -m ncclctl \"$@\"\n")
+    env = {"PYTHONPATH": str(REPO), "NCCLCTL_ARGS": f"--root {HOSTS / host}", "NCCLCTL_TIMEOUT": "30"}
+    r, _ = _prolog(tmp_path, bindir, **env)
+    calls = log.read_text().splitlines() if log.exists() else []
+    drains = [c for c in calls if c.startswith("scontrol")]
+    if drained:
+        assert r.returncode == 1 and len(drains) == 1, (r.stderr, calls)
+        assert drains[0].startswith("scontrol update NodeName=gpu-017 State=DRAIN Reason=ncclctl: NCCLCTL CRITICAL")
+        assert len(drains[0]) <= len("scontrol update NodeName=gpu-017 State=DRAIN Reason=") + 200
+    else:
+        assert r.returncode == 0 and not drains, (r.stderr, calls)

@@ -1,0 +1,171 @@
+"""ncclctl facts: valid JSON (schema) and exit 0 whatever happens, bounded time, deterministic, -o idempotent."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+
+import jsonschema
+import pytest
+
+from conftest import HOSTS, REPO, host_names, run_cli
+from ncclctl import facts
+from ncclctl.probe import probe
+
+SCHEMA = json.loads((REPO / "schemas" / "facts.schema.json").read_text())
+VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+
+
+def _valid(doc: dict) -> None:
+    errors = sorted(VALIDATOR.iter_errors(doc), key=lambda e: list(e.path))
+    assert not errors, "\n".join(f"{list(e.path)}: {e.message[:200]}" for e in errors[:5])
+
+
+def test_schema_is_a_valid_2020_12_schema():
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+
+
+@pytest.mark.parametrize("host", host_names())
+def test_every_fixture_validates(host):
+    r = run_cli("facts", "--root", str(HOSTS / host))
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    doc = json.loads(r.stdout)
+    _valid(doc)
+    assert doc["ok"] is True and doc["timed_out"] is False and doc["error"] is None
+    assert doc["source"] == {"kind": "root", "path": str(HOSTS / host)}
+
+
+def test_content_matches_the_node():
+    doc = json.loads(run_cli("facts", "--root", str(HOSTS / "dgx-h100-port-down")).stdout)
+    node = probe(str(HOSTS / "dgx-h100-port-down"))
+    assert doc["hostname"] == node.hostname
+    assert doc["gpu"]["count"] == 8 and doc["gpu"]["models"] == [{"name": node.gpus[0].name, "count": 8}]
+    assert doc["gpu"]["driver_version"] == node.facts.driver_version
+    assert doc["rails"]["nccl_ib_hca"].startswith("=mlx5_0:1,mlx5_3:1") and doc["rails"]["down"] == ["mlx5_3:1"]
+    mlx5_3 = next(n for n in doc["nics"] if n["name"] == "mlx5_3")
+    assert mlx5_3["ports"][0]["state"] == "DOWN" and mlx5_3["ports"][0]["link_layer"] == "InfiniBand"
+    assert mlx5_3["ports"][0]["rate_gbps"] == node.nic("mlx5_3").ports[0].rate_gbps == 10  # a down port: SDR 1X
+    # /etc/nccl.conf of the fixture, as NCCL resolves it.
+    assert doc["nccl"]["conf_files"] == ["/etc/nccl.conf"]
+    assert doc["nccl"]["effective"]["nccl_ib_hca"] == "=mlx5_0,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_9,mlx5_10,mlx5_11"
+    # The lint summary runs the registered rules: the down rail port is an error.
+    assert doc["lint"]["ran"] is True and doc["lint"]["summary"]["error"] >= 1 and "IB001" in doc["lint"]["rules"]
+    assert doc["versions"]["ncclctl"] == doc["ncclctl_version"]
+    no_lint = json.loads(run_cli("facts", "--root", str(HOSTS / "dgx-h100-port-down"), "--no-lint").stdout)
+    assert no_lint["lint"] == {"ran": False, "error": None, "summary": None, "rules": None}
+    _valid(no_lint)
+
+
+def test_keys_are_snake_case():
+    doc = json.loads(run_cli("facts", "--root", str(HOSTS / "hgx-h100-roce")).stdout)
+    bad = []
+
+    def walk(obj, where):
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                if not k.replace("_", "a").isalnum() or k != k.lower() or k[0].isdigit():
+                    bad.append(f"{where}.{k}")
+                walk(v, f"{where}.{k}")
+        elif isinstance(obj, list):
+            for i, v in enumerate(obj):
+                walk(v, f"{where}[{i}]")
+
+    walk(doc, "$")
+    assert not bad and doc["nccl"]["env"] == {"nccl_ib_gid_index": "3", "nccl_ib_tc": "106"}, bad
+
+
+def test_byte_identical_across_runs():
+    a = run_cli("facts", "--root", str(HOSTS / "hgx-h100-roce")).stdout
+    b = run_cli("facts", "--root", str(HOSTS / "hgx-h100-roce")).stdout
+    assert a == b
+
+
+def test_errors_stay_inside_valid_json(tmp_path):
+    r = run_cli("facts", "--root", str(tmp_path / "nowhere"))
+    assert r.returncode == 0 and r.stderr == ""
+    doc = json.loads(r.stdout)
+    _valid(doc)
+    assert doc["ok"] is False and doc["timed_out"] is False
+    assert doc["error"]["error"] == "InputError" and doc["error"]["path"] == str(tmp_path / "nowhere")
+    assert doc["error"]["exit_code"] == 3 and doc["error"]["fix"]
+    assert doc["gpu"] is None and doc["hostname"] is None
+    bad_model = tmp_path / "model.json"
+    bad_model.write_text("{ not json")
+    doc = json.loads(run_cli("facts", "--model", str(bad_model)).stdout)
+    _valid(doc)
+    assert doc["ok"] is False and "not a JSON node model" in doc["error"]["message"]
+
+
+def test_model_input(tmp_path):
+    model = tmp_path / "m.json"
+    model.write_text(run_cli("probe", "--root", str(HOSTS / "grace-hopper"), "--format", "json").stdout)
+    doc = json.loads(run_cli("facts", "--model", str(model)).stdout)
+    _valid(doc)
+    assert doc["ok"] and doc["source"] == {"kind": "model", "path": str(model)} and doc["cpu"]["arch"] == "arm64"
+
+
+def test_a_hung_read_is_cut_off_at_the_deadline(tmp_path):
+    """A sysfs file that never answers (here a FIFO without a writer, like a hung NFS or driver read)."""
+    root = tmp_path / "hung"
+    shutil.copytree(HOSTS / "cpu-only", root, symlinks=True)
+    (root / "proc" / "cpuinfo").unlink()
+    os.mkfifo(root / "proc" / "cpuinfo")
+    t0 = time.monotonic()
+    r = run_cli("facts", "--root", str(root), "--timeout", "1")
+    elapsed = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    _valid(doc)
+    assert doc["ok"] is False and doc["timed_out"] is True and doc["error"]["error"] == "Timeout"
+    assert "within 1 s" in doc["error"]["message"]
+    assert elapsed < 10, f"took {elapsed:.1f} s"
+
+
+def test_collect_kills_the_worker_and_its_children(tmp_path):
+    """The deadline kills the forked worker's whole process group (commands it started included)."""
+    import subprocess
+
+    pidfile = tmp_path / "child.pid"
+
+    def load():
+        child = subprocess.Popen(["sleep", "60"])
+        pidfile.write_text(str(child.pid))
+        time.sleep(60)
+
+    doc = facts.collect(load, source={"kind": "live", "path": None}, timeout=0.5)
+    assert doc["timed_out"] is True
+    pid = int(pidfile.read_text())
+    for _ in range(50):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        if os.path.exists(f"/proc/{pid}/stat") and open(f"/proc/{pid}/stat").read().split()[2] == "Z":
+            break  # killed, waiting for its (gone) parent to be reaped by init
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"the worker's child {pid} survived the deadline")
+
+
+def test_internal_errors_become_documents():
+    def load():
+        raise RuntimeError("boom")
+
+    doc = facts.collect(load, source={"kind": "live", "path": None}, timeout=10)
+    _valid(doc)
+    assert doc["ok"] is False and doc["error"]["error"] == "InternalError" and "boom" in doc["error"]["message"]
+    assert doc["hostname"]  # live: the host name is still known
+
+
+def test_output_file_is_idempotent(tmp_path):
+    out = tmp_path / "facts.d" / "ncclctl.fact"
+    out.parent.mkdir()
+    args = ("facts", "--root", str(HOSTS / "dgx-h100"), "-o", str(out), "--format", "json")
+    first = json.loads(run_cli(*args).stdout)
+    assert first["changed"] is True and first["ok"] is True and first["facts"] is None
+    _valid(json.loads(out.read_text()))
+    assert json.loads(run_cli(*args).stdout)["changed"] is False
+    r = run_cli("facts", "--root", str(HOSTS / "dgx-h100"), "-o", str(out))
+    assert r.stdout == "" and "is up to date" in r.stderr
