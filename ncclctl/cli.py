@@ -169,7 +169,7 @@ def _load_node(root: Optional[str], model: Optional[str]):
                 data = json.load(fh)
         except FileNotFoundError:
             raise InputError("no such file", path=model, fix="write one with: ncclctl probe --format json > model.json") from None
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             raise InputError(f"not a JSON node model: {exc}", path=model,
                              fix="write one with: ncclctl probe --format json > model.json") from None
         return Node.from_dict(data, source=model)

@@ -71,7 +71,7 @@ def load_model(path: str):
             data = json.load(fh)
     except FileNotFoundError:
         raise InputError("no such file", path=path, fix="write one with: ncclctl probe --format json > model.json") from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise InputError(f"not a JSON node model: {exc}", path=path,
                          fix="write one with: ncclctl probe --format json > model.json") from None
     return Node.from_dict(data, source=path)
@@ -109,6 +109,8 @@ def load_inventory(path: str) -> Inventory:
             data = loader.construct_document(root) if root is not None else None
         finally:
             loader.dispose()
+    except ValueError as exc:  # e.g. an integer of over 4300 digits (Python's int-from-string limit)
+        raise InputError(f"not usable YAML: {str(exc)[:120]}", path=path, fix="fix the YAML value") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(f"not valid YAML: {getattr(exc, 'problem', None) or exc}", path=path,

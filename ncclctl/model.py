@@ -418,7 +418,11 @@ class Node:
                 fix="re-create the model with this ncclctl version: ncclctl probe --format json",
             )
         body = {k: v for k, v in data.items() if k not in ("schema_version", "derived")}
-        return from_dict(cls, body, source=source)
+        node = from_dict(cls, body, source=source)
+        from ncclctl.probe.values import check_node_values  # the sysfs-shaped strings the types cannot check
+
+        check_node_values(node, source=source)
+        return node
 
 
 # --------------------------------------------------------------------------------------------------

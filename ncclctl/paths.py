@@ -23,7 +23,8 @@ _RANK = {name: i for i, name in enumerate(PCIE_ORDER)}
 
 def natural_key(name: str) -> tuple:
     """``mlx5_2`` before ``mlx5_10``."""
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name))
+    # (a run of 50+ digits sorts as one huge number: int() refuses over 4300 digits)
+    return tuple((int(p) if len(p) < 50 else 10**50) if p.isdigit() else p for p in re.split(r"(\d+)", name))
 
 
 def pcie_rank(path_type: str) -> int:

@@ -269,3 +269,20 @@ def test_host_corpus_fires_its_rule(path):
         assert any(f["line"] == line for f in hits), [(f["line"], f["message"]) for f in hits]
     assert all(f["fix"] for f in hits)
     assert result.returncode == (1 if any(f["severity"] == "error" for f in findings) else 0)
+
+
+def test_minimal_skeleton_is_not_missing_devices(tmp_path):
+    """A --minimal file names every GPU and NIC as a <pci> function: NCCL fills them in, so no NTH002."""
+    out = tmp_path / "min.xml"
+    root = "fixtures/hosts/dgx-h100"
+    assert run_cli("topo", "generate", "--root", root, "--minimal", "-o", str(out)).returncode == 0
+    r = run_cli("topo", "validate", str(out), "--root", root, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert [f for f in json.loads(r.stdout)["findings"] if f["rule"] == "NTH002"] == []
+    # Drop one GPU's <pci> line: that GPU is now really absent from the file.
+    lines = out.read_text().splitlines(keepends=True)
+    gpu = next(i for i, l in enumerate(lines) if 'busid="0000:1b:00.0"' in l)
+    out.write_text("".join(lines[:gpu] + lines[gpu + 1:]))
+    r = run_cli("topo", "validate", str(out), "--root", root, "--format", "json")
+    missing = [f["message"] for f in json.loads(r.stdout)["findings"] if f["rule"] == "NTH002"]
+    assert missing == ["GPU 0 (0000:1b:00.0) is not in the file"]

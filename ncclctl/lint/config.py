@@ -240,6 +240,9 @@ def load_yaml(text: str, path: str) -> tuple[Any, dict[tuple, int]]:
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
+    except (RecursionError, ValueError) as exc:  # deep nesting; an integer of over 4300 digits
+        raise InputError(f"not usable YAML: {type(exc).__name__}: {str(exc)[:120]}", path=path,
+                         fix="fix the YAML structure") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(f"not valid YAML: {getattr(exc, 'problem', None) or exc}", path=path,
@@ -248,13 +251,18 @@ def load_yaml(text: str, path: str) -> tuple[Any, dict[tuple, int]]:
     lines: dict[tuple, int] = {}
     if root is not None:
         lines[()] = root.start_mark.line + 1
-        _walk(root, (), lines, path)
+        _walk(root, (), lines, path, set())
     return data, lines
 
 
-def _walk(node: Any, where: tuple, lines: dict[tuple, int], path: str) -> None:
+def _walk(node: Any, where: tuple, lines: dict[tuple, int], path: str, seen_nodes: set[int]) -> None:
+    """Record key lines. A node reached again through a YAML alias is not walked again: aliases share nodes,
+    and walking every path through them is exponential ("billion laughs"); such keys report the alias's line."""
     import yaml
 
+    if id(node) in seen_nodes:
+        return
+    seen_nodes.add(id(node))
     if isinstance(node, yaml.MappingNode):
         seen = set()
         for k, v in node.value:
@@ -264,22 +272,24 @@ def _walk(node: Any, where: tuple, lines: dict[tuple, int], path: str) -> None:
                                  fix="keep one entry per key (YAML would silently use the last one)")
             seen.add(key)
             lines[(*where, key)] = k.start_mark.line + 1
-            _walk(v, (*where, key), lines, path)
+            _walk(v, (*where, key), lines, path, seen_nodes)
     elif isinstance(node, yaml.SequenceNode):
         for i, v in enumerate(node.value):
             lines[(*where, i)] = v.start_mark.line + 1
-            _walk(v, (*where, i), lines, path)
+            _walk(v, (*where, i), lines, path, seen_nodes)
 
 
 def _scalar_key(node: Any) -> Any:
     import yaml
 
-    if not isinstance(node, yaml.ScalarNode):
-        return repr(node.value)
+    if not isinstance(node, yaml.ScalarNode):  # a mapping or list used as a key: name it, never expand it
+        return f"<{'mapping' if isinstance(node, yaml.MappingNode) else 'list'} at line {node.start_mark.line + 1}>"
     # Construct the key as safe_load would (so `1:` is the int 1, `off:` is False).
     loader = yaml.SafeLoader("")
     try:
         return loader.construct_object(node)
+    except (yaml.YAMLError, ValueError):  # e.g. the merge key '<<' on its own, a 5000-digit integer
+        return node.value
     finally:
         loader.dispose()
 

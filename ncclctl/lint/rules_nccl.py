@@ -916,6 +916,7 @@ def enum_value_invalid(ctx: Ctx, opts: dict) -> Iterable[Hit]:
 
 def _xml_hits(ctx: Ctx, kind: str, conf, opts: dict, note: str) -> list[Hit]:
     """The project's validator and host checker on a captured topology/graph file, as graded hits."""
+    from ncclctl.errors import InputError
     from ncclctl.topo import hostcheck
     from ncclctl.topo.interpret import interpret
     from ncclctl.topo.ncclxml import parse_nccl_xml
@@ -925,11 +926,15 @@ def _xml_hits(ctx: Ctx, kind: str, conf, opts: dict, note: str) -> list[Hit]:
     path = conf.path
     version = _version(opts)
     include_info = opts["include_info"]
-    if kind == "topology":
-        findings = validate_topology(data, path=path, nccl_version=version)
-    else:
-        findings = validate_graph(data, path=path, nccl_version=version)
-    result = parse_nccl_xml(data, kind=kind, nccl_version=version)
+    try:
+        if kind == "topology":
+            findings = validate_topology(data, path=path, nccl_version=version)
+        else:
+            findings = validate_graph(data, path=path, nccl_version=version)
+        result = parse_nccl_xml(data, kind=kind, nccl_version=version, path=path)
+    except InputError as exc:  # refused as unsafe or over a limit (a DTD, 100,000 nesting levels): docs/reliability.md
+        return [Hit(path, f"ncclctl refuses to read the file: {exc.message}", fix=exc.fix, line=exc.line,
+                    evidence=(note,), severity=E)]
     if result.ok and result.root is not None:
         if kind == "topology" and result.root.name == "system":
             findings += hostcheck.check_against_host(interpret(result), ctx.node, path)

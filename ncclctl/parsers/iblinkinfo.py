@@ -87,7 +87,7 @@ def parse_iblinkinfo(text: str | bytes, *, source: str = "iblinkinfo") -> Fabric
         if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         return _Parser(source).run(text)
-    except ParseError:
+    except (ParseError, MemoryError):
         raise
     except Exception as exc:  # pragma: no cover - defensive: the parser's own bug must not escape as a crash
         raise ParseError(f"cannot parse: {type(exc).__name__}: {exc}", path=source, fix=_FIX) from None

@@ -270,7 +270,7 @@ def parse_ibnetdiscover(text: str | bytes, *, source: str = "ibnetdiscover") -> 
                     return _parse_ports(_chunks(text), source)
                 return _parse_topology(_chunks(text), source)
         return Fabric(nodes=(), form="ibnetdiscover")
-    except ParseError:
+    except (ParseError, MemoryError):
         raise
     except Exception as exc:  # pragma: no cover - defensive: the parser's own bug must not escape as a crash
         raise ParseError(f"cannot parse: {type(exc).__name__}: {exc}", path=source, fix=_FIX) from None

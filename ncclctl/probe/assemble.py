@@ -32,6 +32,10 @@ PEERMEM_FILES = (
 )
 
 _NVLINK_REMOTE = {0: "gpu", 1: "cpu", 2: "nvswitch"}
+#: NVML answers that mean "this GPU or driver has no such feature", not "could not be read".
+_NVML_ABSENT = frozenset({"NotSupported", "FunctionNotFound"})
+#: Per-GPU NVML fields for features many GPUs do not have.
+_NVML_OPTIONAL = frozenset({"c2c", "fabric", "numa_node_id", "mig_mode"})
 
 
 def probe(
@@ -257,8 +261,14 @@ class _Probe:
         switch_bdfs = {s.bdf for s in nvswitches}
         pci_gpus = [d for d in pci.values() if d.class_code.startswith("0x03") and d.vendor == "0x10de"]
         init = doc.get("init", "ok")
-        if init != "ok":
+        count = doc.get("device_count")
+        if init == "ok" and is_error(count):
+            # nvmlDeviceGetCount failed: no device list, so fall back to the PCI view like a failed init.
+            init = count["error"]
+            self.unavailable.append(Unavailable(source="nvml", reason=str(init), detail="device count"))
+        elif init != "ok":
             self.unavailable.append(Unavailable(source="nvml", reason=str(init)))
+        if init != "ok":
             gpus = tuple(
                 Gpu(index=i, bdf=d.bdf, name=f"NVIDIA {d.device}", numa_node=d.numa_node, source="pci")
                 for i, d in enumerate(sorted(pci_gpus, key=lambda d: d.bdf))
@@ -295,14 +305,42 @@ class _Probe:
     def _nvml_path(self) -> str:
         return "NVML" if self.host.live else self.host.root + "/nvml.json"
 
+    def _nvml_field_errors(self, raw: dict, index: int) -> None:
+        """An explicit ``unavailable`` entry for every NVML query of this GPU that failed (NoPermission,
+        GpuIsLost, Unknown, ...); NotSupported/FunctionNotFound only for what every GPU has (not for the
+        optional features: C2C, fabric, NUMA id, MIG, NVLink details)."""
+        fields: list[tuple[str, Any]] = [(k, raw.get(k)) for k in (
+            "uuid", "name", "serial", "cuda_compute_capability", "persistence_mode", "mig_mode", "c2c", "fabric",
+            "numa_node_id")]
+        pcie = raw.get("pcie")
+        if isinstance(pcie, dict):
+            fields += [(f"pcie {k}", v) for k, v in pcie.items()]
+        nvlinks = raw.get("nvlinks")
+        for entry in nvlinks if isinstance(nvlinks, list) else ():
+            if isinstance(entry, dict):
+                fields += [(f"NVLink {entry.get('link')} {k}", v) for k, v in entry.items()
+                           if k not in ("link", "state")]  # a failed state is reported where it is read
+        for name, value in fields:
+            if not is_error(value):
+                continue
+            reason = str(value["error"])
+            optional = name in _NVML_OPTIONAL or name.startswith("NVLink ")
+            if optional and reason in _NVML_ABSENT:
+                continue
+            self.unavailable.append(Unavailable(source="nvml", reason=reason, detail=f"GPU {index} {name}"))
+
     def _gpu(self, raw: dict, index: int, bdf: str, dev: PciDevice | None, pci: dict[str, PciDevice],
              switch_bdfs: set[str], where: str) -> Gpu:
         ok = lambda v: None if is_error(v) else v  # noqa: E731
+        self._nvml_field_errors(raw, index)
         cc = ok(raw.get("cuda_compute_capability"))
         sm = cc[0] * 10 + cc[1] if isinstance(cc, list) and len(cc) == 2 and all(isinstance(x, int) for x in cc) else None
         mig = ok(raw.get("mig_mode"))
         pcie = raw.get("pcie") if isinstance(raw.get("pcie"), dict) else {}
         links = []
+        if not isinstance(raw.get("nvlinks", []), (list, type(None))):
+            raise InputError(f"GPU {index}: 'nvlinks' must be a list", path=self._nvml_path(),
+                             fix="see docs/fixture-format.md for the nvml.json layout")
         for entry in raw.get("nvlinks", []) or []:
             if not isinstance(entry, dict) or not isinstance(entry.get("link"), int):
                 raise InputError(f"GPU {index}: malformed NVLink entry", path=self._nvml_path())
@@ -590,6 +628,9 @@ class _Probe:
                 fm = "inactive"
         driver = doc.get("driver_version")
         cuda = doc.get("cuda_driver_version")
+        for what, value in (("driver version", driver), ("CUDA driver version", cuda)):
+            if is_error(value):
+                self.unavailable.append(Unavailable(source="nvml", reason=str(value["error"]), detail=what))
         return HostFacts(
             kernel=kernel,
             cmdline=host.read_value("/proc/cmdline"),

@@ -267,7 +267,7 @@ class HostRoot:
             data = json.loads(raw.decode("utf-8"))
         except FileNotFoundError:
             return {}
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             raise InputError(f"cannot read recorded environment: {exc}", path=path,
                              fix="env.json must be a JSON object of strings") from None
         if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):

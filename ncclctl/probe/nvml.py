@@ -174,7 +174,7 @@ class RecordedNvml:
                 doc = json.load(fh)
         except FileNotFoundError:
             return {"init": "NotCaptured", "devices": []}
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise InputError(f"recorded NVML answers are not valid JSON: {exc}", path=self.path,
                              fix="re-capture the host with 'ncclctl snapshot'") from None
         except OSError as exc:

@@ -41,6 +41,19 @@ def parse_hex_id(text: str, digits: int) -> str:
     return s
 
 
+#: Bound on CPU ids and list length (Linux NR_CPUS is at most 8192): a damaged or hostile list cannot
+#: make the probe allocate gigabytes (``0-65536,`` repeated) or a mask with a 10**30-bit shift.
+MAX_CPUS = 1 << 16
+_CPU_RE = re.compile(r"[0-9]{1,6}")
+
+
+def _cpu_id(tok: str) -> int:
+    tok = tok.strip()
+    if not _CPU_RE.fullmatch(tok) or int(tok) >= MAX_CPUS:
+        raise ValueError(f"bad CPU number {tok[:20]!r}")
+    return int(tok)
+
+
 def parse_cpulist(text: str) -> tuple[int, ...]:
     """Kernel CPU-list syntax: ``0-55,112-167``; empty means no CPUs."""
     s = text.strip()
@@ -50,12 +63,14 @@ def parse_cpulist(text: str) -> tuple[int, ...]:
     for part in s.split(","):
         if "-" in part:
             lo, _, hi = part.partition("-")
-            a, b = int(lo, 10), int(hi, 10)
-            if b < a or b - a > 1 << 16:
+            a, b = _cpu_id(lo), _cpu_id(hi)
+            if b < a:
                 raise ValueError(f"bad CPU range {part!r}")
             cpus.extend(range(a, b + 1))
         else:
-            cpus.append(int(part, 10))
+            cpus.append(_cpu_id(part))
+        if len(cpus) > MAX_CPUS:
+            raise ValueError(f"more than {MAX_CPUS} CPUs in the list")
     return tuple(cpus)
 
 
@@ -162,3 +177,68 @@ def roce_mtu_for_netdev_mtu(mtu: int) -> int | None:
         if avail >= ib:
             return ib
     return None
+
+
+_GUID_RE = re.compile(r"0x[0-9a-fA-F]{1,16}")
+
+
+def check_node_values(node, *, source: str) -> None:
+    """Check the sysfs-shaped strings of a node read from a JSON model (``--model``), which the schema only
+    types as strings: bus ids, PCI paths, GUIDs, CPU lists and maps, link speeds. A model written by
+    ``ncclctl probe`` always passes; a hand-edited or damaged one gets an InputError naming the JSON path
+    instead of a crash in whatever command uses the value."""
+    from ncclctl.errors import InputError  # noqa: PLC0415 - this module is otherwise dependency-free
+
+    def bad(where: str, value: object, what: str) -> InputError:
+        return InputError(f"{where} = {str(value)[:60]!r} is not {what}", path=source,
+                          fix="re-create the model with: ncclctl probe --format json")
+
+    def bdf(where: str, value: str | None, optional: bool = False) -> None:
+        if value is None and optional:
+            return
+        if not isinstance(value, str) or not is_sysfs_bdf(value):
+            raise bad(where, value, "a PCI bus id (DDDD:BB:DD.F, lower case)")
+
+    stack: list[tuple[str, object]] = [("$", node)]
+    while stack:  # every string must be real Unicode (JSON allows lone surrogates like "\ud800")
+        where, obj = stack.pop()
+        if isinstance(obj, str):
+            try:
+                obj.encode("utf-8")
+            except UnicodeEncodeError:
+                raise bad(where, obj.encode("utf-8", "backslashreplace").decode(), "valid Unicode text") from None
+        elif isinstance(obj, tuple):
+            stack.extend((f"{where}[{k}]", v) for k, v in enumerate(obj))
+        elif hasattr(obj, "__dataclass_fields__"):
+            stack.extend((f"{where}.{k}", getattr(obj, k)) for k in obj.__dataclass_fields__)
+    for i, numa in enumerate(node.numa):
+        for key, parse in (("cpulist", parse_cpulist), ("cpumap", parse_cpumap)):
+            try:
+                parse(getattr(numa, key))
+            except ValueError:
+                raise bad(f"$.numa[{i}].{key}", getattr(numa, key), f"a kernel {key}") from None
+    for i, dev in enumerate(node.pci):
+        bdf(f"$.pci[{i}].bdf", dev.bdf)
+        if not dev.path or dev.path[-1] != dev.bdf or not dev.path[0].startswith("pci"):
+            raise bad(f"$.pci[{i}].path", "/".join(dev.path), f"a sysfs path from a root complex to {dev.bdf}")
+        for k, comp in enumerate(dev.path[1:], 1):
+            bdf(f"$.pci[{i}].path[{k}]", comp)
+        for key in ("current_link_speed", "max_link_speed"):
+            try:
+                link_speed_gen(getattr(dev, key, None))
+            except ValueError:
+                raise bad(f"$.pci[{i}].{key}", getattr(dev, key), "a PCIe link speed") from None
+    for i, gpu in enumerate(node.gpus):
+        bdf(f"$.gpus[{i}].bdf", gpu.bdf)
+        for k, link in enumerate(gpu.nvlinks):
+            bdf(f"$.gpus[{i}].nvlinks[{k}].remote_bdf", link.remote_bdf, optional=True)
+    for i, sw in enumerate(node.nvswitches):
+        bdf(f"$.nvswitches[{i}].bdf", sw.bdf)
+    for i, nic in enumerate(node.nics):
+        bdf(f"$.nics[{i}].bdf", nic.bdf, optional=True)
+        for key in ("node_guid", "sys_image_guid"):
+            value = getattr(nic, key)
+            if value is not None and not (isinstance(value, str) and _GUID_RE.fullmatch(value)):
+                raise bad(f"$.nics[{i}].{key}", value, "a 0x-prefixed 64-bit GUID")
+    for i, nd in enumerate(node.netdevs):
+        bdf(f"$.netdevs[{i}].bdf", nd.bdf, optional=True)

@@ -60,7 +60,7 @@ def serialize(root: El) -> bytes:
 
     def emit(el: El, depth: int) -> None:
         pad = "  " * depth
-        attrs = "".join(f' {k}="{v}"' for k, v in el.attrs)
+        attrs = "".join(f' {k}="{_check_value(k, v)}"' for k, v in el.attrs)  # never write what NCCL misreads
         if el.children:
             lines.append(f"{pad}<{el.name}{attrs}>")
             for c in el.children:
@@ -419,6 +419,9 @@ def load_spec(text: str, *, path: str) -> VirtualLayout:
 
     try:
         data = yaml.safe_load(text)
+    except (RecursionError, ValueError) as exc:  # deep nesting; an integer of over 4300 digits
+        raise InputError(f"not usable YAML: {type(exc).__name__}: {str(exc)[:120]}", path=path,
+                         fix="a layout spec is a small flat mapping") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(f"not valid YAML: {getattr(exc, 'problem', exc)}", path=path,
@@ -428,7 +431,7 @@ def load_spec(text: str, *, path: str) -> VirtualLayout:
         raise InputError("a layout spec is a mapping with a 'switches' list", path=path,
                          fix="see schemas/topo-spec.schema.json")
     allowed = {"version", "name", "switches", "link_speed", "link_width"}
-    unknown = sorted(set(data) - allowed)
+    unknown = sorted((k for k in data if k not in allowed), key=str)
     if unknown:
         raise InputError(f"unknown key {unknown[0]!r}", path=path, fix="allowed keys: " + ", ".join(sorted(allowed)))
     if data.get("version", 1) != 1:
@@ -441,7 +444,7 @@ def load_spec(text: str, *, path: str) -> VirtualLayout:
         where = f"switches[{i}]"
         if not isinstance(s, dict):
             raise InputError(f"{where} must be a mapping with 'gpus' and 'nics'", path=path)
-        bad = sorted(set(s) - {"gpus", "nics", "numa"})
+        bad = sorted((k for k in s if k not in ("gpus", "nics", "numa")), key=str)
         if bad:
             raise InputError(f"{where}: unknown key {bad[0]!r}", path=path, fix="allowed keys: gpus, nics, numa")
         gpus = s.get("gpus", [])

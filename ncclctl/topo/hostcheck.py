@@ -57,6 +57,17 @@ def check_against_host(view: TopoView, node: Node, path: str) -> list[Finding]:
                                     f"(cpumap {numa.cpumap})", path, cpu.node.line, cpu.node.column))
 
     seen_gpus: set[str] = set()
+    # PCI functions the file names without a <gpu>/<net> child (e.g. a --minimal skeleton): NCCL places the
+    # device there and fills in the GPU or NIC itself, so the device is not missing from the file.
+    file_pci: set[str] = set()
+    stack = [view.result.root] if view.result.root is not None else []
+    while stack:
+        el = stack.pop()
+        stack.extend(el.children)
+        if el.name == "pci" and el.get("busid"):
+            canon = _canonical(el.get("busid") or "")
+            if canon is not None:
+                file_pci.add(canon)
     for g in view.gpus:
         canon = _canonical(g.busid)
         pci_line = g.chain[-1].line if g.chain else g.node.line
@@ -86,7 +97,7 @@ def check_against_host(view: TopoView, node: Node, path: str) -> list[Finding]:
                 out.append(_finding("NTH009", f"GPU {hg.index} ({canon}): the file lists {file_total} NVLinks, the "
                                     f"host has {host_total} active", path, g.node.line))
     for bdf, hg in sorted(host_gpus.items()):
-        if bdf not in seen_gpus:
+        if bdf not in seen_gpus and bdf not in file_pci:
             out.append(_finding("NTH002", f"GPU {hg.index} ({bdf}) is not in the file", path))
 
     seen_nets: set[str] = set()
@@ -134,7 +145,8 @@ def check_against_host(view: TopoView, node: Node, path: str) -> list[Finding]:
         if diffs:
             out.append(_finding("NTH010", f"<net name=\"{n.name}\">: " + ", ".join(diffs), path, line))
     for name in sorted(host_nets, key=natural_key):
-        if name not in seen_nets:
+        nd = host_nets[name]
+        if name not in seen_nets and nd.busid not in file_pci and (nd.nic.bdf or "") not in file_pci:
             out.append(_finding("NTH002", f"RDMA NIC {name} (active) is not in the file", path))
 
     out.extend(_pairings(view, node, path))

@@ -117,6 +117,9 @@ def c_strtol(s: str, base: int = 0) -> tuple[int, bool]:
         j += 1
     if j == i:
         return 0, False
+    if j - i > 64 and len(s[i:j].lstrip("0")) > 64:
+        # Far past 64 bits (and past Python's int-from-string digit limit): strtol saturates.
+        return (-(2**63) if neg else 2**63 - 1), j == n
     value = int(s[i:j], base)
     return (-value if neg else value), j == n
 

@@ -237,3 +237,23 @@ def test_a_crashing_check_becomes_an_error_finding(monkeypatch):
     found = engine.run(Ctx(node=node, offline=True), Config())
     assert [(f.rule, f.severity, f.subject) for f in found] == [("GPU900", Severity.ERROR, node.hostname)]
     assert "the check crashed (KeyError" in found[0].message
+
+
+def test_yaml_aliases_are_not_expanded():
+    """A 'billion laughs' document (aliases of aliases) is walked once per node, not once per path."""
+    import time
+
+    from ncclctl.lint.expect import parse_profile
+
+    text = "x: &l0 [a, a, a, a, a, a, a, a, a]\n"
+    for i in range(1, 10):
+        text += f"x{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]\n"
+    t0 = time.perf_counter()
+    for parse in (parse_config, parse_profile):
+        with pytest.raises(InputError, match="unknown key 'x'"):
+            parse(text, path="laughs.yaml")
+    nested = "ignore:\n  - &l0 [a, a, a, a, a, a, a, a, a]\n" + "".join(
+        f"  - &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]\n" for i in range(1, 10))
+    with pytest.raises(InputError, match="an ignore entry is a mapping"):
+        parse_config(nested, path="laughs.yaml")
+    assert time.perf_counter() - t0 < 5
