@@ -10,7 +10,7 @@ import typer
 import enum
 
 from ncclctl import JSON_SCHEMA_VERSION
-from ncclctl.cli import FailOn, SnapshotFormat, ValidateFormat, _out, app
+from ncclctl.cli import BACKUP_OPTION, CHECK_OPTION, DIFF_OPTION, FailOn, ValidateFormat, _out, app
 from ncclctl.errors import ExitCode
 
 fabric_app = typer.Typer(help="The fabric: load ibnetdiscover/iblinkinfo/LLDP, check rail cabling, order hosts for "
@@ -169,11 +169,11 @@ class OrderFormat(str, enum.Enum):
     json = "json"
 
 
-def _write_output(path: str, data: bytes) -> bool:
-    """The one place `fabric order` writes its -o file (atomic, unchanged bytes leave the file alone)."""
-    from ncclctl.fileio import write_atomic
+def _write_output(path: str, data: bytes, *, check: bool = False, diff: bool = False, backup: bool = False) -> None:
+    """The one place `fabric order` writes its -o file: atomic, only on change, --check/--diff/--backup honoured."""
+    from ncclctl.cli_ops import emit_result
 
-    return write_atomic(path, data)
+    emit_result(data, path, check=check, diff=diff, backup=backup)
 
 
 @fabric_app.command("order")
@@ -187,6 +187,9 @@ def fabric_order(
     hop_latency: float = typer.Option(0.2, "--hop-latency", min=0.0, help="Cost model: microseconds per link a ring step traverses.", metavar="US"),
     oversubscription: Optional[float] = typer.Option(None, "--oversubscription", min=0.01, help="Cost model: leaf downlink/uplink ratio (default: from the fabric's port counts).", metavar="RATIO"),
     output: Optional[str] = typer.Option(None, "-o", "--output", help="Write to this file (atomically) instead of stdout.", metavar="FILE"),
+    check: bool = CHECK_OPTION,
+    diff: bool = DIFF_OPTION,
+    backup: bool = BACKUP_OPTION,
 ) -> None:
     """A host order for NCCL rings that keeps neighbours under one leaf group; crossings vs lower bound and naive."""
     from ncclctl.fabric import order as fo
@@ -214,9 +217,13 @@ def fabric_order(
     if problems:
         print(f"ncclctl: note: {len(problems)} fabric error(s) (miscabling, down links...): see "
               "'ncclctl fabric rails'", file=sys.stderr)
+    if output is None and (check or diff or backup):
+        from ncclctl.errors import UsageError
+
+        raise UsageError("--check, --diff and --backup only apply to a file written with -o", fix="add -o FILE")
     if output is not None:
-        changed = _write_output(output, text.encode())
-        print(f"ncclctl: {'wrote' if changed else 'unchanged'} {output}: {len(o.hosts)} hosts, ring crossings "
-              f"{o.crossings} (lower bound {o.lower_bound}, sorted names {o.naive_crossings})", file=sys.stderr)
+        _write_output(output, text.encode(), check=check, diff=diff, backup=backup)
+        print(f"ncclctl: {len(o.hosts)} hosts, ring crossings {o.crossings} (lower bound {o.lower_bound}, "
+              f"sorted names {o.naive_crossings})", file=sys.stderr)
     else:
         _out(text)
