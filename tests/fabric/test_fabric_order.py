@@ -128,9 +128,9 @@ def test_output_file_is_written_atomically_and_deterministic(tmp_path):
     r = run_cli(*args)
     assert r.returncode == 0, r.stderr
     assert out.read_text() == "".join(f"gpu0{i} slots=8\n" for i in range(1, 5))
-    assert "wrote" in r.stderr and "ring crossings 2 (lower bound 2" in r.stderr
+    assert "created" in r.stderr and "ring crossings 2 (lower bound 2" in r.stderr
     r2 = run_cli(*args)
-    assert "unchanged" in r2.stderr
+    assert "up to date" in r2.stderr
     a = run_cli("fabric", "order", "--inventory", str(IB / "inventory-miscabled.yaml"), "--format", "json")
     b = run_cli("fabric", "order", "--inventory", str(IB / "inventory-miscabled.yaml"), "--format", "json")
     assert a.stdout == b.stdout and a.returncode == 0
