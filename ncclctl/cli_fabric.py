@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Optional
 
@@ -95,7 +96,32 @@ def _layout(fabric_file: Optional[str], inventory: Optional[str], rails: Optiona
     from ncclctl.fabric.sources import load_input
 
     _no_gc()
-    return analyze(load_input(fabric_file, inventory), rails=rails, expect_rate=expect_rate)
+    stage = _stages()
+    stage("reading the fabric" + (f" {fabric_file}" if fabric_file else "") + (" and the inventory hosts" if inventory else ""))
+    inp = load_input(fabric_file, inventory)
+    stage("detecting the rail layout and checking the cabling")
+    try:
+        return analyze(inp, rails=rails, expect_rate=expect_rate)
+    finally:
+        stage(None)
+
+
+def _stages():
+    """Stage progress on stderr when it is a terminal (fabric runs on 32k nodes take seconds); silent otherwise."""
+    if not sys.stderr.isatty() or os.environ.get("TERM") == "dumb":
+        return lambda msg: None
+    import time
+
+    t0 = time.monotonic()
+    shown = {"len": 0}
+
+    def stage(msg: Optional[str]) -> None:
+        line = "" if msg is None else f"ncclctl: {msg}... ({time.monotonic() - t0:.1f} s)"
+        sys.stderr.write("\r" + line.ljust(shown["len"]) + ("\r" if msg is None else ""))
+        sys.stderr.flush()
+        shown["len"] = len(line)
+
+    return stage
 
 
 def _report(findings, fmt: ValidateFormat, fail_on: FailOn, *, header: str, doc: dict) -> None:
