@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import functools
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -519,6 +520,7 @@ class ConfLine:
     crlf: bool = False
 
 
+@functools.lru_cache(maxsize=16)  # pure; lint resolves the same files for many rules (a 1 MiB file: ~2 s each)
 def read_conf(text: str, path: str, version: Version = DEFAULT_VERSION) -> tuple[ConfLine, ...]:
     out: list[ConfLine] = []
     physical = text.split("\n")

@@ -129,7 +129,7 @@ def conf_shell_syntax(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             continue
         if m and "NCCL_" in rest.upper():
             word = m.group(1)
-            target = rest.split("=", 1)[0].split()[0] if rest.strip() else rest
+            target = (rest.split("=", 1)[0].split() or [rest])[0] if rest.strip() else rest  # "export =X=1"
             value = rest.split("=", 1)[1] if "=" in rest else " ".join(rest.split()[1:])
             if cl.name is not None:
                 msg = (f"'{word} ' is part of the name: NCCL sets a variable named {cl.name!r}, so {target} is "

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import json
 import os
 import sys
 import tempfile
