@@ -9,15 +9,9 @@ never leaves half a snapshot.
 
 from __future__ import annotations
 
-import datetime as _dt
-import gzip
-import hashlib
 import json
 import os
 import re
-import shutil
-import tarfile
-import tempfile
 from dataclasses import dataclass, field
 
 from ncclctl import __version__
@@ -80,6 +74,7 @@ def capture(root: str | None = None) -> tuple[Node, Recorder, RecordingRunner, _
 
 def write_tree(dest: str, node: Node, recorder: Recorder, runner: RecordingRunner, nvml_doc: dict | None,
                *, redact: bool = False, source_root: str | None = None) -> int:
+    import datetime as _dt
     kept = {d.bdf for d in node.pci}
     files: dict[str, bytes] = {}
     links: dict[str, str] = {}
@@ -161,6 +156,8 @@ def write_tree(dest: str, node: Node, recorder: Recorder, runner: RecordingRunne
 def snapshot(out_dir: str | None = None, tar_path: str | None = None, *, redact: bool = False,
              root: str | None = None) -> SnapshotResult:
     """Capture the live host (or re-capture a fixture ``root``) into ``out_dir`` or a tar file."""
+    import shutil
+    import tempfile
     if (out_dir is None) == (tar_path is None):
         raise NcclctlError("give exactly one of -o DIR or --tar FILE", fix="ncclctl snapshot -o ./myhost")
     node, recorder, runner, nvml = capture(root)
@@ -185,6 +182,7 @@ def snapshot(out_dir: str | None = None, tar_path: str | None = None, *, redact:
 
 
 def _replace_dir(tmp: str, target: str) -> None:
+    import shutil
     if os.path.lexists(target):
         if not os.path.isdir(target) or (os.listdir(target) and not os.path.exists(os.path.join(target, "manifest.json"))):
             raise InputError("refusing to overwrite: not an empty folder or an earlier snapshot", path=target,
@@ -198,6 +196,9 @@ def _replace_dir(tmp: str, target: str) -> None:
 
 
 def _write_tar(tree: str, target: str) -> None:
+    import gzip
+    import tarfile
+    import tempfile
     fd, tmp = tempfile.mkstemp(prefix=".ncclctl-tar-", dir=os.path.dirname(target))
     try:
         with os.fdopen(fd, "wb") as raw:
@@ -229,6 +230,7 @@ def _write_tar(tree: str, target: str) -> None:
 
 def extract_tar(path: str, dest: str) -> None:
     """Unpack a snapshot tar safely (no absolute paths, no escaping links, no devices)."""
+    import tarfile
     try:
         with tarfile.open(path) as tar:
             for member in tar.getmembers():
@@ -251,6 +253,7 @@ def extract_tar(path: str, dest: str) -> None:
 
 
 def _fake_hex(value: str, n: int, salt: str) -> str:
+    import hashlib
     return hashlib.sha256((salt + value).encode()).hexdigest()[:n]
 
 
@@ -311,6 +314,7 @@ def _redact(files: dict[str, bytes], links: dict[str, str], node: Node) -> dict[
 
 def load_tar_or_dir(path: str) -> tuple[str, str | None]:
     """Accept a snapshot folder or ``.tar.gz``; for a tar, unpack into a temp folder (returned for cleanup)."""
+    import tempfile
     if os.path.isdir(path):
         return path, None
     if os.path.isfile(path):
