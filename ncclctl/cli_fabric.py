@@ -68,7 +68,10 @@ def fabric_synth(
     if output is not None:
         from ncclctl.fileio import write_atomic
 
-        write_atomic(output, text.encode())
+        data = text.encode()
+        write_atomic(output, data)
+        sys.stderr.write(f"ncclctl: wrote {output} ({nodes:,} nodes x {rails} rails, {len(result.miscabled)} miscabled, "
+                         f"{len(result.down)} down; {len(data):,} bytes)\n")
     if fmt is SynthFormat.json:
         from ncclctl.render import dumps
 

@@ -1,0 +1,60 @@
+"""The README's copy-paste walk-through runs as written, in order, on the shipped fixtures.
+
+Each command must exit 0 or 1 (findings; with ``--nagios`` the Nagios 0-3), never a usage/input error or a traceback; where the README's comment
+states the exit status ("exit 0", "exit 1"), that status. ``/tmp/`` paths are redirected to a private folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _block(title: str) -> list[str]:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split(f"\n## {title}\n", 1)[1]
+    body = section.split("```sh\n", 1)[1].split("\n```", 1)[0]
+    return [line for line in body.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def _split_comment(line: str) -> tuple[str, str]:
+    m = re.search(r"\s+#\s", line)
+    return (line[:m.start()], line[m.end():]) if m else (line, "")
+
+
+WALK = _block("Walk-through on the shipped fixtures")
+
+
+def test_walkthrough_is_not_empty() -> None:
+    assert len(WALK) >= 15, WALK
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("walk")
+
+
+@pytest.mark.parametrize("line", WALK, ids=[_split_comment(x)[0][:60] for x in WALK])
+def test_walkthrough_command(line: str, workdir: Path) -> None:
+    cmd, comment = _split_comment(line)
+    cmd = cmd.replace("/tmp/", f"{workdir}/")
+    assert cmd.startswith("ncclctl "), cmd
+    # The ncclctl on PATH may be another install: run this checkout's, through a shell function.
+    script = f'ncclctl() {{ {shlex.quote(sys.executable)} -m ncclctl "$@"; }}\n{cmd}\n'
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=REPO, timeout=120,
+                          env={**os.environ, "NO_COLOR": "1", "COLUMNS": "120"})
+    assert "Traceback" not in proc.stderr, proc.stderr
+    allowed = (0, 1, 2, 3) if "--nagios" in cmd else (0, 1)  # Nagios: OK/WARNING/CRITICAL/UNKNOWN
+    assert proc.returncode in allowed, f"{cmd}: exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+    m = re.search(r"exit (\d)", comment)
+    if m:
+        assert proc.returncode == int(m.group(1)), f"{cmd}: exit {proc.returncode}, README says {m.group(0)}"
+    assert proc.stdout.strip() or proc.stderr.strip(), f"{cmd}: said nothing"
