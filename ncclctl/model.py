@@ -94,9 +94,18 @@ class PciDevice:
     iommu_group: int | None = None
     #: SR-IOV virtual function (a ``physfn`` link exists).
     is_vf: bool = False
-    #: ACS capability and control registers; ``None`` when the config space could not be read.
+    #: ACS capability and control registers; ``None`` when the bridge has no ACS capability or its extended
+    #: config space could not be read (see ``config_bytes``).
     acs_cap: int | None = None
     acs_ctrl: int | None = None
+    #: Bridges: how many bytes of PCI config space could be read (4096 as root; 64 or 256 otherwise, which
+    #: hides the extended capabilities such as ACS); ``None`` when not read.
+    config_bytes: int | None = None
+
+    @property
+    def acs_unknown(self) -> bool:
+        """A bridge whose ACS state could not be read (as opposed to one with no ACS capability)."""
+        return self.acs_ctrl is None and (self.config_bytes is None or self.config_bytes < 0x108)
 
     @property
     def parent(self) -> str | None:

@@ -256,6 +256,16 @@ class AcsProblem:
     pairs: tuple[P2pPair, ...]
 
 
+def acs_unknown(node: Node) -> dict[str, list[P2pPair]]:
+    """Bridges on a P2P pair's turn-around whose ACS state could not be read (config space short: not root)."""
+    found: dict[str, list[P2pPair]] = {}
+    for pair in p2p_pairs(node):
+        for br in acs_bridges(node, pair.a, pair.b):
+            if br.acs_unknown:
+                found.setdefault(br.bdf, []).append(pair)
+    return found
+
+
 def acs_problems(node: Node) -> list[AcsProblem]:
     """Bridges with ACS redirect/egress control enabled where it acts on a P2P pair NCCL uses."""
     found: dict[str, list[P2pPair]] = {}
@@ -286,7 +296,9 @@ def acs_problems(node: Node) -> list[AcsProblem]:
            "CmpltRedir (0x08), EgressCtrl (0x20). The pairs come from the PCIe tree (sysfs realpaths), NVLink "
            "connectivity (NVML) and NCCL's levels: NCCL_P2P_LEVEL/NCCL_P2P_DISABLE (default PXB; SYS on x86 AMD "
            "with <= 2 GPUs) and NCCL_NET_GDR_LEVEL (default PXB, P2C on C2C systems), read from the environment "
-           "and nccl.conf as NCCL does. SrcValid alone does not redirect and is not reported.",
+           "and nccl.conf as NCCL does. SrcValid alone does not redirect and is not reported. When a bridge's "
+           "extended config space cannot be read (not root: sysfs gives 64 or 256 bytes), the rule cannot judge it "
+           "and says so in one info finding naming those bridges, rather than passing silently.",
     fix="Disable ACS (or IO virtualization / VT-d / AMD-Vi when no VM or VFIO needs it) in the BIOS; or clear the "
         "control word after every boot with 'setpci -s <bdf> ECAP_ACS+0x6.w=0000' (as root, e.g. from a systemd "
         "unit); or boot with 'pci=disable_acs_redir=<bdf>;<bdf>...'. 'pci=noacs' is not a mainline kernel option.",
@@ -314,6 +326,23 @@ def acs_redirect(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             fix=f"setpci -s {bus} ECAP_ACS+0x6.w=0000 (as root, after every boot), or boot with "
                 f"pci=disable_acs_redir={bus}, or disable ACS / IO virtualization for this slot in the BIOS",
             evidence=tuple(evidence),
+        )
+    unknown = acs_unknown(node)
+    if unknown:
+        bridges = sorted(unknown)
+        sizes = sorted({str(node.pci_device(b).config_bytes) for b in bridges  # type: ignore[union-attr]
+                        if node.pci_device(b).config_bytes is not None})  # type: ignore[union-attr]
+        pairs = len({(p.a, p.b) for ps in unknown.values() for p in ps})
+        yield Hit(
+            bridges[0] if len(bridges) == 1 else "",
+            f"ACS not checked on {len(bridges)} bridge(s) on the peer-to-peer paths of {pairs} GPU<->GPU/NIC pair(s): their "
+            f"extended PCI config space was not readable ({' or '.join(sizes) + ' bytes' if sizes else 'no config file'}"
+            "; only root reads past 64 bytes), so redirect could be on unseen",
+            fix="run 'ncclctl lint' (or 'ncclctl snapshot') as root; or check by hand: "
+                "sudo lspci -vvv -s <bdf> | grep ACSCtl",
+            evidence=tuple(describe(node, b) for b in bridges[:8])
+            + ((f"and {len(bridges) - 8} more",) if len(bridges) > 8 else ()),
+            severity=I,
         )
 
 

@@ -222,10 +222,11 @@ class _Probe:
         cur_speed = self.value(f"{d}/current_link_speed", _speed_string, what="link speed")
         max_speed = self.value(f"{d}/max_link_speed", _speed_string, what="link speed")
         group = self.host.link_basename(f"{d}/iommu_group")
-        acs_cap = acs_ctrl = None
+        acs_cap = acs_ctrl = config_bytes = None
         if is_bridge:
             config = self.host.read_bytes(f"{d}/config", limit=4096)
             if config is not None:
+                config_bytes = len(config)
                 acs = find_acs(config)
                 if acs is not None:
                     acs_cap, acs_ctrl = acs
@@ -248,6 +249,7 @@ class _Probe:
             is_vf=self.host.readlink(f"{d}/physfn") is not None,
             acs_cap=acs_cap,
             acs_ctrl=acs_ctrl,
+            config_bytes=config_bytes,
         )
 
     # GPUs ----------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ Format (one file per rule)::
         expect: fail                  # fail: the rule fires; pass: it does not
         subjects: ["0000:1b:00.0"]    # optional (fail): the exact set of finding subjects
         message: "x8"                 # optional (fail): a substring of some finding's message
+        severity: info                # optional (fail): the severity of every finding
         count: 1                      # optional (fail): the number of findings
         # overlay, applied to a hard-linked copy of the base (files are replaced, never edited in place):
         write: {"sys/bus/pci/devices/0000:1b:00.0/current_link_width": "8\n"}
@@ -21,6 +22,7 @@ Format (one file per rule)::
              repl: '\\g<1>2048 (4)', count: 1}  # the pattern must match exactly count times (default 1)
         patch:                        # overwrite bytes of a binary file (PCI config space) at an offset
           - {file: "sys/devices/.../0000:17:03.0/config", offset: 0x14e, hex: "1d00"}  # ACS Control = 0x001d
+        truncate: {"sys/devices/.../config": 64}   # keep the first N bytes (config space as a non-root reader sees it)
         options: {min_rate_gbps: 400} # rule options for this case
         expect_profile: {...}         # an expected-state profile (EXP rules)
 
@@ -52,8 +54,8 @@ REPO = Path(__file__).resolve().parents[2]
 HOSTS = REPO / "fixtures" / "hosts"
 CASES = REPO / "fixtures" / "lint"
 
-OVERLAY_KEYS = ("write", "delete", "link", "json", "sub", "patch")
-CASE_KEYS = {"name", "base", "expect", "subjects", "message", "count", "options", "expect_profile", "note",
+OVERLAY_KEYS = ("write", "delete", "link", "json", "sub", "patch", "truncate")
+CASE_KEYS = {"name", "base", "expect", "subjects", "message", "count", "severity", "options", "expect_profile", "note",
              "hosts", *OVERLAY_KEYS}
 HOST_KEYS = {"name", "base", *OVERLAY_KEYS}
 
@@ -140,4 +142,8 @@ def materialize(case: dict, tmp: Path) -> Path:
         assert 0 <= off and off + len(new_bytes) <= len(data), f"case {case['name']}: {edit['file']}: patch past the end"
         data[off:off + len(new_bytes)] = new_bytes
         target(edit["file"]).write_bytes(bytes(data))
+    for rel, size in case.get("truncate", {}).items():
+        data = (root / rel).read_bytes()
+        assert 0 <= size < len(data), f"case {case['name']}: {rel}: truncate to {size} of {len(data)} bytes"
+        target(rel).write_bytes(data[:size])
     return root

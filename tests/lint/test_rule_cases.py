@@ -47,6 +47,8 @@ def test_case(rule_id, case, tmp_path):
         assert len(found) == case["count"], shown
     if "message" in case:
         assert any(case["message"] in f.message for f in found), shown
+    if "severity" in case:
+        assert {str(f.severity.value) for f in found} == {case["severity"]}, [(f.subject, f.severity) for f in found]
     for f in found:
         assert f.message and f.fix, f"{rule_id}: every finding needs a message and a fix"
 
