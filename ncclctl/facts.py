@@ -70,7 +70,7 @@ def document(node: Node, *, source: dict, lint: bool = True) -> dict:
         "source": source,
         "hostname": node.hostname,
         "kernel": f.kernel,
-        "virtual_machine": node.is_virtual,
+        "virtual_machine": node.is_guest,
         "cpu": {"arch": node.cpu.arch, "vendor": node.cpu.vendor, "model_name": node.cpu.model_name,
                 "sockets": node.cpu.sockets, "logical_cpus": node.cpu.logical_cpus, "numa_nodes": len(node.numa)},
         "gpu": {

@@ -54,6 +54,9 @@ class Cpu:
     model_name: str
     sockets: int
     logical_cpus: int
+    #: x86: the ``hypervisor`` CPUID bit from the cpuinfo ``flags`` line (True inside a VM); None when the flags
+    #: are not known (arm64, ppc64, a capture without them).
+    hypervisor: bool | None = None
 
     @property
     def nccl_familyid(self) -> int | None:
@@ -411,6 +414,12 @@ class Node:
         return True
 
     # JSON ----------------------------------------------------------------------------------------
+
+    @property
+    def is_guest(self) -> bool:
+        """A virtual machine: the CPU says so (x86 hypervisor bit), or the PCIe tree is flat (:attr:`is_virtual`).
+        A VM that exposes a switch hierarchy (some passthrough layouts do) is caught by the first test only."""
+        return bool(self.cpu is not None and self.cpu.hypervisor) or self.is_virtual
 
     def to_dict(self) -> dict:
         return {"schema_version": MODEL_SCHEMA_VERSION, **to_dict(self)}

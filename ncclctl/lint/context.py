@@ -38,4 +38,4 @@ class Ctx:
 
     @cached_property
     def is_bare_metal(self) -> bool:
-        return not self.node.is_virtual
+        return not self.node.is_guest

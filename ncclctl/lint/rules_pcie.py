@@ -408,7 +408,8 @@ def _iommu_vendor(units: tuple[str, ...]) -> str:
     detect="/sys/class/iommu (dmar*/ivhd*/smmu*: an IOMMU driver is active), "
            "/sys/kernel/iommu_groups/<group>/type for the groups of every GPU and RDMA NIC "
            "(/sys/bus/pci/devices/<bdf>/iommu_group; kernel >= 5.11), and /proc/cmdline (iommu=pt|nopt|off, "
-           "iommu.passthrough=, intel_iommu=on|off, amd_iommu=off) as the fallback.",
+           "iommu.passthrough=, intel_iommu=on|off, amd_iommu=off) as the fallback. A VM is recognised by the "
+           "x86 'hypervisor' CPU flag in /proc/cpuinfo or by a flat PCIe tree (GPUs on root buses, no switches).",
     fix="Boot with iommu=pt (Intel/AMD; iommu.passthrough=1 on Arm) added to GRUB_CMDLINE_LINUX in "
         "/etc/default/grub, run update-grub (or grub2-mkconfig) and reboot; or disable VT-d/AMD-Vi in the BIOS when "
         "no VFIO/SR-IOV needs it. Drop iommu.strict=1 and iommu=nopt.",

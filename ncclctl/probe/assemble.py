@@ -747,7 +747,7 @@ def find_acs(config: bytes) -> tuple[int, int] | None:
 
 
 def parse_cpuinfo(text: str, *, source: str = "/proc/cpuinfo") -> Cpu:
-    """x86 stanzas (vendor_id, cpu family, model, model name, physical id) and arm64 ones."""
+    """x86 stanzas (vendor_id, cpu family, model, model name, physical id, flags) and arm64 ones."""
     processors = 0
     sockets: set[str] = set()
     fields: dict[str, str] = {}
@@ -769,9 +769,11 @@ def parse_cpuinfo(text: str, *, source: str = "/proc/cpuinfo") -> Cpu:
         raise InputError("no 'processor' entries", path=source, fix="the file is empty or truncated; re-capture the host")
     try:
         if "vendor_id" in fields:
+            flags = fields.get("flags")
             return Cpu(arch="x86_64", vendor=fields["vendor_id"], family=int(fields.get("cpu family", "0")),
                        model=int(fields.get("model", "0")), model_name=fields.get("model name", ""),
-                       sockets=max(1, len(sockets)), logical_cpus=processors)
+                       sockets=max(1, len(sockets)), logical_cpus=processors,
+                       hypervisor=None if flags is None else "hypervisor" in flags.split())
         if "CPU implementer" in fields:
             part = fields.get("CPU part", "")
             return Cpu(arch="arm64", vendor=fields["CPU implementer"], family=None,

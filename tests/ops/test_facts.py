@@ -169,3 +169,24 @@ def test_output_file_is_idempotent(tmp_path):
     assert json.loads(run_cli(*args).stdout)["changed"] is False
     r = run_cli("facts", "--root", str(HOSTS / "dgx-h100"), "-o", str(out))
     assert r.stdout == "" and "is up to date" in r.stderr
+
+
+@pytest.mark.parametrize("host,vm", [("cloud-vm-flat", True), ("pcie-server", False), ("dgx-h100", False)])
+def test_virtual_machine_from_cpu_flags_and_pci_layout(host, vm):
+    """cloud-vm-flat: flat PCIe and the 'hypervisor' CPU flag; pcie-server: flags without it; dgx-h100: no flags
+    recorded, a switch hierarchy."""
+    doc = json.loads(run_cli("facts", "--root", str(HOSTS / host), "--no-lint").stdout)
+    assert doc["virtual_machine"] is vm
+    node = probe(str(HOSTS / host))
+    assert node.cpu.hypervisor == {"cloud-vm-flat": True, "pcie-server": False, "dgx-h100": None}[host]
+
+
+def test_hypervisor_flag_alone_makes_a_guest(tmp_path):
+    """A VM whose vPCI shows a switch hierarchy: the PCI layout looks like bare metal, the CPUID bit does not."""
+    root = tmp_path / "guest"
+    shutil.copytree(HOSTS / "pcie-server", root, symlinks=True)
+    info = root / "proc" / "cpuinfo"
+    info.write_text(info.read_text().replace("flags\t\t: fpu ", "flags\t\t: fpu hypervisor "))
+    node = probe(str(root))
+    assert node.cpu.hypervisor is True and not node.is_virtual and node.is_guest
+    assert json.loads(run_cli("facts", "--root", str(root), "--no-lint").stdout)["virtual_machine"] is True
