@@ -284,6 +284,19 @@ class Ecn:
 
 
 @dataclass(frozen=True)
+class Dcbx:
+    """lldpad's IEEE DCBX PFC state for a port (``lldptool -t -i IF -V PFC``, and ``-n`` for the switch's TLV)."""
+
+    #: The port accepts the switch's PFC configuration (DCBX willing).
+    willing: bool
+    #: Priorities with PFC enabled in the local TLV.
+    local_pfc: tuple[int, ...]
+    #: The switch's advertised TLV; ``None`` when none was received (or lldptool could not show it).
+    peer_willing: bool | None = None
+    peer_pfc: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
 class LldpNeighbor:
     chassis_name: str | None = None
     chassis_id: str | None = None
@@ -308,6 +321,7 @@ class NetDev:
     qos: Qos | None = None
     ecn: Ecn | None = None
     lldp: LldpNeighbor | None = None
+    dcbx: Dcbx | None = None
 
 
 # --------------------------------------------------------------------------------------------------

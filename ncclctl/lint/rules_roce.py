@@ -725,3 +725,73 @@ def roce_mtu(ctx: Ctx, opts: dict) -> Iterable[Hit]:
                             f"active_mtu={rp.port.active_mtu or '?'}", f"max_mtu={rp.port.max_mtu or '?'}"),
                   fix=f"ip link set dev {ndname} mtu 9000 and persist it (netplan mtu: 9000 / nmcli ... "
                       f"802-3-ethernet.mtu 9000); switch ports need MTU >= 9216")
+
+
+# --------------------------------------------------------------------------------------------------
+# ROCE008 DCBX: lldpad willing, or local and switch PFC disagreeing
+
+
+def _prios(prios: tuple[int, ...] | None) -> str:
+    return "none" if not prios else ",".join(map(str, sorted(prios)))
+
+
+@rule(
+    "ROCE008", "roce-dcbx-pfc", W, "DCBX (lldpad) can overwrite PFC, or the switch advertises different PFC",
+    what="A RoCE port NCCL uses where lldpad runs IEEE DCBX: the port is willing (it adopts the PFC set the switch "
+         "advertises), or the PFC set the switch advertises differs from the port's own. Graded error when the "
+         "switch's set (which a willing port adopts) lacks the priority NCCL's traffic lands on.",
+    why="A willing port takes whatever the switch advertises: PFC set with mlnx_qos or dcb silently changes when "
+        "lldpad applies the switch's TLV (mlnx_qos warns 'lldpad service is running and may overwrite your "
+        "settings'), so the RDMA priority can lose PFC after a switch change or a reboot, and NCCL's bandwidth "
+        "collapses without any host change. With neither side willing, a mismatch means the switch pauses (or "
+        "drops) on one set of priorities and the host on another: lossless on paper, lossy on the wire.",
+    detect="lldptool -t -i <if> -V PFC (the local TLV: Willing, PFC enabled) and lldptool -t -n -i <if> -V PFC "
+           "(the TLV received from the switch), captured when lldpad runs; NCCL's priority as in ROCE001. "
+           "Hosts without lldpad (the usual case with mlnx_qos or dcb) are not judged. The firmware DCBX agent "
+           "('DCBX mode: Firmware controlled' in mlnx_qos) shows no willing state to the host and is not judged.",
+    fix="Decide who owns PFC. Host-configured: lldptool -T -i <if> -V PFC willing=no (or stop lldpad: systemctl "
+        "disable --now lldpad) and keep the switch's PFC on the same priority. Switch-configured: make the switch "
+        "advertise PFC on NCCL's priority (priority 3 for NCCL_IB_TC=106).",
+    options=(_PROFILE,),
+)
+def dcbx_pfc(ctx: Ctx, opts: dict) -> Iterable[Hit]:
+    if opts["profile"] == "lossy":
+        return
+    m = marking(ctx)
+    seen: set[str] = set()
+    for rp in roce_ports(ctx, active_only=True):
+        nd = rp.netdev
+        if nd is None or nd.name in seen or nd.dcbx is None:
+            continue
+        seen.add(nd.name)
+        dx = nd.dcbx
+        land = landing(ctx, rp, m)
+        prio = land.prio if land is not None and 0 <= land.prio < 8 else None
+        where = f"{nd.name} ({rp.nic.name} port {rp.port.num})"
+        ev = [f"local: willing={'yes' if dx.willing else 'no'} pfc={_prios(dx.local_pfc)} (lldptool)",
+              "switch: " + ("no PFC TLV received" if dx.peer_pfc is None else
+                            f"willing={'yes' if dx.peer_willing else 'no'} pfc={_prios(dx.peer_pfc)} (lldptool -n)")]
+        if prio is not None:
+            ev.append(f"NCCL priority {prio} ({land.how}; {m.tc_text})")  # type: ignore[union-attr]
+        on_prio = f"priority {prio}" if prio is not None else "NCCL's priority"
+        if dx.willing and dx.peer_pfc is not None and prio is not None and prio not in dx.peer_pfc:
+            yield Hit(nd.name, f"{where}: lldpad is DCBX-willing and the switch advertises PFC on "
+                               f"{_prios(dx.peer_pfc)}, not on {on_prio} where NCCL's RoCE traffic lands: the port "
+                               f"adopts the switch's set and NCCL's traffic loses PFC",
+                      severity=E, evidence=tuple(ev),
+                      fix=f"make the switch advertise PFC on {on_prio}; or own PFC on the host: lldptool -T -i "
+                          f"{nd.name} -V PFC willing=no, with the switch's PFC on the same priority")
+        elif dx.willing and dx.peer_pfc is None:
+            yield Hit(nd.name, f"{where}: lldpad is DCBX-willing: the PFC set on this port (here "
+                               f"{_prios(dx.local_pfc)}) is replaced by whatever a switch advertises next",
+                      evidence=tuple(ev),
+                      fix=f"lldptool -T -i {nd.name} -V PFC willing=no (or systemctl disable --now lldpad when "
+                          f"mlnx_qos/dcb configure PFC); or have the switch advertise PFC on {on_prio}")
+        elif not dx.willing and dx.peer_pfc is not None and set(dx.peer_pfc) != set(dx.local_pfc):
+            yield Hit(nd.name, f"{where}: DCBX mismatch: the switch advertises PFC on {_prios(dx.peer_pfc)}, this "
+                               f"port enables {_prios(dx.local_pfc)} and neither side adopts the other: pauses are "
+                               f"sent and honoured on different priorities",
+                      severity=E if prio is not None and (prio in dx.local_pfc) != (prio in dx.peer_pfc) else None,
+                      evidence=tuple(ev),
+                      fix=f"align the two on {on_prio}: the switch's PFC configuration, or here: lldptool -T -i "
+                          f"{nd.name} -V PFC enabled={prio if prio is not None else '<prio>'}")

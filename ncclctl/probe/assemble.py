@@ -12,7 +12,7 @@ from typing import Any, Callable, TypeVar
 
 from ncclctl.errors import InputError, NcclctlError, UsageError
 from ncclctl.model import (
-    C2c, ConfFile, Cpu, Ecn, Gid, Gpu, HostFacts, IbPort, LldpNeighbor, NetDev, Nic, Node, NumaNode, NvLink,
+    C2c, ConfFile, Cpu, Dcbx, Ecn, Gid, Gpu, HostFacts, IbPort, LldpNeighbor, NetDev, Nic, Node, NumaNode, NvLink,
     NvSwitch, PciDevice, Qos, Unavailable,
 )
 from ncclctl.probe import values as V
@@ -102,6 +102,25 @@ class _Probe:
         try:
             return parse(result.stdout, source=source)
         except NcclctlError as exc:
+            if self.host.live:
+                self.unavailable.append(Unavailable(source=" ".join(argv), reason="unparseable output", detail=str(exc)))
+                return None
+            raise
+
+    def optional_command(self, argv: tuple[str, ...], parse: Callable[..., T], *,
+                         unparseable_is_absent: bool = False) -> T | None:
+        """A command whose absence or failure is normal (a daemon not running): no marker then. Its output, when
+        it gives some, is parsed like any other (a live host marks an unparseable one; a fixture's is an error),
+        unless ``unparseable_is_absent`` (the tool reports "nothing there" as text)."""
+        result: CommandResult = self.runner.run(argv)
+        if not result.ok:
+            return None
+        source = result.source or " ".join(argv)
+        try:
+            return parse(result.stdout, source=source)
+        except NcclctlError as exc:
+            if unparseable_is_absent:
+                return None
             if self.host.live:
                 self.unavailable.append(Unavailable(source=" ".join(argv), reason="unparseable output", detail=str(exc)))
                 return None
@@ -562,7 +581,8 @@ class _Probe:
         out = []
         for nd in netdevs:
             if nd.name in roce:
-                nd = _replace(nd, qos=self._qos(nd.name), ecn=self._ecn(nd.name), lldp=lldp.get(nd.name))
+                nd = _replace(nd, qos=self._qos(nd.name), ecn=self._ecn(nd.name), lldp=lldp.get(nd.name),
+                              dcbx=self._dcbx(nd.name))
             out.append(nd)
         return tuple(out)
 
@@ -580,6 +600,21 @@ class _Probe:
             return None
         return Qos(source="dcb" if pfc is not None else "sysfs", trust=trust,
                    pfc_enabled=tuple(pfc.prio_pfc) if pfc is not None else None)
+
+    def _dcbx(self, ifname: str) -> Dcbx | None:
+        """lldpad's DCBX PFC TLVs, when lldpad runs: most hosts configure PFC with mlnx_qos/dcb and run no lldpad,
+        so a missing or failing lldptool is not a gap worth a marker."""
+        from ncclctl.parsers.lldp import parse_lldptool_pfc  # noqa: PLC0415
+
+        local = self.optional_command(("lldptool", "-t", "-i", ifname, "-V", "PFC"), parse_lldptool_pfc)
+        if local is None:
+            return None
+        # With no TLV received from the switch lldptool prints an error (exit status 0 on some versions): no peer.
+        peer = self.optional_command(("lldptool", "-t", "-n", "-i", ifname, "-V", "PFC"), parse_lldptool_pfc,
+                                     unparseable_is_absent=True)
+        return Dcbx(willing=local.willing, local_pfc=tuple(local.enabled),
+                    peer_willing=None if peer is None else peer.willing,
+                    peer_pfc=None if peer is None else tuple(peer.enabled))
 
     def _ecn(self, ifname: str) -> Ecn | None:
         base = f"/sys/class/net/{ifname}/ecn"

@@ -442,3 +442,33 @@ def test_bad_command_timeout_setting_is_a_usage_error() -> None:
     proc = cli("probe", env={"NCCLCTL_COMMAND_TIMEOUT": "soon"})
     assert proc.returncode == 2
     assert "NCCLCTL_COMMAND_TIMEOUT='soon'" in proc.stderr and "fix:" in proc.stderr
+
+
+# ------------------------------------------------------------------------------------------------ lldpad
+
+
+LLDPTOOL_WILLING = """case "$*" in
+  *" -n "*) echo "Agent instance for device not found" ;;
+  *) printf 'IEEE 8021QAZ PFC TLV\\n\\t Willing: yes\\n\\t MACsec Bypass Capable: no\\n\\t PFC capable traffic classes: 8\\n\\t PFC enabled: 3 \\n' ;;
+esac
+"""
+
+
+@pytest.mark.parametrize("tool", ["missing", "lldpad-down", "willing"])
+def test_lldptool_is_optional(tool: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """lldpad is rarely run: lldptool missing or failing (daemon down) leaves no marker and no DCBX state; a
+    running lldpad gives the port's TLV, and a peer query answered with an error text means 'no switch TLV'."""
+    root = tmp_path / "roce"
+    shutil.copytree(HOSTS / "hgx-h100-roce", root, symlinks=True)
+    tools = {"missing": {},
+             "lldpad-down": {"lldptool": "echo 'Failed to connect to lldpad - clif_open: Connection refused' >&2\n"
+                                         "exit 1\n"},
+             "willing": {"lldptool": LLDPTOOL_WILLING}}[tool]
+    monkeypatch.setenv("PATH", _bin(tmp_path, tools))
+    node = probe(str(root), runner=Live(LiveRunner(timeout=5)))
+    assert not any(src.startswith("lldptool") for src, _, _ in marks(node)), marks(node)
+    dcbx = node.netdev("ens1np0").dcbx
+    if tool == "willing":
+        assert dcbx is not None and dcbx.willing and dcbx.local_pfc == (3,) and dcbx.peer_pfc is None
+    else:
+        assert dcbx is None

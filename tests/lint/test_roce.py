@@ -1,4 +1,4 @@
-"""RoCE family (ROCE001-ROCE007): every host fixture pinned, NCCL's TC -> DSCP -> priority chain under each trust
+"""RoCE family (ROCE001-ROCE008): every host fixture pinned, NCCL's TC -> DSCP -> priority chain under each trust
 mode, NCCL's GID auto-selection replayed on GID tables, RoCE MTU, grading, the CLI."""
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def case_findings(rule_id: str, name: str, tmp_path):
 
 
 def test_family_registered():
-    assert FAMILY == ("ROCE001", "ROCE002", "ROCE003", "ROCE004", "ROCE005", "ROCE006", "ROCE007")
+    assert FAMILY == ("ROCE001", "ROCE002", "ROCE003", "ROCE004", "ROCE005", "ROCE006", "ROCE007", "ROCE008")
 
 
 def test_every_fixture_is_pinned():
