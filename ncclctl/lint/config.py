@@ -230,17 +230,38 @@ def _options_fix(rule: Rule) -> str:
 # YAML with line numbers (shared with the expected-state profile loader)
 
 
+_MAX_YAML_DEPTH = 64  # configs and profiles nest 4-5 levels; the composer recurses per level
+
+
 def load_yaml(text: str, path: str) -> tuple[Any, dict[tuple, int]]:
     """Parse YAML safely; return the data and a map from key paths (tuples of keys/indices) to 1-based lines.
 
-    Duplicate mapping keys, which PyYAML silently resolves to the last one, are an error here.
+    Duplicate mapping keys, which PyYAML silently resolves to the last one, are an error here. One pass with
+    libyaml when PyYAML has it (composing, then constructing from the same node tree), after a linear check of
+    the nesting depth on the event stream (the composer recurses per level).
     """
     import yaml
 
+    from ncclctl.inventory import _loader
+
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except (RecursionError, ValueError) as exc:  # deep nesting; an integer of over 4300 digits
+        depth = 0
+        for event in yaml.parse(text, Loader=_loader()):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > _MAX_YAML_DEPTH:
+                    mark = event.start_mark
+                    raise InputError(f"nested more than {_MAX_YAML_DEPTH} levels deep", path=path,
+                                     line=mark.line + 1 if mark else None, fix="fix the YAML structure")
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+        loader = _loader()(text)
+        try:
+            root = loader.get_single_node()
+            data = loader.construct_document(root) if root is not None else None
+        finally:
+            loader.dispose()
+    except (RecursionError, ValueError) as exc:  # an integer of over 4300 digits
         raise InputError(f"not usable YAML: {type(exc).__name__}: {str(exc)[:120]}", path=path,
                          fix="fix the YAML structure") from None
     except yaml.YAMLError as exc:
@@ -251,11 +272,15 @@ def load_yaml(text: str, path: str) -> tuple[Any, dict[tuple, int]]:
     lines: dict[tuple, int] = {}
     if root is not None:
         lines[()] = root.start_mark.line + 1
-        _walk(root, (), lines, path, set())
+        keys = yaml.SafeLoader("")
+        try:
+            _walk(root, (), lines, path, set(), keys)
+        finally:
+            keys.dispose()
     return data, lines
 
 
-def _walk(node: Any, where: tuple, lines: dict[tuple, int], path: str, seen_nodes: set[int]) -> None:
+def _walk(node: Any, where: tuple, lines: dict[tuple, int], path: str, seen_nodes: set[int], keys: Any) -> None:
     """Record key lines. A node reached again through a YAML alias is not walked again: aliases share nodes,
     and walking every path through them is exponential ("billion laughs"); such keys report the alias's line."""
     import yaml
@@ -266,32 +291,31 @@ def _walk(node: Any, where: tuple, lines: dict[tuple, int], path: str, seen_node
     if isinstance(node, yaml.MappingNode):
         seen = set()
         for k, v in node.value:
-            key = _scalar_key(k)
+            key = _scalar_key(k, keys)
             if key in seen:
                 raise InputError(f"duplicate key {key!r}", path=path, line=k.start_mark.line + 1,
                                  fix="keep one entry per key (YAML would silently use the last one)")
             seen.add(key)
             lines[(*where, key)] = k.start_mark.line + 1
-            _walk(v, (*where, key), lines, path, seen_nodes)
+            _walk(v, (*where, key), lines, path, seen_nodes, keys)
     elif isinstance(node, yaml.SequenceNode):
         for i, v in enumerate(node.value):
             lines[(*where, i)] = v.start_mark.line + 1
-            _walk(v, (*where, i), lines, path, seen_nodes)
+            _walk(v, (*where, i), lines, path, seen_nodes, keys)
 
 
-def _scalar_key(node: Any) -> Any:
+def _scalar_key(node: Any, loader: Any) -> Any:
     import yaml
 
     if not isinstance(node, yaml.ScalarNode):  # a mapping or list used as a key: name it, never expand it
         return f"<{'mapping' if isinstance(node, yaml.MappingNode) else 'list'} at line {node.start_mark.line + 1}>"
-    # Construct the key as safe_load would (so `1:` is the int 1, `off:` is False).
-    loader = yaml.SafeLoader("")
+    # Construct the key as safe_load would (so `1:` is the int 1, `off:` is False), with one loader for all keys.
     try:
         return loader.construct_object(node)
     except (yaml.YAMLError, ValueError):  # e.g. the merge key '<<' on its own, a 5000-digit integer
+        loader.constructed_objects.clear()
+        loader.recursive_objects.clear()
         return node.value
-    finally:
-        loader.dispose()
 
 
 def line_of(lines: dict[tuple, int], where: tuple) -> int | None:
