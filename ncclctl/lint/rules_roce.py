@@ -148,9 +148,14 @@ def intended_priority(nd: NetDev, m: Marking) -> int | None:
     return None
 
 
-def _trust_fix(nd: NetDev) -> str:
+def _trust_fix(nd: NetDev, dscp: int | None = None) -> str:
+    """The command that puts ``nd`` in DSCP trust: mlnx_qos; the MLNX_OFED sysfs file; on the inbox mlx5 driver
+    (QoS from dcb, no trust file) a DSCP APP entry, whose first addition switches the port to trust dscp."""
     if nd.qos is not None and nd.qos.source == "mlnx_qos":
         return f"mlnx_qos -i {nd.name} --trust dscp"
+    if nd.qos is not None and nd.qos.source == "dcb":
+        d = 26 if dscp is None else dscp
+        return f"dcb app add dev {nd.name} dscp-prio {d}:{_dscp_map(nd)[0].get(d, d >> 3)}"
     return f"echo dscp > /sys/class/net/{nd.name}/qos/trust"
 
 
@@ -223,7 +228,7 @@ def pfc_off(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         fixes = [f"enable PFC on priority {land.prio}: {_pfc_fix(nd, land.prio)}"]
         want = intended_priority(nd, m)
         if want is not None:
-            fixes = [f"switch {nd.name} to DSCP trust ({_trust_fix(nd)}, see ROCE003) so DSCP {m.dscp} lands on "
+            fixes = [f"switch {nd.name} to DSCP trust ({_trust_fix(nd, m.dscp)}, see ROCE003) so DSCP {m.dscp} lands on "
                      f"priority {want}" + ("" if pfc[want] else f", and enable PFC there: {_pfc_fix(nd, want)}")]
         elif len(on) == 1 and (nd.qos.trust == "dscp" or nd.qos.trust is None):
             if _dscp_map(nd)[0].get(m.dscp, m.dscp >> 3) != m.dscp >> 3:
@@ -328,7 +333,7 @@ def trust_pcp(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             if _tagged(ctx, rp) and m.sl_set:
                 continue
             dscp_prio = _dscp_map(nd)[0].get(m.dscp, m.dscp >> 3)
-            fix = _trust_fix(nd)
+            fix = _trust_fix(nd, m.dscp)
             yield Hit(nd.name, f"{nd.name} ({rp.nic.name}) trusts pcp: NCCL marks DSCP {m.dscp} ({m.tc_text}) but "
                                f"the NIC classifies by VLAN PCP, so the traffic lands on priority {land.prio} "
                                f"({'tagged, NCCL_IB_SL unset' if _tagged(ctx, rp) else 'untagged'}) instead of "
@@ -389,7 +394,7 @@ def ecn_off(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         cmds = "; ".join(f"echo 1 > /sys/class/net/{nd.name}/ecn/{d}/enable/{q}"
                          for d, flags in (("roce_np", np_on), ("roce_rp", rp_on)) if flags[q] is False)
         if want is not None:
-            cmds = (f"switch {nd.name} to DSCP trust ({_trust_fix(nd)}, see ROCE003) so DSCP {m.dscp} lands on "
+            cmds = (f"switch {nd.name} to DSCP trust ({_trust_fix(nd, m.dscp)}, see ROCE003) so DSCP {m.dscp} lands on "
                     f"priority {want}" + (f"; {cmds}" if cmds else f", where ECN is already enabled"))
         yield Hit(nd.name, f"{nd.name} ({rp.nic.name}): DCQCN {' and '.join(off)} disabled on priority {p}, where "
                            f"NCCL's RoCE traffic lands ({land.how}){also}",

@@ -598,8 +598,32 @@ class _Probe:
         pfc = self.command(("dcb", "-j", "pfc", "show", "dev", ifname), parse_dcb_pfc)
         if pfc is None and trust is None:
             return None
+        dscp2prio = None
+        if trust is None and pfc is not None:
+            trust, dscp2prio = self._inbox_trust(ifname)
         return Qos(source="dcb" if pfc is not None else "sysfs", trust=trust,
-                   pfc_enabled=tuple(pfc.prio_pfc) if pfc is not None else None)
+                   pfc_enabled=tuple(pfc.prio_pfc) if pfc is not None else None, dscp2prio=dscp2prio)
+
+    def _inbox_trust(self, ifname: str) -> tuple[str | None, tuple[tuple[int, int], ...] | None]:
+        """The inbox mlx5 driver has no qos/trust file: its trust state follows the DCB APP table (the first
+        DSCP entry switches the port to trust dscp, removing the last one back to pcp; drivers/net/ethernet/
+        mellanox/mlx5/core/en_dcbnl.c), and its DSCP map is the firmware default (DSCP >> 3) with the APP
+        entries applied. Other drivers: unknown."""
+        from ncclctl.parsers.dcb import parse_dcb_app  # noqa: PLC0415
+
+        if self.host.link_basename(f"/sys/class/net/{ifname}/device/driver") != "mlx5_core":
+            return None, None
+        app = self.command(("dcb", "-j", "app", "show", "dev", ifname), parse_dcb_app)
+        if app is None:
+            return None, None
+        if not app.dscp_prio:
+            return "pcp", None
+        table = {d: d >> 3 for d in range(64)}
+        entries: dict[int, int] = {}
+        for dscp, prio in app.dscp_prio:  # a DSCP listed twice: the NIC keeps the last write (unknown): the higher
+            entries[dscp] = max(prio, entries.get(dscp, prio))
+        table.update(entries)
+        return "dscp", tuple(sorted(table.items()))
 
     def _dcbx(self, ifname: str) -> Dcbx | None:
         """lldpad's DCBX PFC TLVs, when lldpad runs: most hosts configure PFC with mlnx_qos/dcb and run no lldpad,

@@ -71,8 +71,11 @@ def test_tc_left_out_when_pfc_is_off_or_trust_is_pcp_or_unknown():
     pcp = plan_conf(_with_qos(roce, trust="pcp"))
     assert pcp.get("NCCL_IB_TC") is None and pcp.get("NCCL_IB_SL") is None
     assert any("trust pcp" in w and "untagged" in w for w in pcp.warnings)
-    # Trust unknown (inbox driver, dcb only): read as dscp with the default map, as the RoCE lint rules do.
-    unknown = plan_conf(probe(str(HOSTS / "pcie-server")))
+    # Inbox mlx5 (dcb only): trust dscp from the DCB APP table's DSCP entries, no doubt to report.
+    inbox = plan_conf(probe(str(HOSTS / "pcie-server")))
+    assert inbox.get("NCCL_IB_TC") == "104" and not any("trust mode" in w for w in inbox.warnings)
+    # Trust unknown (no APP table recorded): read as dscp with the default map, as the RoCE lint rules do.
+    unknown = plan_conf(_with_qos(probe(str(HOSTS / "pcie-server")), trust=None, dscp2prio=None))
     assert unknown.get("NCCL_IB_TC") == "104" and any("trust mode" in w for w in unknown.warnings)
 
 
