@@ -231,11 +231,18 @@ def _roce(node: Node, rails: RailPlan, version: tuple[int, int, int], warnings: 
                            f"GID {index} is RoCE v2 with an IPv4 address on every rail"))
 
     # Traffic class: a DSCP that lands in a PFC-enabled priority on every rail netdev.
-    netdevs = [node.netdev(r.netdev) if r.netdev else None for r in active]
+    # QoS is per physical port: a RoCE LAG rail (bond0) is judged on its slaves.
+    labelled: list[tuple[str, NetDev | None]] = []
+    for r in active:
+        nd = node.netdev(r.netdev) if r.netdev else None
+        slaves = sorted((d for d in node.netdevs if nd is not None and nd.kind == "bond" and d.master == nd.name),
+                        key=lambda d: natural_key(d.name))
+        labelled += [(d.name, d) for d in slaves] or [(r.netdev or r.hca, nd)]
+    netdevs = [nd for _, nd in labelled]
     if not active:
         return out
     if any(nd is None or nd.qos is None for nd in netdevs):
-        unknown = [r.netdev or r.hca for r, nd in zip(active, netdevs) if nd is None or nd.qos is None]
+        unknown = [label for label, nd in labelled if nd is None or nd.qos is None]
         warnings.append(f"NCCL_IB_TC not set: no QoS data (mlnx_qos/dcb) for {', '.join(unknown)}; NCCL then sends "
                         "with traffic class 0 (priority 0, usually lossy)")
         return out

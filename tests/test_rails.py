@@ -93,3 +93,26 @@ def test_cli_json_and_text():
     assert "PORT NOT ACTIVE" in text and "NCCL_IB_HCA==" in text
     bad = run_cli("rails", "--root", str(HOSTS / "dgx-h100"), "--compute-nics", "mlx5_99")
     assert bad.returncode == 3 and "mlx5_99" in bad.stderr
+
+
+def test_roce_lag_is_one_bonded_rail():
+    """mlx5_bond_0 (both ports of the card bonded, GIDs on bond0): one rail serving every GPU behind the card."""
+    plan = plan_rails(probe(str(HOSTS / "pcie-server-roce-lag")))
+    assert [(r.hca, r.netdev, r.gpus, r.path) for r in plan.rails] == [("mlx5_bond_0:1", "bond0", (0, 1, 2, 3), "PIX")]
+    assert plan.nccl_ib_hca == "=mlx5_bond_0:1"
+    assert hca_selects(plan.nccl_ib_hca, [("mlx5_bond_0", 1), ("mlx5_1", 1)]) == {("mlx5_bond_0", 1)}
+
+
+def test_dual_port_device_gives_one_rail_per_port():
+    """One RDMA device with two ports (a single-function dual-port card): each port is a rail, GPUs spread."""
+    import dataclasses
+
+    node = probe(str(HOSTS / "pcie-server"))
+    nic0, nic1 = node.nic("mlx5_0"), node.nic("mlx5_1")
+    port2 = dataclasses.replace(nic1.ports[0], num=2)
+    dual = dataclasses.replace(nic0, ports=(nic0.ports[0], port2))
+    node = dataclasses.replace(node, nics=(dual,))
+    plan = plan_rails(node)
+    assert [(r.hca, r.gpus) for r in plan.rails] == [("mlx5_0:1", (0, 2)), ("mlx5_0:2", (1, 3))]
+    assert plan.nccl_ib_hca == "=mlx5_0:1,mlx5_0:2"
+    assert hca_selects(plan.nccl_ib_hca, [("mlx5_0", 1), ("mlx5_0", 2), ("mlx5_01", 1)]) == {("mlx5_0", 1), ("mlx5_0", 2)}

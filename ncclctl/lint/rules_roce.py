@@ -81,8 +81,12 @@ class RocePort:
     netdev: NetDev | None
 
 
-def roce_ports(ctx: Ctx, *, active_only: bool = False) -> list[RocePort]:
-    """Ethernet RDMA ports NCCL would use, with their netdev (None when the probe could not tie one)."""
+def roce_ports(ctx: Ctx, *, active_only: bool = False, physical: bool = False) -> list[RocePort]:
+    """Ethernet RDMA ports NCCL would use, with their netdev (None when the probe could not tie one).
+
+    ``physical``: a RoCE LAG port (``mlx5_bond_0`` on ``bond0``) becomes one entry per slave of the bond, since
+    PFC, trust, the DSCP map and ECN are per physical port (the bond has no DCB state); used by the QoS rules.
+    """
     selected = nccl_ports(ctx)
     out = []
     for nic, port in all_ports(ctx):
@@ -90,8 +94,19 @@ def roce_ports(ctx: Ctx, *, active_only: bool = False) -> list[RocePort]:
             continue
         if active_only and not port.is_active:
             continue
-        out.append(RocePort(nic, port, ctx.node.netdev(port.netdev) if port.netdev else None))
+        nd = ctx.node.netdev(port.netdev) if port.netdev else None
+        slaves = [d for d in ctx.node.netdevs if d.master == nd.name] if physical and nd is not None else []
+        if nd is not None and nd.kind == "bond" and slaves:
+            out.extend(RocePort(nic, port, d) for d in sorted(slaves, key=lambda d: d.name))
+        else:
+            out.append(RocePort(nic, port, nd))
     return out
+
+
+def _who(rp: RocePort, nd: NetDev, *, port: bool = True) -> str:
+    """``ens1np0 (mlx5_0 port 1)``, or for a RoCE LAG slave ``enp29s0f0np0 (bond0 slave, mlx5_bond_0 port 1)``."""
+    lag = f"{nd.master} slave, " if nd.master and rp.port.netdev == nd.master else ""
+    return f"{nd.name} ({lag}{rp.nic.name}{f' port {rp.port.num}' if port else ''})"
 
 
 def _dscp_map(nd: NetDev) -> tuple[dict[int, int], str]:
@@ -211,7 +226,7 @@ def pfc_off(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         return
     m = marking(ctx)
     seen: set[str] = set()
-    for rp in roce_ports(ctx):
+    for rp in roce_ports(ctx, physical=True):
         nd = rp.netdev
         if nd is None or nd.name in seen or nd.qos is None or nd.qos.pfc_enabled is None:
             continue
@@ -223,7 +238,7 @@ def pfc_off(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         on = [i for i, v in enumerate(pfc) if v]
         where = (f"PFC is enabled on priority {', '.join(map(str, on))} instead" if on
                  else "PFC is off on every priority")
-        msg = (f"{nd.name} ({rp.nic.name} port {rp.port.num}): NCCL's RoCE traffic ({m.tc_text}, DSCP {m.dscp}) "
+        msg = (f"{_who(rp, nd)}: NCCL's RoCE traffic ({m.tc_text}, DSCP {m.dscp}) "
                f"lands on priority {land.prio} ({land.how}), which has no PFC; {where}")
         fixes = [f"enable PFC on priority {land.prio}: {_pfc_fix(nd, land.prio)}"]
         want = intended_priority(nd, m)
@@ -268,7 +283,7 @@ def pfc_extra(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     m = marking(ctx)
     allowed = {int(x) for x in opts["allow_priorities"]}
     seen: set[str] = set()
-    for rp in roce_ports(ctx):
+    for rp in roce_ports(ctx, physical=True):
         nd = rp.netdev
         if nd is None or nd.name in seen or nd.qos is None or nd.qos.pfc_enabled is None:
             continue
@@ -320,7 +335,7 @@ def trust_pcp(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     if m.dscp == 0:
         return
     seen: set[str] = set()
-    for rp in roce_ports(ctx):
+    for rp in roce_ports(ctx, physical=True):
         nd = rp.netdev
         if nd is None or nd.name in seen:
             continue
@@ -334,7 +349,7 @@ def trust_pcp(ctx: Ctx, opts: dict) -> Iterable[Hit]:
                 continue
             dscp_prio = _dscp_map(nd)[0].get(m.dscp, m.dscp >> 3)
             fix = _trust_fix(nd, m.dscp)
-            yield Hit(nd.name, f"{nd.name} ({rp.nic.name}) trusts pcp: NCCL marks DSCP {m.dscp} ({m.tc_text}) but "
+            yield Hit(nd.name, f"{_who(rp, nd, port=False)} trusts pcp: NCCL marks DSCP {m.dscp} ({m.tc_text}) but "
                                f"the NIC classifies by VLAN PCP, so the traffic lands on priority {land.prio} "
                                f"({'tagged, NCCL_IB_SL unset' if _tagged(ctx, rp) else 'untagged'}) instead of "
                                f"priority {dscp_prio}",
@@ -342,7 +357,7 @@ def trust_pcp(ctx: Ctx, opts: dict) -> Iterable[Hit]:
                                 f"landing_priority={land.prio}"),
                       fix=f"{fix} (then DSCP {m.dscp} maps to priority {dscp_prio}); persist it across reboots")
         elif trust is None and land.alt is not None and nd.qos is not None:
-            yield Hit(nd.name, f"{nd.name} ({rp.nic.name}): the trust mode is unknown ({nd.qos.source} shows no "
+            yield Hit(nd.name, f"{_who(rp, nd, port=False)}: the trust mode is unknown ({nd.qos.source} shows no "
                                f"trust state); under dscp NCCL's DSCP {m.dscp} lands on priority {land.prio}, under "
                                f"pcp (the inbox mlx5 default) on priority {land.alt}",
                       severity=I, evidence=(f"qos source={nd.qos.source}", m.tc_text),
@@ -373,7 +388,7 @@ def ecn_off(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     m = marking(ctx)
     sev = E if opts["profile"] == "lossy" else W
     seen: set[str] = set()
-    for rp in roce_ports(ctx):
+    for rp in roce_ports(ctx, physical=True):
         nd = rp.netdev
         if nd is None or nd.name in seen or nd.ecn is None:
             continue
@@ -396,7 +411,7 @@ def ecn_off(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         if want is not None:
             cmds = (f"switch {nd.name} to DSCP trust ({_trust_fix(nd, m.dscp)}, see ROCE003) so DSCP {m.dscp} lands on "
                     f"priority {want}" + (f"; {cmds}" if cmds else f", where ECN is already enabled"))
-        yield Hit(nd.name, f"{nd.name} ({rp.nic.name}): DCQCN {' and '.join(off)} disabled on priority {p}, where "
+        yield Hit(nd.name, f"{_who(rp, nd, port=False)}: DCQCN {' and '.join(off)} disabled on priority {p}, where "
                            f"NCCL's RoCE traffic lands ({land.how}){also}",
                   severity=sev,
                   evidence=(f"ecn/roce_np/enable/{p}={'?' if np_on[p] is None else int(np_on[p])}",
@@ -764,7 +779,7 @@ def dcbx_pfc(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         return
     m = marking(ctx)
     seen: set[str] = set()
-    for rp in roce_ports(ctx, active_only=True):
+    for rp in roce_ports(ctx, active_only=True, physical=True):
         nd = rp.netdev
         if nd is None or nd.name in seen or nd.dcbx is None:
             continue
@@ -772,7 +787,7 @@ def dcbx_pfc(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         dx = nd.dcbx
         land = landing(ctx, rp, m)
         prio = land.prio if land is not None and 0 <= land.prio < 8 else None
-        where = f"{nd.name} ({rp.nic.name} port {rp.port.num})"
+        where = _who(rp, nd)
         ev = [f"local: willing={'yes' if dx.willing else 'no'} pfc={_prios(dx.local_pfc)} (lldptool)",
               "switch: " + ("no PFC TLV received" if dx.peer_pfc is None else
                             f"willing={'yes' if dx.peer_willing else 'no'} pfc={_prios(dx.peer_pfc)} (lldptool -n)")]

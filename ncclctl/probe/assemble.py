@@ -569,9 +569,12 @@ class _Probe:
 
     def roce_state(self, nics: tuple[Nic, ...], netdevs: list[NetDev]) -> tuple[NetDev, ...]:
         """Attach QoS, ECN and LLDP facts to the netdevs of Ethernet (RoCE) RDMA ports."""
-        roce = sorted({p.netdev for n in nics for p in n.ports if p.link_layer == "Ethernet" and p.netdev})
+        roce = {p.netdev for n in nics for p in n.ports if p.link_layer == "Ethernet" and p.netdev}
         if not roce:
             return tuple(netdevs)
+        # RoCE LAG (mlx5_bond_0 on bond0): PFC, trust, ECN and LLDP live on the bond's physical slaves.
+        bonds = {nd.name for nd in netdevs if nd.name in roce and nd.kind == "bond"}
+        roce = (roce - bonds) | {nd.name for nd in netdevs if nd.master in bonds}
         from ncclctl.parsers.lldp import parse_lldpctl_json  # noqa: PLC0415
 
         lldp = {}

@@ -28,6 +28,7 @@ EXPECTED = {
     "hgx-h100-roce": set(),
     "hgx-h100-roce-pfc-off": set(),
     "pcie-server": {("GDR002", "info", "pcie-srv-03")},
+    "pcie-server-roce-lag": {("GDR002", "info", "pcie-srv-04")},
 }
 
 _NODES: dict[str, object] = {}

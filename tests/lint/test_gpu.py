@@ -29,6 +29,7 @@ EXPECTED = {
     "hgx-h100-roce": set(),
     "hgx-h100-roce-pfc-off": set(),
     "pcie-server": set(),
+    "pcie-server-roce-lag": set(),
 }
 
 _NODES: dict[str, object] = {}

@@ -44,6 +44,7 @@ GOLDEN: dict[str, set[tuple[str, str]]] = {
     "hgx-h100-roce": set(),
     "hgx-h100-roce-pfc-off": set(),
     "pcie-server": set(),
+    "pcie-server-roce-lag": set(),
 }
 
 

@@ -34,6 +34,9 @@ EXPECTED = {
     "pcie-server": {("PCI001", "error", "0000:18:00.0"), ("PCI001", "error", "0000:18:04.0"),
                     ("PCI001", "error", "0000:18:08.0"), ("PCI001", "error", "0000:18:0c.0"),
                     ("PCI001", "error", "0000:18:10.0"), ("PCI002", "error", "/proc/cmdline")},
+    "pcie-server-roce-lag": {("PCI001", "error", "0000:18:00.0"), ("PCI001", "error", "0000:18:04.0"),
+                             ("PCI001", "error", "0000:18:08.0"), ("PCI001", "error", "0000:18:0c.0"),
+                             ("PCI001", "error", "0000:18:10.0"), ("PCI002", "error", "/proc/cmdline")},
 }
 
 _NODES: dict[str, object] = {}

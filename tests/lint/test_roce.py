@@ -41,6 +41,8 @@ EXPECTED = {
     "hgx-h100-roce-pfc-off": {("ROCE001", "error", nd) for nd in RAILS}
     | {("ROCE003", "error", "ens6np0"), ("ROCE004", "warning", "ens6np0")},
     "pcie-server": {("ROCE001", "error", "enp29s0f0np0"), ("ROCE001", "error", "enp29s0f1np1")},
+    # RoCE LAG: mlx5_bond_0 on bond0; QoS is judged on the bond's physical slaves.
+    "pcie-server-roce-lag": {("ROCE001", "error", "enp29s0f0np0"), ("ROCE001", "error", "enp29s0f1np1")},
 }
 
 _NODES: dict[str, object] = {}
@@ -325,3 +327,18 @@ def test_hand_written_model_values_never_crash():
     assert not [f for f in found if "crashed" in f.message], found
     # GID 3 is unreadable: NCCL_IB_GID_INDEX=3 selects an empty slot on mlx5_0.
     assert ("ROCE005", "mlx5_0") in {(f.rule, f.subject) for f in found}
+
+
+def test_roce_lag_qos_follows_the_bond_to_its_slaves():
+    n = node("pcie-server-roce-lag")
+    port = n.nic("mlx5_bond_0").ports[0]
+    assert port.netdev == "bond0" and n.netdev("bond0").kind == "bond" and n.netdev("bond0").qos is None
+    for slave in ("enp29s0f0np0", "enp29s0f1np1"):
+        nd = n.netdev(slave)
+        assert nd.master == "bond0" and nd.qos is not None and nd.qos.pfc_enabled[3] and nd.qos.trust == "dscp"
+        assert nd.lldp is not None and nd.lldp.port_id == "swp21"
+    found = lint(n, only=("ROCE001",))
+    assert [f.message.split(":")[0] for f in found] == ["enp29s0f0np0 (bond0 slave, mlx5_bond_0 port 1)",
+                                                        "enp29s0f1np1 (bond0 slave, mlx5_bond_0 port 1)"]
+    # With NCCL marking DSCP 26 (priority 3, PFC on) both slaves are clean.
+    assert lint(with_env(n, NCCL_IB_TC="106"), only=("ROCE001", "ROCE003")) == []
