@@ -483,8 +483,9 @@ def from_lldp(hosts, *, source: str) -> FabricGraph:
     """The graph of a RoCE/Ethernet fabric seen through LLDP: ``hosts`` is ``[(name, Node, line)]``.
 
     Each RDMA NIC with an Ethernet port becomes an HCA ``"<host> <nic>"``; its port's netdev's LLDP neighbour names
-    the switch (chassis id, else chassis name) and the switch port (port id, else its description). A port that is
-    not ACTIVE, or has no LLDP neighbour, has no link. Switch-switch links are not visible: every switch is a leaf.
+    the switch (chassis id, else chassis name) and the switch port (port id, else its description); a RoCE LAG port
+    (netdev a bond) takes the neighbour of the bond's first slave. A port that is not ACTIVE, or has no LLDP
+    neighbour, has no link. Switch-switch links are not visible: every switch is a leaf.
     """
     g = FabricGraph(source=source, kind="lldp")
     owner: dict[str, str] = {}
@@ -509,6 +510,13 @@ def from_lldp(hosts, *, source: str) -> FabricGraph:
                 ndname = port.netdev or (nic.netdevs[0] if len(nic.netdevs) == 1 else None)
                 nd = netdevs.get(ndname) if ndname else None
                 lldp = nd.lldp if nd is not None else None
+                if lldp is None and nd is not None and nd.kind == "bond":
+                    # RoCE LAG: LLDP runs on the bond's slaves; the first slave with a neighbour stands for the
+                    # port (an MLAG pair's second switch is not a second rail).
+                    slaves = sorted((d for d in node.netdevs if d.master == nd.name and d.lldp is not None),
+                                    key=lambda d: natural_key(d.name))
+                    if slaves:
+                        ndname, lldp = f"{nd.name} via {slaves[0].name}", slaves[0].lldp
                 if not port.is_active or lldp is None or not (lldp.chassis_id or lldp.chassis_name):
                     continue
                 ident = (lldp.chassis_id or lldp.chassis_name or "").lower()

@@ -192,3 +192,17 @@ def test_every_input_form_recovers_the_ground_truth(tmp_path, form):
     assert {(p["host"], p["rail"]) for p in doc["problems"] if p["problem"] == "absent"} == down
     assert doc["fabric"]["kind"] == ("ibnetdiscover-ports" if form == "ibnetdiscover-p" else "iblinkinfo")
     assert len(doc["groups"]) == 4 and doc["rails"] == 8
+
+
+def test_roce_lag_host_is_linked_through_its_bond_slaves(tmp_path):
+    """A RoCE LAG host (mlx5_bond_0 on bond0): LLDP runs on the slaves, so the rail's link is the first slave's
+    neighbour, not a missing link."""
+    lag = REPO / "fixtures" / "hosts" / "pcie-server-roce-lag"
+    inv = tmp_path / "inventory.yaml"
+    inv.write_text(f"version: 1\nhosts:\n  lag01: {{snapshot: {lag}}}\n")
+    r = run_cli("fabric", "rails", "--inventory", str(inv), "--format", "json")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert doc["problems"] == [] and not [f for f in doc["findings"] if f["rule"] in ("FAB002", "FAB003")]
+    load = json.loads(run_cli("fabric", "load", "--inventory", str(inv), "--format", "json").stdout)
+    assert load["fabric"]["hca_ports_linked"] == 1 and load["fabric"]["hca_links"] == 1
