@@ -92,8 +92,6 @@ def load_snapshot(path: str):
 
 
 def load_inventory(path: str) -> Inventory:
-    import yaml
-
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read(16 << 20)
@@ -101,21 +99,10 @@ def load_inventory(path: str) -> Inventory:
         raise InputError("no such file", path=path, fix="give the inventory YAML (" + _FIX + ")") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read inventory: {getattr(exc, 'strerror', None) or exc}", path=path) from None
-    try:
-        _check_depth(text, path)
-        loader = _loader()(text)
-        try:
-            root = loader.get_single_node()
-            data = loader.construct_document(root) if root is not None else None
-        finally:
-            loader.dispose()
-    except ValueError as exc:  # e.g. an integer of over 4300 digits (Python's int-from-string limit)
-        raise InputError(f"not usable YAML: {str(exc)[:120]}", path=path, fix="fix the YAML value") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"not valid YAML: {getattr(exc, 'problem', None) or exc}", path=path,
-                         line=mark.line + 1 if mark else None, column=mark.column + 1 if mark else None,
-                         fix="fix the YAML syntax") from None
+    from ncclctl.yamlio import load
+
+    # An inventory nests 3 levels; the depth cap keeps absurd nesting away from the composer.
+    data, root = load(text, path, max_depth=32, fix="an inventory is 'hosts:' with one mapping per host (" + _FIX + ")")
     if not isinstance(data, dict):
         raise InputError("an inventory is a mapping with a 'hosts' mapping", path=path, fix=_FIX)
     lines = _key_lines(root)
@@ -164,33 +151,6 @@ def load_inventory(path: str) -> Inventory:
             model=rel(entry["model"], f"hosts.{name}.model", line) if "model" in entry else None,
             group=str(group) if group is not None else None, line=line))
     return Inventory(path=path, hosts=tuple(hosts), fabric=fabric_path)
-
-
-_MAX_DEPTH = 32  # an inventory nests 3 levels; PyYAML's composer recurses per level (deep input: RecursionError)
-
-
-def _loader():
-    """libyaml's loader when PyYAML was built with it (10x faster on big inventories), else the pure-Python one."""
-    import yaml
-
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def _check_depth(text: str, path: str) -> None:
-    """Refuse absurdly nested YAML from the event stream (linear, no recursion) before composing it."""
-    import yaml
-
-    depth = 0
-    for event in yaml.parse(text, Loader=_loader()):
-        if isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > _MAX_DEPTH:
-                mark = event.start_mark
-                raise InputError(f"nested more than {_MAX_DEPTH} levels deep", path=path,
-                                 line=mark.line + 1 if mark else None, column=mark.column + 1 if mark else None,
-                                 fix="an inventory is 'hosts:' with one mapping per host (" + _FIX + ")")
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
 
 
 def _key_lines(root: Any) -> dict[tuple[str, str], int]:

@@ -230,45 +230,16 @@ def _options_fix(rule: Rule) -> str:
 # YAML with line numbers (shared with the expected-state profile loader)
 
 
-_MAX_YAML_DEPTH = 64  # configs and profiles nest 4-5 levels; the composer recurses per level
-
-
 def load_yaml(text: str, path: str) -> tuple[Any, dict[tuple, int]]:
-    """Parse YAML safely; return the data and a map from key paths (tuples of keys/indices) to 1-based lines.
-
-    Duplicate mapping keys, which PyYAML silently resolves to the last one, are an error here. One pass with
-    libyaml when PyYAML has it (composing, then constructing from the same node tree), after a linear check of
-    the nesting depth on the event stream (the composer recurses per level).
+    """Parse YAML safely (:mod:`ncclctl.yamlio`); return the data and a map from key paths (tuples of
+    keys/indices) to 1-based lines. Duplicate mapping keys, which PyYAML silently resolves to the last one, are an
+    error here.
     """
     import yaml
 
-    from ncclctl.inventory import _loader
+    from ncclctl.yamlio import load
 
-    try:
-        depth = 0
-        for event in yaml.parse(text, Loader=_loader()):
-            if isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                if depth > _MAX_YAML_DEPTH:
-                    mark = event.start_mark
-                    raise InputError(f"nested more than {_MAX_YAML_DEPTH} levels deep", path=path,
-                                     line=mark.line + 1 if mark else None, fix="fix the YAML structure")
-            elif isinstance(event, yaml.CollectionEndEvent):
-                depth -= 1
-        loader = _loader()(text)
-        try:
-            root = loader.get_single_node()
-            data = loader.construct_document(root) if root is not None else None
-        finally:
-            loader.dispose()
-    except (RecursionError, ValueError) as exc:  # an integer of over 4300 digits
-        raise InputError(f"not usable YAML: {type(exc).__name__}: {str(exc)[:120]}", path=path,
-                         fix="fix the YAML structure") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"not valid YAML: {getattr(exc, 'problem', None) or exc}", path=path,
-                         line=mark.line + 1 if mark else None, column=mark.column + 1 if mark else None,
-                         fix="fix the YAML syntax") from None
+    data, root = load(text, path)
     lines: dict[tuple, int] = {}
     if root is not None:
         lines[()] = root.start_mark.line + 1

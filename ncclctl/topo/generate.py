@@ -415,18 +415,9 @@ def profile_layout(node: Node, name: str, nics: tuple[str, ...] | None = None) -
 
 def load_spec(text: str, *, path: str) -> VirtualLayout:
     """Read a layout spec (YAML; schema ``schemas/topo-spec.schema.json``)."""
-    import yaml
+    from ncclctl.yamlio import load
 
-    try:
-        data = yaml.safe_load(text)
-    except (RecursionError, ValueError) as exc:  # deep nesting; an integer of over 4300 digits
-        raise InputError(f"not usable YAML: {type(exc).__name__}: {str(exc)[:120]}", path=path,
-                         fix="a layout spec is a small flat mapping") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"not valid YAML: {getattr(exc, 'problem', exc)}", path=path,
-                         line=mark.line + 1 if mark else None, column=mark.column + 1 if mark else None,
-                         fix="fix the YAML syntax") from None
+    data, _ = load(text, path, max_depth=16, fix="a layout spec is a small flat mapping")
     if not isinstance(data, dict):
         raise InputError("a layout spec is a mapping with a 'switches' list", path=path,
                          fix="see schemas/topo-spec.schema.json")
