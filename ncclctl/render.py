@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from ncclctl import JSON_SCHEMA_VERSION
 from ncclctl.model import Node, PciDevice
 from ncclctl.paths import derived, matrix, natural_key, nearest_nics, nics_in_order, gpu_nic_type
 

@@ -410,7 +410,7 @@ def ecn_off(ctx: Ctx, opts: dict) -> Iterable[Hit]:
                          for d, flags in (("roce_np", np_on), ("roce_rp", rp_on)) if flags[q] is False)
         if want is not None:
             cmds = (f"switch {nd.name} to DSCP trust ({_trust_fix(nd, m.dscp)}, see ROCE003) so DSCP {m.dscp} lands on "
-                    f"priority {want}" + (f"; {cmds}" if cmds else f", where ECN is already enabled"))
+                    f"priority {want}" + (f"; {cmds}" if cmds else ", where ECN is already enabled"))
         yield Hit(nd.name, f"{_who(rp, nd, port=False)}: DCQCN {' and '.join(off)} disabled on priority {p}, where "
                            f"NCCL's RoCE traffic lands ({land.how}){also}",
                   severity=sev,

@@ -6,7 +6,6 @@ import os
 import pty
 import subprocess
 import sys
-from pathlib import Path
 
 from conftest import REPO, run_cli
 

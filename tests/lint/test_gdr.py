@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from conftest import HOSTS, host_names, run_cli
-from ncclctl.lint.context import Ctx
-from ncclctl.lint.engine import run
+from conftest import HOSTS, run_cli
+
 from ncclctl.lint.registry import all_rules
 from ncclctl.lint.rules_gdr import dmabuf, driver_major, kernel_version
-from ncclctl.probe import probe
+
+from .family import assert_host, assert_pinned, family_lint, node
 
 FAMILY = tuple(r.id for r in all_rules() if r.family == "gpudirect")
 
@@ -31,17 +31,8 @@ EXPECTED = {
     "pcie-server-roce-lag": {("GDR002", "info", "pcie-srv-04")},
 }
 
-_NODES: dict[str, object] = {}
 
-
-def node(name: str):
-    if name not in _NODES:
-        _NODES[name] = probe(str(HOSTS / name))
-    return _NODES[name]
-
-
-def lint(n, only=FAMILY):
-    return run(Ctx(node=n, offline=True), only=only)
+lint = family_lint(FAMILY)
 
 
 def test_family_registered():
@@ -49,16 +40,12 @@ def test_family_registered():
 
 
 def test_every_fixture_is_pinned():
-    assert sorted(EXPECTED) == host_names()
+    assert_pinned(EXPECTED)
 
 
 @pytest.mark.parametrize("host", sorted(EXPECTED))
 def test_findings_per_host(host):
-    found = lint(node(host))
-    assert {(f.rule, f.severity.value, f.subject) for f in found} == EXPECTED[host], \
-        "\n".join(f"{f.rule} {f.subject}: {f.message}" for f in found)
-    for f in found:
-        assert f.fix and f.evidence
+    assert_host(lint(node(host)), EXPECTED[host])
 
 
 @pytest.mark.parametrize("text,value", [("6.8.0-45-generic", (6, 8)), ("5.15.0-1046-nvidia", (5, 15)),

@@ -7,13 +7,14 @@ import json
 
 import pytest
 
-from conftest import HOSTS, host_names, run_cli
+from conftest import HOSTS, run_cli
 from ncclctl.errors import UsageError
-from ncclctl.lint.context import Ctx
-from ncclctl.lint.engine import Config, RuleConfig, run
+
+from ncclctl.lint.engine import Config, RuleConfig
 from ncclctl.lint.registry import all_rules
 from ncclctl.lint.rules_gpu import expected_nvlinks, parse_expected
-from ncclctl.probe import probe
+
+from .family import assert_host, assert_pinned, family_lint, node
 
 FAMILY = tuple(r.id for r in all_rules() if r.family == "gpu")
 
@@ -32,17 +33,8 @@ EXPECTED = {
     "pcie-server-roce-lag": set(),
 }
 
-_NODES: dict[str, object] = {}
 
-
-def node(name: str):
-    if name not in _NODES:
-        _NODES[name] = probe(str(HOSTS / name))
-    return _NODES[name]
-
-
-def lint(n, only=FAMILY, config=None):
-    return run(Ctx(node=n, offline=True), config or Config(), only=only)
+lint = family_lint(FAMILY)
 
 
 def test_family_registered():
@@ -50,16 +42,12 @@ def test_family_registered():
 
 
 def test_every_fixture_is_pinned():
-    assert sorted(EXPECTED) == host_names()
+    assert_pinned(EXPECTED)
 
 
 @pytest.mark.parametrize("host", sorted(EXPECTED))
 def test_findings_per_host(host):
-    found = lint(node(host))
-    assert {(f.rule, f.severity.value, f.subject) for f in found} == EXPECTED[host], \
-        "\n".join(f"{f.rule} {f.subject}: {f.message}" for f in found)
-    for f in found:
-        assert f.fix and f.evidence
+    assert_host(lint(node(host)), EXPECTED[host])
 
 
 @pytest.mark.parametrize("name,count", [("NVIDIA H100 80GB HBM3", 18), ("NVIDIA A100-SXM4-80GB", 12),

@@ -8,14 +8,13 @@ import json
 
 import pytest
 
-from ncclctl.lint.context import Ctx
-from ncclctl.lint.engine import run
 from ncclctl.lint.registry import all_rules
 from ncclctl.lint.rules_pcie import acs_bridges, c_strtol, cmdline_iommu, user_level
 from ncclctl.model import ConfFile
-from ncclctl.probe import probe
 
-from conftest import HOSTS, host_names, run_cli
+from conftest import HOSTS, run_cli
+
+from .family import assert_host, assert_pinned, family_lint, node
 
 FAMILY = tuple(r.id for r in all_rules() if r.family == "pcie")
 
@@ -39,17 +38,8 @@ EXPECTED = {
                              ("PCI001", "error", "0000:18:10.0"), ("PCI002", "error", "/proc/cmdline")},
 }
 
-_NODES: dict[str, object] = {}
 
-
-def node(name: str):
-    if name not in _NODES:
-        _NODES[name] = probe(str(HOSTS / name))
-    return _NODES[name]
-
-
-def lint(n, only=FAMILY):
-    return run(Ctx(node=n, offline=True), only=only)
+lint = family_lint(FAMILY)
 
 
 def test_family_registered():
@@ -57,16 +47,12 @@ def test_family_registered():
 
 
 def test_every_fixture_is_pinned():
-    assert sorted(EXPECTED) == host_names()
+    assert_pinned(EXPECTED)
 
 
 @pytest.mark.parametrize("host", sorted(EXPECTED))
 def test_findings_per_host(host):
-    found = lint(node(host))
-    assert {(f.rule, f.severity.value, f.subject) for f in found} == EXPECTED[host], \
-        "\n".join(f"{f.rule} {f.subject}: {f.message}" for f in found)
-    for f in found:
-        assert f.fix and f.evidence, f"{f.rule} {f.subject}: needs a concrete fix and the values it judged"
+    assert_host(lint(node(host)), EXPECTED[host])
 
 
 # --- NCCL's parsing of its own settings ------------------------------------------------------------

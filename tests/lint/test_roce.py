@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from conftest import HOSTS, host_names, run_cli
+from conftest import HOSTS, run_cli
 from ncclctl.lint.context import Ctx
 from ncclctl.lint.engine import Config, RuleConfig, run
 from ncclctl.lint.registry import all_rules
@@ -17,7 +17,7 @@ from ncclctl.lint.rules_roce import (gid_family, gid_in_range, iboe_mtu, landing
 from ncclctl.model import Gid, NetDev
 from ncclctl.probe import probe
 
-from .cases import load_case_files, materialize
+from .family import assert_host, assert_pinned, case_findings, family_lint, node, with_env
 
 FAMILY = tuple(r.id for r in all_rules() if r.family == "roce")
 RAILS = [f"ens{i}np0" for i in range(1, 9)]
@@ -45,29 +45,8 @@ EXPECTED = {
     "pcie-server-roce-lag": {("ROCE001", "error", "enp29s0f0np0"), ("ROCE001", "error", "enp29s0f1np1")},
 }
 
-_NODES: dict[str, object] = {}
 
-
-def node(name: str):
-    if name not in _NODES:
-        _NODES[name] = probe(str(HOSTS / name))
-    return _NODES[name]
-
-
-def lint(n, only=FAMILY, config=None):
-    return run(Ctx(node=n, offline=True), config or Config(), only=only)
-
-
-def with_env(n, drop=(), **env):
-    merged = {k: v for k, v in {**dict(n.facts.nccl_env), **env}.items() if k not in drop}
-    return dataclasses.replace(n, facts=dataclasses.replace(n.facts, nccl_env=tuple(sorted(merged.items()))))
-
-
-def case_findings(rule_id: str, name: str, tmp_path):
-    case = next(c for c in load_case_files()[rule_id]["cases"] if c["name"] == name)
-    root = materialize(case, tmp_path)
-    cfg = Config(rules=((rule_id, RuleConfig(options=tuple(case.get("options", {}).items()))),))
-    return run(Ctx(node=probe(str(root)), offline=True), cfg, only=(rule_id,))
+lint = family_lint(FAMILY)
 
 
 def test_family_registered():
@@ -75,16 +54,12 @@ def test_family_registered():
 
 
 def test_every_fixture_is_pinned():
-    assert sorted(EXPECTED) == host_names()
+    assert_pinned(EXPECTED)
 
 
 @pytest.mark.parametrize("host", sorted(EXPECTED))
 def test_findings_per_host(host):
-    found = lint(node(host))
-    assert {(f.rule, f.severity.value, f.subject) for f in found} == EXPECTED[host], \
-        "\n".join(f"{f.rule} {f.subject}: {f.message}" for f in found)
-    for f in found:
-        assert f.fix and f.evidence
+    assert_host(lint(node(host)), EXPECTED[host])
 
 
 def test_output_is_deterministic():

@@ -15,7 +15,6 @@ import tarfile
 import zipfile
 
 import jsonschema
-import pytest
 
 from conftest import HOSTS, REPO
 

@@ -8,7 +8,6 @@ the tools are skipped with the reason (pip's own words), any other failure fails
 from __future__ import annotations
 
 import fcntl
-import os
 import shutil
 import subprocess
 import sys
