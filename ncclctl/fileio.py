@@ -186,9 +186,9 @@ def _replace(target: str, data: bytes, *, mode: int) -> None:
         st = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=folder)
-    except FileNotFoundError:
-        raise InputError("the folder does not exist", path=folder, fix="create it first") from None
     except OSError as exc:
+        if isinstance(exc, FileNotFoundError) and not os.path.isdir(folder or "."):
+            raise InputError("the folder does not exist", path=folder, fix="create it first") from None
         raise InputError(f"cannot write here: {exc.strerror}", path=folder,
                          fix="run with the rights to write this folder, or choose another path") from None
     try:

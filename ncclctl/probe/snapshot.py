@@ -165,8 +165,9 @@ def snapshot(out_dir: str | None = None, tar_path: str | None = None, *, redact:
     parent = os.path.dirname(target)
     if not os.path.isdir(parent):
         raise InputError("the folder to write into does not exist", path=parent, fix="create it first")
-    tmp = tempfile.mkdtemp(prefix=".ncclctl-snapshot-", dir=parent)
+    tmp = ""
     try:
+        tmp = tempfile.mkdtemp(prefix=".ncclctl-snapshot-", dir=parent)
         count = write_tree(tmp, node, recorder, runner, nvml.doc, redact=redact,
                            source_root=None if root in (None, "/") else root)
         if tar_path is not None:
@@ -174,6 +175,9 @@ def snapshot(out_dir: str | None = None, tar_path: str | None = None, *, redact:
         else:
             _replace_dir(tmp, target)
             tmp = ""
+    except OSError as exc:  # not writable, a file system without files (procfs), disk full
+        raise InputError(f"cannot write the snapshot in {parent}: {exc.strerror or exc}", path=target,
+                         fix="choose a folder on a writable local file system with free space") from None
     finally:
         if tmp and os.path.isdir(tmp):
             shutil.rmtree(tmp, ignore_errors=True)

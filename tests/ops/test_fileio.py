@@ -216,3 +216,19 @@ def test_unwritable_target_names_the_path(tmp_path):
     r = run_cli(*WRITERS["conf"], "-o", str(tmp_path / "missing" / "nccl.conf"))
     assert r.returncode == 3 and f"{tmp_path / 'missing'}: the folder does not exist" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs procfs")
+def test_folder_that_takes_no_files_is_not_called_missing():
+    """/proc exists but no file can be created in it: 'cannot write here', not 'the folder does not exist'."""
+    r = run_cli(*WRITERS["conf"], "-o", "/proc/nccl.conf")
+    assert r.returncode == 3 and "/proc: cannot write here" in r.stderr and "does not exist" not in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs procfs")
+@pytest.mark.parametrize("how", [("-o", "/proc/ncclctl-snap"), ("--tar", "/proc/ncclctl-snap.tar.gz")])
+def test_snapshot_into_an_unwritable_place_is_an_input_error(how):
+    r = run_cli("snapshot", "--root", str(HOSTS / "cpu-only"), *how)
+    assert r.returncode == 3, r.stderr
+    assert f"{how[1]}: cannot write the snapshot in /proc" in r.stderr and "internal error" not in r.stderr
