@@ -1,4 +1,4 @@
-"""GPU rules: NVLinks, Fabric Manager, MIG, persistence mode (host-facts.md 5.3, 5.4, 7.13-7.16)."""
+"""GPU rules: NVLinks, Fabric Manager, MIG, persistence mode, NVML health (host-facts.md 5.3, 5.4, 7.13-7.16)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from ncclctl.model import Gpu, Node
 
 E = Severity.ERROR
 W = Severity.WARNING
+I = Severity.INFO  # noqa: E741
 
 #: Full NVLink count per SXM/superchip board, from public datasheets, matched on the NVML device name
 #: (fnmatch, case-insensitive). PCIe boards are absent on purpose: they have no NVLinks, or only the links of an
@@ -252,3 +253,72 @@ def persistence_off(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         if gpu.persistence_mode is False:
             yield Hit(f"GPU{gpu.index}", f"GPU{gpu.index} ({gpu.bdf}) has persistence mode off",
                       evidence=("nvml persistence_mode=0",))
+
+
+# --------------------------------------------------------------------------------------------------
+# GPU005 NVML unusable, or a GPU lost
+
+#: NVML initialisation failures: (what it means for NCCL, the fix), by the NVML error name.
+_NVML_INIT = {
+    "LibRmVersionMismatch": (
+        "the NVIDIA kernel module and the user-space driver are different versions (the driver was upgraded "
+        "without a reboot): CUDA and NCCL fail to initialise on this node",
+        "reboot; or stop every GPU client (nvidia-persistenced, nvidia-fabricmanager, DCGM), then rmmod nvidia_uvm "
+        "nvidia_drm nvidia_modeset nvidia and modprobe nvidia"),
+    "DriverNotLoaded": (
+        "the NVIDIA kernel module is not loaded: no CUDA and no NCCL on this node",
+        "modprobe nvidia and read dmesg for NVRM errors (a kernel update without the DKMS rebuild, an unsigned module "
+        "under Secure Boot)"),
+    "LibraryNotFound": (
+        "libnvidia-ml.so.1 is not found: the driver's user-space libraries are missing (or not mounted into this "
+        "container)",
+        "install the NVIDIA driver (the same version as the kernel module), or run the container with the NVIDIA "
+        "container toolkit"),
+    "NoPermission": (
+        "the GPU device files (/dev/nvidia*) are not accessible to this user",
+        "run as a user with access to /dev/nvidia* (the video group, or the site's GPU group)"),
+}
+#: Reasons that say nothing about the node (ncclctl's own environment, or a capture without NVML data).
+_NVML_NOT_A_NODE_FAULT = {"ModuleNotFound", "NotCaptured"}
+
+
+@rule(
+    "GPU005", "nvml-unusable", E, "NVML cannot be used, or a GPU is lost",
+    what="A node with NVIDIA GPUs on its PCI bus where NVML fails to initialise (driver/library version mismatch, "
+         "kernel module not loaded, library missing, no permission), or a GPU that NVML reports as lost.",
+    why="NCCL and CUDA go through the same driver: a version mismatch after an upgrade without reboot, or an "
+        "unloaded module, fails every job on the node at CUDA init ('CUDA driver version is insufficient', "
+        "'NVML: Driver/library version mismatch'); a GPU that fell off the bus (Xid 79) hangs or fails the "
+        "communicators that include it. The other GPU rules cannot judge GPUs NVML does not answer for.",
+    detect="The NVML initialisation result and per-GPU handle errors the probe records (nvml.json 'init', device "
+           "entries with 'error': 'GpuIsLost'), on a node whose PCI bus has NVIDIA display/3D functions. A probe "
+           "run without pynvml installed, or a capture without nvml.json, is reported as info (not a node fault).",
+    fix="By cause: reboot after a driver upgrade; modprobe nvidia; install the driver's user-space; fix device "
+        "permissions. A lost GPU: read dmesg for Xid 79/48, drain the node, reset the GPU (nvidia-smi -r) or "
+        "reboot, and replace it if it falls off again.",
+)
+def nvml_unusable(ctx: Ctx, opts: dict) -> Iterable[Hit]:
+    node = ctx.node
+    pci_gpus = [g for g in node.gpus if g.source == "pci"]
+    for u in node.unavailable:
+        if u.source != "nvml":
+            continue
+        if u.detail is None and pci_gpus:  # initialisation failed: GPUs seen on PCI only
+            where = ", ".join(g.bdf for g in pci_gpus[:4]) + (" ..." if len(pci_gpus) > 4 else "")
+            ev = (f"nvmlInit: {u.reason}", f"{len(pci_gpus)} NVIDIA GPU(s) on PCI: {where}")
+            if u.reason in _NVML_NOT_A_NODE_FAULT:
+                why = ("pynvml (nvidia-ml-py) is not installed next to ncclctl" if u.reason == "ModuleNotFound"
+                       else "the capture has no NVML answers (nvml.json)")
+                yield Hit("NVML", f"{why}: GPU checks that need NVML (NVLinks, MIG, persistence, Fabric Manager "
+                                  f"registration) did not run", severity=I, evidence=ev,
+                          fix="install ncclctl with its dependencies (pip install ncclctl pulls nvidia-ml-py), "
+                              "or capture the node with 'ncclctl snapshot'")
+                continue
+            meaning, fix = _NVML_INIT.get(u.reason, (f"NVML failed to initialise ({u.reason})",
+                                                     "run nvidia-smi on the node and fix what it reports"))
+            yield Hit("NVML", f"NVML does not work on this node: {meaning}", fix=fix, evidence=ev)
+        elif u.reason == "GpuIsLost" and u.detail and u.detail.startswith("GPU ") and u.detail[4:].isdigit():
+            yield Hit(u.detail.replace(" ", ""), f"{u.detail} is lost: NVML cannot reach it (fell off the bus)",
+                      evidence=(f"NVML: {u.detail}: GpuIsLost",),
+                      fix="read dmesg for Xid 79/48; drain the node, reset the GPU (nvidia-smi -r) or reboot, and "
+                          "replace it if it falls off again")

@@ -746,3 +746,40 @@ def gpu_nic_distance(ctx: Ctx, opts: dict) -> Iterable[Hit]:
                             f"GPUDirect RDMA level: {level.name} ({level.source})",
                             f"NUMA: GPU {g.numa_node}, NIC {node.numa_node_of(nic.bdf)}"),
                   severity=severity)
+
+
+# --------------------------------------------------------------------------------------------------
+# PCI006 NUMA affinity unknown on a multi-node host (host-facts.md 7.16)
+
+
+@rule(
+    "PCI006", "numa-affinity-unknown", W, "GPUs or RDMA NICs without a NUMA node on a multi-NUMA host",
+    what="A host with two or more NUMA nodes that have CPUs, where GPUs or RDMA NICs report no NUMA node "
+         "(/sys/bus/pci/devices/<bdf>/numa_node is -1): the firmware gave no proximity (ACPI _PXM/SRAT) for "
+         "their PCI root.",
+    why="NCCL places each PCI device under the CPU of its numa_node; with -1 it builds a <cpu numaid=\"-1\"> "
+        "that is no socket at all. GPU<->NIC pairing can no longer tell a NIC across the inter-socket link from "
+        "a local one, and NCCL's proxy and network threads are not pinned to the GPU's socket: lower and "
+        "unstable network bandwidth, and on VMs the GPU/NIC pairing NCCL_TOPO_FILE exists to fix.",
+    detect="numa_node of every GPU and RDMA NIC PCI function, against the online NUMA nodes that have CPUs "
+           "(/sys/devices/system/node/node*/cpulist). Single-node hosts (where -1 is normal) are not judged.",
+    fix="Enable NUMA / ACPI SRAT in the BIOS (NUMA per socket, no node interleaving) and update the BIOS; on a VM "
+        "the hypervisor must publish PCI proximity (vNUMA). Until then, write an NCCL_TOPO_FILE with the right "
+        "numaid for each device ('ncclctl topo generate --spec').",
+)
+def numa_unknown(ctx: Ctx, opts: dict) -> Iterable[Hit]:
+    node = ctx.node
+    cpu_nodes = [n.id for n in node.numa if n.cpulist]
+    if len(cpu_nodes) < 2:
+        return
+    devs = [(f"GPU{g.index}", g.bdf) for g in sorted(node.gpus, key=lambda g: g.index)]
+    devs += [(n.name, n.bdf) for n in rdma_nics(node)]
+    unknown = [(name, bdf) for name, bdf in devs if bdf and node.numa_node_of(bdf) in (None, -1)]
+    if not unknown:
+        return
+    shown = ", ".join(f"{name} ({bdf})" for name, bdf in unknown[:8]) + (
+        f" and {len(unknown) - 8} more" if len(unknown) > 8 else "")
+    yield Hit("", f"{len(unknown)} of {len(devs)} GPUs/RDMA NICs have no NUMA node on a host with "
+                  f"{len(cpu_nodes)} CPU NUMA nodes: {shown}; NCCL cannot tell which socket they belong to",
+              evidence=(f"NUMA nodes with CPUs: {', '.join(map(str, cpu_nodes))}",
+                        *(f"{name} {bdf}: numa_node={node.numa_node_of(bdf)}" for name, bdf in unknown[:8])))

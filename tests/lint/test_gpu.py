@@ -38,7 +38,7 @@ lint = family_lint(FAMILY)
 
 
 def test_family_registered():
-    assert FAMILY == ("GPU001", "GPU002", "GPU003", "GPU004")
+    assert FAMILY == ("GPU001", "GPU002", "GPU003", "GPU004", "GPU005")
 
 
 def test_every_fixture_is_pinned():

@@ -43,7 +43,7 @@ lint = family_lint(FAMILY)
 
 
 def test_family_registered():
-    assert FAMILY == ("PCI001", "PCI002", "PCI003", "PCI004", "PCI005")
+    assert FAMILY == ("PCI001", "PCI002", "PCI003", "PCI004", "PCI005", "PCI006")
 
 
 def test_every_fixture_is_pinned():
