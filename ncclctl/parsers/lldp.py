@@ -22,6 +22,13 @@ shape is accepted too.
 lldptool prints ``IEEE 8021QAZ PFC TLV`` then TAB+space indented ``Willing: yes``, ``MACsec Bypass
 Capable: no``, ``PFC capable traffic classes: 8`` and ``PFC enabled: 3 `` (each priority followed by
 a space) or ``PFC enabled: none``.
+
+``lldptool -t -n -i <if>`` (lldpad's neighbour TLVs, for hosts that run lldpad instead of lldpd) prints each TLV as
+a header line (``Chassis ID TLV``, ``Port ID TLV``, ``Time to Live TLV``, ``Port Description TLV``, ``System Name
+TLV``, ``Management Address TLV``, ..., ``End of LLDPDU TLV``) followed by TAB-indented lines. Chassis and port
+ids carry their subtype as a prefix (lldpad lldp_mand_clif.c): ``MAC: 1c:34:da:..``, ``Ifname: swp1``,
+``Local: ..``, ``IPv4: ..``, ``IPv6: ..``, ``Interface Alias: ..`` / ``IfAlias: ..``, ``Port Component: ..``,
+``Chassis Component: ..``, ``Agent Circuit ID: ..``; string TLVs print the bare string (lldp_basman_clif.c).
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from ncclctl.parsers._common import (
     strip_ansi,
 )
 
-__all__ = ["LldpNeighbor", "LldptoolPfc", "parse_lldpctl_json", "parse_lldptool_pfc"]
+__all__ = ["LldpNeighbor", "LldptoolPfc", "parse_lldpctl_json", "parse_lldptool_neighbor", "parse_lldptool_pfc"]
 
 _JSON_FIX = "pass the unedited output of `lldpctl -f json`"
 _PFC_FIX = "pass the unedited output of `lldptool -t -i <if> -V PFC` (add -n for the peer's TLV)"
@@ -85,6 +92,12 @@ def parse_lldpctl_json(text: str, *, source: str = "lldpctl -f json") -> tuple[L
 def parse_lldptool_pfc(text: str, *, source: str = "lldptool -t -V PFC") -> LldptoolPfc:
     """Parse ``lldptool -t [-n] -i <if> -V PFC``. Empty output is an error (no PFC TLV)."""
     return run_parser(_parse_pfc, text, source, "lldptool -V PFC")
+
+
+def parse_lldptool_neighbor(text: str, *, source: str = "lldptool -t -n", interface: str = "") -> LldpNeighbor:
+    """Parse ``lldptool -t -n -i <if>``: the neighbour's chassis, port, name and address. Output without a Chassis
+    ID and a Port ID TLV (``Agent instance for device not found``, no neighbour yet) is an error."""
+    return run_parser(lambda t, src: _parse_tool_neighbor(t, src, interface), text, source, "lldptool -t -n")
 
 
 # ------------------------------------------------------------------------------------ lldpctl json
@@ -309,3 +322,62 @@ def _parse_pfc(text: str, source: str) -> LldptoolPfc:
         pfc_cap=cap,
         enabled=enabled,
     )
+
+
+# ------------------------------------------------------------------------------ lldptool neighbour
+
+_TOOL_FIX = "pass the unedited output of `lldptool -t -n -i <if>` (lldpad must run and see a neighbour)"
+_TOOL_HEADER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ./()-]* TLV", re.ASCII)
+#: Subtype prefixes of chassis / port ids (lldp_mand_clif.c) -> lldpctl's type names.
+_ID_TYPES = {"MAC": "mac", "IPv4": "ip", "IPv6": "ip", "Ifname": "ifname", "Local": "local", "IfAlias": "ifalias",
+             "Interface Alias": "ifalias", "Chassis Component": "chassis", "Port Component": "port",
+             "Agent Circuit ID": "circuit"}
+
+
+def _parse_tool_neighbor(text: str, source: str, interface: str) -> LldpNeighbor:
+    lines = split_lines(text)
+    tlvs: dict[str, tuple[list[str], int]] = {}
+    current: list[str] | None = None
+    for lineno, raw in enumerate(lines, 1):
+        line = strip_ansi(raw).rstrip()
+        if not line.strip():
+            continue
+        if line[0] in " \t":
+            if current is None:
+                raise perr(source, lineno, "indented line before any TLV header", _TOOL_FIX)
+            current.append(line.strip())
+            continue
+        if not _TOOL_HEADER_RE.fullmatch(line):
+            raise perr(source, lineno, f"lldptool: {line[:100]}", _TOOL_FIX)
+        if line in tlvs and line != "Management Address TLV":
+            raise perr(source, lineno, f"'{line}' printed twice", _TOOL_FIX)
+        current = tlvs.setdefault(line, ([], lineno))[0]
+    for need in ("Chassis ID TLV", "Port ID TLV"):
+        if need not in tlvs:
+            raise perr(source, last_line(lines), f"no '{need}' (no LLDP neighbour seen on this interface?)",
+                       _TOOL_FIX)
+
+    def ident(name: str) -> tuple[str | None, str | None]:
+        body, ln = tlvs[name]
+        if not body:
+            raise perr(source, ln, f"'{name}' without a value", _TOOL_FIX)
+        kind, sep, value = body[0].partition(": ")
+        if not sep or kind not in _ID_TYPES or not value.strip():
+            raise perr(source, ln + 1, f"{name}: unexpected value {body[0][:80]!r}", _TOOL_FIX)
+        return _ID_TYPES[kind], value.strip()
+
+    def string(name: str) -> str | None:
+        body = tlvs.get(name, ([], 0))[0]
+        return body[0] if body and body[0] else None
+
+    chassis_type, chassis_id = ident("Chassis ID TLV")
+    port_type, port_id = ident("Port ID TLV")
+    ttl = None
+    if "Time to Live TLV" in tlvs and tlvs["Time to Live TLV"][0]:
+        ttl = dec(tlvs["Time to Live TLV"][0][0], source, tlvs["Time to Live TLV"][1] + 1, "TTL", _TOOL_FIX)
+    addrs = tuple(b.partition(": ")[2] for b in tlvs.get("Management Address TLV", ([], 0))[0]
+                  if b.startswith(("IPv4: ", "IPv6: ")))
+    return LldpNeighbor(interface=interface, chassis_name=string("System Name TLV"), chassis_id=chassis_id,
+                        chassis_id_type=chassis_type, port_id=port_id, port_id_type=port_type,
+                        port_descr=string("Port Description TLV"), mgmt_ip=addrs[0] if addrs else None, ttl=ttl,
+                        mgmt_ips=addrs, via="LLDP", line=tlvs["Chassis ID TLV"][1])

@@ -584,8 +584,8 @@ class _Probe:
         out = []
         for nd in netdevs:
             if nd.name in roce:
-                nd = _replace(nd, qos=self._qos(nd.name), ecn=self._ecn(nd.name), lldp=lldp.get(nd.name),
-                              dcbx=self._dcbx(nd.name))
+                nd = _replace(nd, qos=self._qos(nd.name), ecn=self._ecn(nd.name),
+                              lldp=lldp.get(nd.name) or self._lldptool_neighbor(nd.name), dcbx=self._dcbx(nd.name))
             out.append(nd)
         return tuple(out)
 
@@ -627,6 +627,19 @@ class _Probe:
             entries[dscp] = max(prio, entries.get(dscp, prio))
         table.update(entries)
         return "dscp", tuple(sorted(table.items()))
+
+    def _lldptool_neighbor(self, ifname: str) -> LldpNeighbor | None:
+        """The switch port behind ``ifname`` from lldpad (``lldptool -t -n -i``) when lldpd gave none: hosts that run
+        lldpad for DCBX have no lldpctl. No lldpad, or no neighbour yet (an error text), is no neighbour."""
+        from ncclctl.parsers.lldp import parse_lldptool_neighbor  # noqa: PLC0415
+
+        nb = self.optional_command(("lldptool", "-t", "-n", "-i", ifname),
+                                   lambda text, source: parse_lldptool_neighbor(text, source=source, interface=ifname),
+                                   unparseable_is_absent=True)
+        if nb is None:
+            return None
+        return LldpNeighbor(chassis_name=nb.chassis_name, chassis_id=nb.chassis_id, port_id=nb.port_id,
+                            port_descr=nb.port_descr)
 
     def _dcbx(self, ifname: str) -> Dcbx | None:
         """lldpad's DCBX PFC TLVs, when lldpad runs: most hosts configure PFC with mlnx_qos/dcb and run no lldpad,

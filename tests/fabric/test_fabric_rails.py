@@ -206,3 +206,31 @@ def test_roce_lag_host_is_linked_through_its_bond_slaves(tmp_path):
     assert doc["problems"] == [] and not [f for f in doc["findings"] if f["rule"] in ("FAB002", "FAB003")]
     load = json.loads(run_cli("fabric", "load", "--inventory", str(inv), "--format", "json").stdout)
     assert load["fabric"]["hca_ports_linked"] == 1 and load["fabric"]["hca_links"] == 1
+
+
+def test_roce_fabric_from_lldpad_neighbours(tmp_path):
+    """A RoCE host running lldpad (no lldpctl): the switch port behind each rail comes from lldptool -t -n."""
+    import shutil
+
+    from ncclctl.probe import probe
+
+    src = REPO / "fixtures" / "hosts" / "hgx-h100-roce"
+    root = tmp_path / "roce"
+    shutil.copytree(src, root, symlinks=True)
+    (root / "cmd" / "lldpctl_-f_json.txt").unlink()
+    rails = [f"ens{k + 1}np0" for k in range(8)]
+    for k, ifname in enumerate(rails):
+        (root / "cmd" / f"lldptool_-t_-n_-i_{ifname}.txt").write_text(
+            f"Chassis ID TLV\n\tMAC: 1c:34:da:00:00:{k:02x}\nPort ID TLV\n\tIfname: swp12s0\nTime to Live TLV\n\t120\n"
+            f"System Name TLV\n\trail{k}-leaf01\nEnd of LLDPDU TLV\n")
+    node = probe(str(root))
+    assert [node.netdev(i).lldp.chassis_name for i in rails] == [f"rail{k}-leaf01" for k in range(8)]
+    inv = tmp_path / "inventory.yaml"
+    inv.write_text(f"version: 1\nhosts:\n  roce12: {{snapshot: {root}}}\n")
+    load = json.loads(run_cli("fabric", "load", "--inventory", str(inv), "--format", "json").stdout)
+    assert load["fabric"]["hca_ports_linked"] == 8 and load["fabric"]["switches"] == 8
+    # Without either LLDP source the rails have no links.
+    for f in (root / "cmd").glob("lldptool_*"):
+        f.unlink()
+    load = json.loads(run_cli("fabric", "load", "--inventory", str(inv), "--format", "json").stdout)
+    assert load["fabric"]["hca_ports_linked"] == 0

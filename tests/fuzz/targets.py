@@ -500,6 +500,8 @@ def _build() -> dict[str, Target]:
                 need_line=True),
         _target("lldptool_pfc", _parser(P + "lldp", "parse_lldptool_pfc"),
                 lambda: _samples("test_lldp", "PFC_SAMPLES"), need_line=True),
+        _target("lldptool_neighbor", _parser(P + "lldp", "parse_lldptool_neighbor"),
+                lambda: _samples("test_lldp", "TOOL_SAMPLES"), need_line=True),
         _target("nvidia_smi_topo", _parser(P + "smi_topo", "parse_nvidia_smi_topo"),
                 lambda: _unique(_cmd("nvidia-smi"), _samples("test_smi_topo", "SAMPLES")), need_line=True),
         _target("ibnetdiscover", _parser(P + "ibnetdiscover", "parse_ibnetdiscover"),

@@ -16,6 +16,7 @@ from ncclctl.parsers.lldp import (
     LldpNeighbor,
     LldptoolPfc,
     parse_lldpctl_json,
+    parse_lldptool_neighbor,
     parse_lldptool_pfc,
 )
 
@@ -303,3 +304,61 @@ def test_pfc_errors(text: str, line: int) -> None:
     with pytest.raises(ParseError) as ei:
         parse_lldptool_pfc(text, source="cmd/lldptool_pfc.txt")
     assert ei.value.line == line and ei.value.path == "cmd/lldptool_pfc.txt" and ei.value.fix
+
+
+# ------------------------------------------------------------------ lldptool -t -n -i <if> (lldpad neighbour)
+
+# Layout from lldpad's print functions (lldp_mand_clif.c, lldp_basman_clif.c): a header per TLV, TAB-indented
+# values, chassis/port ids prefixed by their subtype; org-specific TLVs (802.1, 802.3, DCBX) in between.
+TOOL_NEIGHBOR = (
+    "Chassis ID TLV\n\tMAC: 1c:34:da:5e:01:02\n"
+    "Port ID TLV\n\tIfname: swp12s0\n"
+    "Time to Live TLV\n\t120\n"
+    "Port Description TLV\n\trail0 downlink 12\n"
+    "System Name TLV\n\trail0-leaf01\n"
+    "System Description TLV\n\tCumulus Linux version 5.9.1 running on Nvidia SN5600\n"
+    "System Capabilities TLV\n\tSystem capabilities:  Bridge, Router\n\tEnabled capabilities: Bridge, Router\n"
+    "Management Address TLV\n\tIPv4: 192.168.50.11\n\tIfindex: 2\n"
+    "Management Address TLV\n\tIPv6: fd00::11\n\tIfindex: 2\n"
+    "MAC/PHY Configuration Status TLV\n\tAuto-negotiation not supported and disabled\n"
+    "Maximum Frame Size TLV\n\t9216\n"
+    "IEEE 8021QAZ PFC TLV\n\t Willing: no\n\t MACsec Bypass Capable: no\n\t PFC capable traffic classes: 8\n"
+    "\t PFC enabled: 3 \n"
+    "End of LLDPDU TLV\n"
+)
+TOOL_LOCAL_IDS = TOOL_NEIGHBOR.replace("MAC: 1c:34:da:5e:01:02", "Local: leaf01").replace("Ifname: swp12s0",
+                                                                                          "Local: 12")
+TOOL_SAMPLES = [TOOL_NEIGHBOR, TOOL_LOCAL_IDS]
+
+
+def test_lldptool_neighbor() -> None:
+    nb = parse_lldptool_neighbor(TOOL_NEIGHBOR, source="cmd/x.txt", interface="ens1np0")
+    assert nb == LldpNeighbor(interface="ens1np0", chassis_name="rail0-leaf01", chassis_id="1c:34:da:5e:01:02",
+                              chassis_id_type="mac", port_id="swp12s0", port_id_type="ifname",
+                              port_descr="rail0 downlink 12", mgmt_ip="192.168.50.11", ttl=120,
+                              mgmt_ips=("192.168.50.11", "fd00::11"), via="LLDP")
+    local = parse_lldptool_neighbor(TOOL_LOCAL_IDS)
+    assert (local.chassis_id_type, local.chassis_id, local.port_id_type, local.port_id) == ("local", "leaf01",
+                                                                                          "local", "12")
+    bare = parse_lldptool_neighbor("Chassis ID TLV\n\tMAC: 00:11:22:33:44:55\nPort ID TLV\n\tLocal: 7\n")
+    assert bare.chassis_name is None and bare.ttl is None and bare.mgmt_ips == ()
+
+
+@pytest.mark.parametrize(
+    "text,line",
+    [
+        ("Agent instance for device not found\n", 1),
+        ("", 1),
+        ("Port ID TLV\n\tIfname: swp1\n", 2),
+        ("Chassis ID TLV\n\tMAC: 00:11:22:33:44:55\n", 2),
+        ("\tMAC: 00:11:22:33:44:55\n", 1),
+        ("Chassis ID TLV\n\tBogus: x\nPort ID TLV\n\tIfname: swp1\n", 2),
+        ("Chassis ID TLV\nPort ID TLV\n\tIfname: swp1\n", 1),
+        (TOOL_NEIGHBOR.replace("\t120", "\tlong"), 6),
+        (TOOL_NEIGHBOR + "Port ID TLV\n\tIfname: swp2\n", 32),
+    ],
+)
+def test_lldptool_neighbor_errors(text: str, line: int) -> None:
+    with pytest.raises(ParseError) as ei:
+        parse_lldptool_neighbor(text, source="cmd/lldptool_-t_-n_-i_ens1np0.txt")
+    assert ei.value.line == line and ei.value.path == "cmd/lldptool_-t_-n_-i_ens1np0.txt" and ei.value.fix
