@@ -48,7 +48,30 @@ def fleet_facts(node, plan=None) -> dict[str, Any]:
         "rails": rails,
         "rail_layout": "=" + ",".join(r["hca"] for r in rails) if rails else "(no rails)",
         "nccl": effective_nccl_settings(node),
+        "roce_addresses": roce_addresses(node),
     }
+
+
+def roce_addresses(node) -> list[tuple[str, str]]:
+    """(address, where) of every routable RoCE v2 GID (IPv4-mapped, or a global IPv6) of the Ethernet RDMA ports
+    NCCL uses on this node (``NCCL_IB_HCA`` as NCCL applies it): the addresses other hosts' NCCL connects to."""
+    import ipaddress
+
+    from ncclctl.lint.context import Ctx
+    from ncclctl.lint.rules_ib import nccl_ports
+
+    selected = nccl_ports(Ctx(node=node, offline=True))
+    out = set()
+    for nic in node.nics:
+        for port in nic.ports:
+            if port.link_layer != "Ethernet" or (nic.name, port.num) not in selected:
+                continue
+            for g in port.gids:
+                if g.type != "RoCE v2" or g.is_link_local:
+                    continue
+                addr = g.ipv4 if g.is_ipv4_mapped else str(ipaddress.IPv6Address(int(g.gid.replace(":", ""), 16)))
+                out.add((addr, f"{nic.name} port {port.num}" + (f" ({g.netdev})" if g.netdev else "")))
+    return sorted(out)
 
 
 @dataclass
@@ -449,6 +472,44 @@ def _disambiguate(hosts: list[HostResult]) -> None:
             old = h.host
             h.host = f"{old}@{h.source}"
             h.findings = [f if f.subject != old else _resubject(f, h.host) for f in h.findings]
+
+
+
+
+@rule(
+    "FLT009", "fleet-duplicate-roce-address", E, "Two hosts use the same RoCE address",
+    what="An IP address (RoCE v2 GID: IPv4-mapped or global IPv6) that appears on the RDMA ports of two or more "
+         "hosts.",
+    why="NCCL connects RoCE queue pairs to the GID the peer advertises: with one address on two hosts, packets for "
+        "one reach the other (or ARP/ND flaps between them), so connections fail with transport retry errors or "
+        "hang at init, on whichever jobs happen to include both hosts. Cloned network configurations and DHCP "
+        "reservations copied between nodes are the usual cause.",
+    detect="The RoCE v2 GIDs of the Ethernet RDMA ports NCCL uses on each host (NCCL_IB_HCA as NCCL applies it; "
+           "every RDMA port when unset), from sysfs gids and gid_attrs/types, across the fleet. Storage or in-band "
+           "ports outside NCCL_IB_HCA are not judged.",
+    fix="Give each host's rail interfaces their own addresses (netplan/NetworkManager per host, or the DHCP "
+        "reservation by MAC), then restart the interfaces; GIDs follow the addresses.",
+)
+def fleet_duplicate_roce_address(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
+    holders: dict[str, list[tuple[str, str]]] = {}
+    for host, facts in fctx.hosts:
+        for addr, where in facts.get("roce_addresses", ()):
+            holders.setdefault(addr, []).append((host, where))
+    per_host: dict[str, list[str]] = {}
+    for addr, seen in sorted(holders.items()):
+        hosts = sorted({h for h, _ in seen})
+        if len(hosts) < 2:
+            continue
+        for host in hosts:
+            mine = ", ".join(w for h, w in seen if h == host)
+            others = [h for h in hosts if h != host]
+            per_host.setdefault(host, []).append(
+                f"{addr} ({mine}) also on {', '.join(others[:3])}" + (f" and {len(others) - 3} more" if len(others) > 3
+                                                                       else ""))
+    for host, dups in per_host.items():
+        yield Hit(host, f"{len(dups)} RoCE address(es) in use on other hosts too: " + "; ".join(dups[:4])
+                        + (f"; and {len(dups) - 4} more" if len(dups) > 4 else ""),
+                  evidence=tuple(dups[:8]))
 
 
 def _resubject(f: Finding, subject: str) -> Finding:
