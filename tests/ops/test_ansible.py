@@ -74,8 +74,10 @@ def test_playbook_check_real_idempotent_and_check_diff(ansible, dist, tmp_path):
         "ansible_python_interpreter": str(ansible / "bin" / "python"),
         "ncclctl_root": str(root),
         "ncclctl_package": f"ncclctl @ {dist['wheel'].as_uri()}",
-        "ncclctl_python": sys.executable, "ncclctl_venv": str(work / "venv"), "ncclctl_venv_site_packages": True,
-        "ncclctl_pip_environment": {"PIP_NO_DEPS": "1"},
+        # A venv of its own with ncclctl's dependencies installed from the index, as on a real node (a venv that
+        # borrowed site-packages would only work where the base interpreter happens to have them).
+        "ncclctl_python": sys.executable, "ncclctl_venv": str(work / "venv"), "ncclctl_venv_site_packages": False,
+        "ncclctl_pip_environment": {"PIP_DISABLE_PIP_VERSION_CHECK": "1"},
         "ncclctl_facts_dir": str(files["facts"].parent), "ncclctl_topo_file": str(files["topo"]),
         "ncclctl_conf_file": str(files["conf"]),
     }))
