@@ -155,7 +155,9 @@ def test_fix_for_trust_loss_is_the_trust():
 # NCCL's GID auto-selection (ncclIbGetGidIndex) ----------------------------------------------------------------
 
 def _gid(index: int, addr: str, gtype: str | None, netdev: str = "ens1np0") -> Gid:
-    full = ipaddress.IPv6Address(addr).exploded
+    # sysfs form: 8 groups of 4 hex digits (not .exploded: Python 3.13 writes IPv4-mapped tails as a.b.c.d).
+    hexed = ipaddress.IPv6Address(addr).packed.hex()
+    full = ":".join(hexed[i:i + 4] for i in range(0, 32, 4))
     return Gid(index=index, gid=full, type=gtype, netdev=netdev)
 
 
