@@ -22,6 +22,17 @@ class Severity(str, enum.Enum):
 
 
 @dataclass(frozen=True)
+class TableRule:
+    """A check of a fixed-table family (topology/graph XML, fabric): its id, one severity, a title and the fix.
+    The node lint rules carry more (options, documentation) and live in :mod:`ncclctl.lint.registry`."""
+
+    id: str
+    severity: Severity
+    title: str
+    fix: str
+
+
+@dataclass(frozen=True)
 class Finding:
     rule: str
     severity: Severity

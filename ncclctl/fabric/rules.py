@@ -26,19 +26,10 @@ FAB014  warning   the fabric's HCA GUID differs from the GUID in the host's node
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ncclctl.findings import Severity
+from ncclctl.findings import TableRule as Rule
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
-
-
-@dataclass(frozen=True)
-class Rule:
-    id: str
-    severity: Severity
-    title: str
-    fix: str
 
 
 _RULES: tuple[Rule, ...] = (

@@ -13,19 +13,10 @@ Each rule has one fixed severity. Section numbers refer to the reference ``nccl-
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ncclctl.findings import Severity
+from ncclctl.findings import TableRule as Rule
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
-
-
-@dataclass(frozen=True)
-class Rule:
-    id: str
-    severity: Severity
-    title: str
-    fix: str
 
 
 _RULES: tuple[Rule, ...] = (
