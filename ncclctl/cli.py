@@ -159,20 +159,9 @@ def _load_node(root: Optional[str], model: Optional[str]):
 
         raise UsageError("give --root or --model, not both")
     if model is not None:
-        import json
+        from ncclctl.inventory import load_model
 
-        from ncclctl.errors import InputError
-        from ncclctl.model import Node
-
-        try:
-            with open(model, encoding="utf-8") as fh:
-                data = json.load(fh)
-        except FileNotFoundError:
-            raise InputError("no such file", path=model, fix="write one with: ncclctl probe --format json > model.json") from None
-        except (OSError, ValueError, RecursionError) as exc:
-            raise InputError(f"not a JSON node model: {exc}", path=model,
-                             fix="write one with: ncclctl probe --format json > model.json") from None
-        return Node.from_dict(data, source=model)
+        return load_model(model)
     if root is not None:
         import shutil
 
@@ -214,14 +203,9 @@ def topo_generate(
 
         raise UsageError("give --spec or --profile, not both")
     if spec is not None:
-        from ncclctl.errors import InputError
+        from ncclctl.inputs import read_text
 
-        try:
-            with open(spec, encoding="utf-8") as fh:
-                text = fh.read()
-        except OSError as exc:
-            raise InputError(f"cannot read layout spec: {exc.strerror}", path=spec) from None
-        layout = gen.load_spec(text, path=spec)
+        layout = gen.load_spec(read_text(spec, "spec"), path=spec)
     elif profile is not None:
         layout = gen.profile_layout(node, profile, opts.nics)
     elif node.is_virtual:
@@ -249,21 +233,11 @@ class FailOn(str, enum.Enum):
 
 
 def _read_file(path: str) -> bytes:
-    from ncclctl.errors import InputError
+    from ncclctl.inputs import read_bytes
 
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(64 << 20)
-            if fh.read(1):
-                raise InputError("file is larger than 64 MiB", path=path,
-                                 fix="NCCL topology and graph files are a few kilobytes; check the path")
-            return data
-    except FileNotFoundError:
-        raise InputError("no such file", path=path, fix="check the path") from None
-    except IsADirectoryError:
-        raise InputError("is a directory", path=path, fix="give the XML file") from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path=path) from None
+    data = read_bytes(path, "xml")
+    assert data is not None
+    return data
 
 
 @topo_app.command("validate")

@@ -62,19 +62,11 @@ class Inventory:
 
 
 def load_model(path: str):
-    import json
-
     from ncclctl.model import Node
 
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except FileNotFoundError:
-        raise InputError("no such file", path=path, fix="write one with: ncclctl probe --format json > model.json") from None
-    except (OSError, ValueError, RecursionError) as exc:
-        raise InputError(f"not a JSON node model: {exc}", path=path,
-                         fix="write one with: ncclctl probe --format json > model.json") from None
-    return Node.from_dict(data, source=path)
+    from ncclctl.inputs import read_json
+
+    return Node.from_dict(read_json(path, "model"), source=path)
 
 
 def load_snapshot(path: str):
@@ -92,14 +84,10 @@ def load_snapshot(path: str):
 
 
 def load_inventory(path: str) -> Inventory:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read(16 << 20)
-    except FileNotFoundError:
-        raise InputError("no such file", path=path, fix="give the inventory YAML (" + _FIX + ")") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read inventory: {getattr(exc, 'strerror', None) or exc}", path=path) from None
+    from ncclctl.inputs import read_text
     from ncclctl.yamlio import load
+
+    text = read_text(path, "inventory")
 
     # An inventory nests 3 levels; the depth cap keeps absurd nesting away from the composer.
     data, root = load(text, path, max_depth=32, fix="an inventory is 'hosts:' with one mapping per host (" + _FIX + ")")

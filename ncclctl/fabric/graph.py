@@ -39,7 +39,6 @@ Link = tuple
 #: (desc, ports known to exist on the HCA, line of its block)
 HcaInfo = tuple
 
-_MAX_READ = 1 << 30
 _FIX = "pass the unmodified output of ibnetdiscover, ibnetdiscover -p or iblinkinfo"
 _NO_HOST = {"localhost", "localhost.localdomain", "(none)"}
 _REPORT_CAP = 20  # per-HCA findings of one rule beyond this are summed up in one finding
@@ -196,22 +195,11 @@ def detect_kind(text: str, *, source: str) -> str:
 
 
 def read_fabric_text(path: str) -> str:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(_MAX_READ)
-            if fh.read(1):
-                raise InputError("file is larger than 1 GiB", path=path, fix="check the path")
-    except FileNotFoundError:
-        raise InputError("no such file", path=path, fix="check the path") from None
-    except IsADirectoryError:
-        raise InputError("is a directory", path=path, fix="give the ibnetdiscover / iblinkinfo output file") from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path=path) from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ParseError("not UTF-8 text", path=path, line=line, fix=_FIX) from None
+    from ncclctl.inputs import decode, read_bytes
+
+    data = read_bytes(path, "fabric")
+    assert data is not None
+    return decode(data, path, fix=_FIX)
 
 
 def parse_fabric_text(text: str, *, source: str):

@@ -36,7 +36,6 @@ _RULE_KEYS = ("severity", "options", "disable")
 _IGNORE_KEYS = ("hosts", "rules")
 _LEVELS = ("error", "warning", "info", "off")
 _SHORT = ("off", "on", "error", "warning", "info")
-_MAX_BYTES = 4 << 20
 
 
 def discover(explicit: str | None, cwd: str | None = None) -> str | None:
@@ -51,22 +50,9 @@ def load_config(path: str | None) -> Config:
     """Read and check a config file; ``None`` gives the default configuration."""
     if path is None:
         return Config()
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(_MAX_BYTES + 1)
-    except FileNotFoundError:
-        raise InputError("no such config file", path=path, fix="check the path, or drop --config") from None
-    except IsADirectoryError:
-        raise InputError("is a directory, not a config file", path=path, fix="give the .ncclctl.yaml file") from None
-    except OSError as exc:
-        raise InputError(f"cannot read the config file: {exc.strerror}", path=path) from None
-    if len(raw) > _MAX_BYTES:
-        raise InputError("config file is larger than 4 MiB", path=path, fix="a lint config is a few lines; check the path")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", path=path, fix="save the file as UTF-8") from None
-    return parse_config(text, path=path)
+    from ncclctl.inputs import read_text
+
+    return parse_config(read_text(path, "config"), path=path)
 
 
 def parse_config(text: str, *, path: str = "<config>") -> Config:

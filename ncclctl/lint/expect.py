@@ -29,7 +29,6 @@ from ncclctl.errors import InputError
 PROFILE_VERSION = 1
 SCHEMA_FILE = "schemas/expect.schema.json"
 _FIX = f"see docs/lint.md (expected-state profiles) and {SCHEMA_FILE}"
-_MAX_BYTES = 4 << 20
 
 _NAME_RE = r"^[A-Za-z0-9_.-]+$"
 _HCA_RE = r"^[A-Za-z0-9_.-]+:[0-9]+$"
@@ -155,23 +154,9 @@ def dump(profile: dict[str, Any], *, version: str | None = None) -> bytes:
 
 
 def load_profile(path: str) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(_MAX_BYTES + 1)
-    except FileNotFoundError:
-        raise InputError("no such expected-state profile", path=path,
-                         fix="write one from a known-good node: ncclctl lint --write-expect FILE") from None
-    except IsADirectoryError:
-        raise InputError("is a directory, not a profile", path=path, fix="give the profile YAML file") from None
-    except OSError as exc:
-        raise InputError(f"cannot read the profile: {exc.strerror}", path=path) from None
-    if len(raw) > _MAX_BYTES:
-        raise InputError("profile is larger than 4 MiB", path=path, fix="check the path")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", path=path, fix="save the file as UTF-8") from None
-    return parse_profile(text, path=path)
+    from ncclctl.inputs import read_text
+
+    return parse_profile(read_text(path, "expect"), path=path)
 
 
 def parse_profile(text: str, *, path: str = "<profile>") -> dict[str, Any]:

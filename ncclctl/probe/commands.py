@@ -11,7 +11,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ncclctl.errors import InputError, UsageError
+from ncclctl.errors import UsageError
+from ncclctl.probe.hostroot import HostRoot
 
 DEFAULT_TIMEOUT = 5.0
 
@@ -158,27 +159,27 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 class RecordedRunner:
-    """Serves ``<root>/cmd/<slug>.txt``; ``<slug>.err`` records a failure; neither means not captured."""
+    """Serves ``<root>/cmd/<slug>.txt``; ``<slug>.err`` records a failure; neither means not captured.
 
-    def __init__(self, root: str) -> None:
-        self.dir = os.path.join(root, "cmd")
+    The files are read through a :class:`~ncclctl.probe.hostroot.HostRoot` of the snapshot: a symlink under
+    ``cmd/`` resolves inside the snapshot (never to the reader's ``/etc``), and the input door's type and size
+    checks apply (regular files of at most 16 MiB, the live runner's cap).
+    """
+
+    def __init__(self, root: str | HostRoot) -> None:
+        self.host = root if isinstance(root, HostRoot) else HostRoot(root)
+        self.dir = os.path.join(self.host.root, "cmd")
 
     def run(self, argv: tuple[str, ...]) -> CommandResult:
-        stem = os.path.join(self.dir, slug(argv))
+        from ncclctl.inputs import decode
+
+        stem = "/cmd/" + slug(argv)
         for suffix in (".txt", ".err"):
-            path = stem + suffix
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            except FileNotFoundError:
+            data = self.host.read_bytes(stem + suffix, kind="cmd")
+            if data is None:
                 continue
-            except OSError as exc:
-                raise InputError(f"cannot read recorded command output: {exc.strerror}", path=path) from None
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                raise InputError("recorded command output is not UTF-8", path=path,
-                                 fix="re-capture the host with 'ncclctl snapshot'") from None
+            path = self.host.display(stem + suffix)
+            text = decode(data, path, fix="re-capture the host with 'ncclctl snapshot'")
             if suffix == ".txt":
                 return CommandResult(tuple(argv), text, source=path)
             reason = text.splitlines()[0].strip() if text.strip() else "failed"

@@ -38,27 +38,6 @@ class Recorder:
     probed: dict[str, str] = field(default_factory=dict)
 
 
-def _read_capped(path: str, limit: int) -> bytes:
-    """Read at most ``limit`` bytes. os.read in 64 KiB steps: sysfs files are tiny, and asking for a 1 MiB
-    buffer per read (file.read(limit)) costs an mmap/munmap each time."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        first = os.read(fd, min(65536, limit))
-        if len(first) < 65536 or len(first) >= limit:
-            return first
-        chunks = [first]
-        total = len(first)
-        while total < limit:
-            chunk = os.read(fd, min(65536, limit - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
 class HostRoot:
     def __init__(self, root: str = "/", *, recorder: Recorder | None = None) -> None:
         self.root = os.path.abspath(root)
@@ -162,10 +141,27 @@ class HostRoot:
         st = self._lstat(self.realpath(path))
         return st is not None and stat.S_ISDIR(st.st_mode)
 
-    def read_bytes(self, path: str, *, limit: int = 1 << 20) -> bytes | None:
+    def read_bytes(self, path: str, *, limit: int | None = None, kind: str = "host") -> bytes | None:
+        """The bytes of the file at host path ``path``, resolved inside the root; ``None`` when missing.
+
+        Read through :mod:`ncclctl.inputs`: a regular file only (a FIFO, socket or device in a snapshot is an
+        InputError, never a hang), at most ``kind``'s cap (an error beyond it, never a truncation). ``limit``
+        reads only a prefix on purpose (PCI config space).
+        """
+        from ncclctl import inputs
+
         real = self.realpath(path)
+        st = self._lstat(real)
+        if st is None:
+            return None
+        if stat.S_ISDIR(st.st_mode):
+            self.denied.append(path)
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            raise inputs.not_regular(self.display(path), st.st_mode, inputs.KINDS[kind])
         try:
-            data = _read_capped(self.host_path(real), limit)
+            data = inputs.read_bytes(self.host_path(real), kind, display=self.display(path), limit=limit,
+                                     nofollow=True, raw_os_errors=True, prechecked=True)
         except FileNotFoundError:
             return None
         except (PermissionError, IsADirectoryError):
@@ -176,22 +172,22 @@ class HostRoot:
             # (e.g. net/<if>/speed on an admin-down interface, unpopulated GID types).
             if exc.errno in (errno.EINVAL, errno.EIO, errno.ENODEV, errno.EOPNOTSUPP, errno.ENXIO):
                 return None
+            if exc.errno == errno.ELOOP:  # the last component became a link after it was resolved
+                raise InputError("symlink where a file was resolved (the tree changed while it was read)",
+                                 path=self.display(path), fix="re-capture the host with 'ncclctl snapshot'") from None
             raise InputError(f"cannot read: {exc.strerror}", path=self.display(path)) from None
+        assert data is not None
         if self.recorder is not None:
             self.recorder.files[real] = data
         return data
 
-    def read_text(self, path: str) -> str | None:
-        data = self.read_bytes(path)
+    def read_text(self, path: str, *, kind: str = "host") -> str | None:
+        data = self.read_bytes(path, kind=kind)
         if data is None:
             return None
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InputError(
-                "file is not UTF-8 text", path=self.display(path),
-                fix="the file is corrupt; re-capture the host with 'ncclctl snapshot'",
-            ) from None
+        from ncclctl.inputs import decode
+
+        return decode(data, self.display(path), fix="the file is corrupt; re-capture the host with 'ncclctl snapshot'")
 
     def read_value(self, path: str) -> str | None:
         """A one-line sysfs attribute without its trailing newline."""
@@ -260,19 +256,19 @@ class HostRoot:
             if self.recorder is not None:
                 self.recorder.files["/env.json"] = (json.dumps(keep, indent=2, sort_keys=True) + "\n").encode()
             return keep
-        path = self.root + "/env.json"
-        try:
-            with open(path, "rb") as fh:
-                raw = fh.read()
-            data = json.loads(raw.decode("utf-8"))
-        except FileNotFoundError:
+        path = self.display("/env.json")
+        raw = self.read_bytes("/env.json", kind="env")
+        if raw is None:
             return {}
-        except (OSError, ValueError, RecursionError) as exc:
+        from ncclctl.inputs import decode
+
+        text = decode(raw, path, fix="env.json must be a JSON object of strings")
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError) as exc:
             raise InputError(f"cannot read recorded environment: {exc}", path=path,
                              fix="env.json must be a JSON object of strings") from None
         if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
             raise InputError("recorded environment must be a JSON object of strings", path=path,
                              fix='write it as {"NCCL_IB_HCA": "=mlx5_0", ...}')
-        if self.recorder is not None:
-            self.recorder.files["/env.json"] = raw
         return data

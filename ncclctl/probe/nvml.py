@@ -9,10 +9,10 @@ live probe saw. ``pynvml`` is imported lazily, on the first live query.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any, Callable, Protocol
 
 from ncclctl.errors import InputError
+from ncclctl.probe.hostroot import HostRoot
 
 #: pynvml's NVML_NVLINK_MAX_LINKS is 36 in 13.x (18 before); we stop at the first invalid link anyway.
 MAX_NVLINKS = 36
@@ -163,22 +163,25 @@ def _s(value: Any) -> str:
 
 
 class RecordedNvml:
-    """Serves ``<root>/nvml.json``; a fixture without one is a host without NVML."""
+    """Serves ``<root>/nvml.json`` (read inside the snapshot root through the input door); a fixture without one
+    is a host without NVML."""
 
-    def __init__(self, root: str) -> None:
-        self.path = os.path.join(root, "nvml.json")
+    def __init__(self, root: str | HostRoot) -> None:
+        self.host = root if isinstance(root, HostRoot) else HostRoot(root)
+        self.path = self.host.display("/nvml.json")
 
     def collect(self) -> dict:
-        try:
-            with open(self.path, encoding="utf-8") as fh:
-                doc = json.load(fh)
-        except FileNotFoundError:
+        from ncclctl.inputs import decode
+
+        raw = self.host.read_bytes("/nvml.json", kind="nvml")
+        if raw is None:
             return {"init": "NotCaptured", "devices": []}
+        text = decode(raw, self.path, fix="re-capture the host with 'ncclctl snapshot'")
+        try:
+            doc = json.loads(text)
         except (ValueError, RecursionError) as exc:
             raise InputError(f"recorded NVML answers are not valid JSON: {exc}", path=self.path,
                              fix="re-capture the host with 'ncclctl snapshot'") from None
-        except OSError as exc:
-            raise InputError(f"cannot read recorded NVML answers: {exc.strerror}", path=self.path) from None
         if not isinstance(doc, dict) or not isinstance(doc.get("devices", []), list):
             raise InputError("recorded NVML answers must be an object with a 'devices' array", path=self.path,
                              fix="see docs/fixture-format.md for the nvml.json layout")

@@ -850,10 +850,10 @@ def _parse(reader: _Reader, data: bytes, kind: Kind, version: Version) -> ParseR
 def read_nccl_xml(path: str | Path, *, kind: Kind = "topology",
                   nccl_version: object = DEFAULT_NCCL_VERSION) -> ParseResult:
     """:func:`parse_nccl_xml` on a file; InputError if it cannot be read."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        raise InputError(f"cannot read {path}: {e.strerror or e}", path=str(path)) from None
+    from ncclctl.inputs import read_bytes
+
+    data = read_bytes(str(path), "xml")
+    assert data is not None
     return parse_nccl_xml(data, kind=kind, nccl_version=nccl_version, path=str(path))
 
 

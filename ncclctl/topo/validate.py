@@ -936,12 +936,11 @@ def validate_file(path: str | Path, *, kind: Kind | None = None, nccl_version: o
                   xsd: bool = False) -> list[Finding]:
     """Read ``path`` and validate it (kind sniffed unless given). ``xsd=True`` adds the XSD findings of
     :func:`ncclctl.topo.schema.xsd_findings`."""
+    from ncclctl.inputs import read_bytes
+
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise InputError(f"cannot read {p}: {e.strerror or e}", path=str(p),
-                         fix="check the path and its permissions") from None
+    data = read_bytes(str(p), "xml")
+    assert data is not None
     if kind is None:
         kind = sniff_kind(data) or ("graph" if "graph" in p.name.lower() else "topology")
     findings = validate_bytes(data, path=str(path), kind=kind, nccl_version=nccl_version)

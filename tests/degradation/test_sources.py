@@ -321,19 +321,19 @@ DENY = ("/sys/class/infiniband/mlx5_0/ports/1/rate", "/sys/bus/pci/devices/0000:
 
 
 def _deny_code(root: Path) -> str:
-    """Python run before the CLI: make reads of DENY under ``root`` fail with EACCES at the HostRoot seam
+    """Python run before the CLI: make reads of DENY under ``root`` fail with EACCES at the input door's seam
     (what an unprivileged read of a root-only file gets; root itself cannot be denied by chmod)."""
     denied = [str(root) + p for p in DENY]
     return f"""
 import errno, os
-from ncclctl.probe import hostroot
-_real = hostroot._read_capped
+from ncclctl import inputs
+_real = inputs._read
 _denied = {denied!r}
-def _read_capped(path, limit):
+def _read(path, *args):
     if os.path.realpath(path) in {{os.path.realpath(p) for p in _denied}}:
         raise PermissionError(errno.EACCES, "Permission denied", path)
-    return _real(path, limit)
-hostroot._read_capped = _read_capped
+    return _real(path, *args)
+inputs._read = _read
 """
 
 

@@ -47,7 +47,7 @@ def test_unparseable_input_exits_3_with_file_and_line(tmp_path, name, content, w
 
 def test_missing_file_directory_and_no_input(tmp_path):
     r = run_cli("fabric", "load", str(tmp_path / "nope.txt"))
-    assert r.returncode == 3 and "nope.txt: no such file" in r.stderr
+    assert r.returncode == 3 and "nope.txt: no such fabric dump" in r.stderr
     r = run_cli("fabric", "load", str(tmp_path))
     assert r.returncode == 3 and "is a directory" in r.stderr
     r = run_cli("fabric", "rails")

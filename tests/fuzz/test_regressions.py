@@ -50,7 +50,7 @@ def test_huge_integer_in_xml_for_old_nccl(tmp_path: Path) -> None:
 def test_deeply_nested_model_json(tmp_path: Path) -> None:
     f = tmp_path / "model.json"
     f.write_text("[" * 100_000 + "]" * 100_000)
-    _refused(run_cli("rails", "--model", str(f)), f, "not a JSON node model")
+    _refused(run_cli("rails", "--model", str(f)), f, "not a usable JSON node model")
 
 
 def test_deeply_nested_recorded_nvml_json(tmp_path: Path) -> None:

@@ -95,7 +95,7 @@ def test_errors_stay_inside_valid_json(tmp_path):
     bad_model.write_text("{ not json")
     doc = json.loads(run_cli("facts", "--model", str(bad_model)).stdout)
     _valid(doc)
-    assert doc["ok"] is False and "not a JSON node model" in doc["error"]["message"]
+    assert doc["ok"] is False and "not a valid JSON node model" in doc["error"]["message"]
 
 
 def test_model_input(tmp_path):
@@ -106,21 +106,19 @@ def test_model_input(tmp_path):
     assert doc["ok"] and doc["source"] == {"kind": "model", "path": str(model)} and doc["cpu"]["arch"] == "arm64"
 
 
-def test_a_hung_read_is_cut_off_at_the_deadline(tmp_path):
-    """A sysfs file that never answers (here a FIFO without a writer, like a hung NFS or driver read)."""
+def test_a_fifo_in_a_snapshot_is_refused_not_waited_on(tmp_path):
+    """A FIFO without a writer where a file should be (a hostile snapshot, or a hung read): the input door refuses
+    it at once instead of blocking until the deadline."""
     root = tmp_path / "hung"
     shutil.copytree(HOSTS / "cpu-only", root, symlinks=True)
     (root / "proc" / "cpuinfo").unlink()
     os.mkfifo(root / "proc" / "cpuinfo")
-    t0 = time.monotonic()
-    r = run_cli("facts", "--root", str(root), "--timeout", "1")
-    elapsed = time.monotonic() - t0
+    r = run_cli("facts", "--root", str(root), "--timeout", "20")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     _valid(doc)
-    assert doc["ok"] is False and doc["timed_out"] is True and doc["error"]["error"] == "Timeout"
-    assert "within 1 s" in doc["error"]["message"]
-    assert elapsed < 10, f"took {elapsed:.1f} s"
+    assert doc["ok"] is False and doc["timed_out"] is False and doc["error"]["error"] == "InputError"
+    assert "FIFO" in doc["error"]["message"] and doc["error"]["path"].endswith("/proc/cpuinfo")
 
 
 def test_collect_kills_the_worker_and_its_children(tmp_path):

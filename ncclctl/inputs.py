@@ -1,0 +1,214 @@
+"""The one input door: every file ncclctl reads goes through here.
+
+Snapshots, models, specs, configs and fabric dumps come from anyone and are read as root, so every read is:
+
+* **a regular file only**: the path is ``stat``-ed first and opened ``O_NONBLOCK | O_NOCTTY``, then ``fstat``-ed
+  again, so a FIFO, socket or device (``/dev/zero``, a terminal) is refused with exit 3 and never blocks;
+* **bounded**: one documented size cap per kind of input (:data:`KINDS`), checked on the file's size (a 2 GiB
+  sparse file is refused before a byte is read) and again while reading (procfs and sysfs report sizes of 0 or
+  4096); a file over its cap is an error naming the file and the cap, never a silent truncation;
+* **decoded strictly**: UTF-8 (a UTF-8 byte-order mark is dropped); a UTF-16/32 byte-order mark or an invalid byte
+  is an error naming the file, the line and the fix.
+
+Confinement to a snapshot root is :class:`ncclctl.probe.hostroot.HostRoot`'s job: it resolves a host path inside
+the root and hands the resolved on-disk path to :func:`read_bytes` here with ``nofollow=True``.
+
+The caps (``docs/reliability.md`` lists them for users):
+
+========== ======== ======================================================================================
+kind       cap      what
+========== ======== ======================================================================================
+host       4 MiB    a sysfs/procfs/etc file of a host or snapshot (``/proc/cpuinfo`` of a 512-CPU host: ~1 MiB)
+cmd        16 MiB   a recorded command output (``cmd/*.txt``; live outputs have the same cap)
+nvml       16 MiB   recorded NVML answers (``nvml.json``)
+env        1 MiB    the recorded NCCL environment (``env.json``)
+model      64 MiB   a node model (``--model``, inventory ``model:``)
+spec       1 MiB    a virtual layout spec (``topo generate --spec``)
+config     4 MiB    a lint configuration (``.ncclctl.yaml``)
+expect     4 MiB    an expected-state profile (``--expect``)
+inventory  64 MiB   a fleet inventory (``--inventory``)
+xml        16 MiB   an NCCL topology or graph file
+fabric     1 GiB    ibnetdiscover / iblinkinfo output
+archive    256 MiB  a snapshot ``.tar.gz`` (compressed; see :mod:`ncclctl.probe.snapshot` for unpacking caps)
+========== ======== ======================================================================================
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import NamedTuple
+
+from ncclctl.errors import InputError
+
+
+class Kind(NamedTuple):
+    cap: int
+    #: What the file is, in messages ("node model").
+    what: str
+    #: The fix when the file is over its cap or not a regular file.
+    fix: str
+
+
+_MIB = 1 << 20
+
+KINDS: dict[str, Kind] = {
+    "host": Kind(4 * _MIB, "host file", "re-capture the host with 'ncclctl snapshot'"),
+    "cmd": Kind(16 * _MIB, "recorded command output", "re-capture the host with 'ncclctl snapshot'"),
+    "nvml": Kind(16 * _MIB, "recorded NVML answers", "re-capture the host with 'ncclctl snapshot'"),
+    "env": Kind(1 * _MIB, "recorded environment", "re-capture the host with 'ncclctl snapshot'"),
+    "model": Kind(64 * _MIB, "node model", "write one with: ncclctl probe --format json > model.json"),
+    "spec": Kind(1 * _MIB, "layout spec", "a layout spec is a few lines of YAML; check the path"),
+    "config": Kind(4 * _MIB, "config file", "a lint config is a few lines of YAML; check the path"),
+    "expect": Kind(4 * _MIB, "expected-state profile", "write one with: ncclctl lint --write-expect FILE"),
+    "inventory": Kind(64 * _MIB, "inventory", "an inventory is 'hosts:' with one mapping per host; check the path"),
+    "xml": Kind(16 * _MIB, "NCCL XML file", "NCCL topology and graph files are a few kilobytes; check the path"),
+    "fabric": Kind(1024 * _MIB, "fabric dump", "give the ibnetdiscover / iblinkinfo output file"),
+    "archive": Kind(256 * _MIB, "snapshot archive", "pass a file written by 'ncclctl snapshot --tar'"),
+}
+
+_TYPE_NAMES = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISLNK, "a symlink"))
+
+
+def _size_text(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= _MIB and n % _MIB == 0 else f"{n:,} bytes"
+
+
+def _type_name(mode: int) -> str:
+    for test, name in _TYPE_NAMES:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def not_regular(path: str, mode: int, kind: Kind) -> InputError:
+    return InputError(f"not a regular file: it is {_type_name(mode)}, where a {kind.what} should be", path=path,
+                      fix=kind.fix)
+
+
+def _too_big(path: str, size: int | None, kind: Kind) -> InputError:
+    got = f"{size:,} bytes, " if size is not None else ""
+    return InputError(f"file is larger than a {kind.what} may be: {got}over ncclctl's {_size_text(kind.cap)} limit",
+                      path=path, fix=kind.fix)
+
+
+def _missing(path: str, kind: Kind) -> InputError:
+    fix = "check the path" if kind.fix.startswith("check the path") else f"check the path, or {kind.fix}"
+    return InputError(f"no such {kind.what}", path=path, fix=fix)
+
+
+def _os_error(path: str, exc: OSError, kind: Kind) -> InputError:
+    return InputError(f"cannot read the {kind.what}: {exc.strerror or exc}", path=path,
+                      fix="check the path and its permissions")
+
+
+def read_bytes(path: str, kind: str, *, display: str | None = None, limit: int | None = None,
+               nofollow: bool = False, missing_ok: bool = False, raw_os_errors: bool = False,
+               prechecked: bool = False) -> bytes | None:
+    """The bytes of the regular file ``path``, refused over ``kind``'s cap.
+
+    ``display``: how the file is named in errors (default ``path``). ``limit``: read only this many bytes, on
+    purpose (PCI config space is 4096 bytes; more is not an error). ``nofollow``: the last component must not be a
+    symlink (HostRoot has resolved it already). ``missing_ok``: a missing file gives ``None`` instead of an error.
+    Errors are :class:`InputError` (exit 3). ``raw_os_errors``: operating-system errors (permission denied, a
+    missing file, sysfs's EINVAL for an attribute without a value) are re-raised as they are, for HostRoot, which
+    treats them as information; the type and size checks still raise InputError. ``prechecked``: the caller has
+    ``lstat``-ed the path and seen a regular file (HostRoot caches that), so only the ``fstat`` after opening runs.
+    """
+    spec = KINDS[kind]
+    shown = display or path
+    try:
+        return _read(path, spec, shown, limit, nofollow, prechecked)
+    except InputError:
+        raise
+    except OSError as exc:
+        if raw_os_errors:
+            raise
+        if isinstance(exc, FileNotFoundError):
+            if missing_ok:
+                return None
+            raise _missing(shown, spec) from None
+        raise _os_error(shown, exc, spec) from None
+
+
+def _read(path: str, spec: Kind, shown: str, limit: int | None, nofollow: bool, prechecked: bool) -> bytes:
+    if not prechecked:
+        try:
+            st = os.stat(path, follow_symlinks=not nofollow)
+        except NotADirectoryError:  # a parent is a file: missing, as for open()
+            raise FileNotFoundError(path) from None
+        if not stat.S_ISREG(st.st_mode):
+            raise not_regular(shown, st.st_mode, spec)
+    cap = spec.cap if limit is None else min(limit, spec.cap)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+    if nofollow:
+        flags |= os.O_NOFOLLOW
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # swapped between stat and open
+            raise not_regular(shown, st.st_mode, spec)
+        if limit is None and st.st_size > spec.cap:  # a sparse file of 2 GiB is refused before reading
+            raise _too_big(shown, st.st_size, spec)
+        # os.read in 64 KiB steps: sysfs files are tiny, and asking for a 1 MiB buffer per read costs an
+        # mmap/munmap each time.
+        want = cap if limit is not None else cap + 1
+        first = os.read(fd, min(65536, want))
+        if len(first) < 65536 or len(first) >= want:
+            data = first
+        else:
+            chunks = [first]
+            total = len(first)
+            while total < want:
+                chunk = os.read(fd, min(1 << 20, want - total))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+            data = b"".join(chunks)
+    finally:
+        os.close(fd)
+    if limit is None and len(data) > spec.cap:
+        raise _too_big(shown, None, spec)
+    return data
+
+
+def decode(data: bytes, path: str, *, fix: str = "save the file as UTF-8 text") -> str:
+    """Strict UTF-8 (a UTF-8 byte-order mark is dropped); errors name the line."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    elif data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError("UTF-16 or UTF-32 text (byte-order mark at the start): ncclctl reads UTF-8", path=path,
+                         line=1, fix="convert it, e.g. iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise InputError(f"not UTF-8 text (byte 0x{data[exc.start]:02x})", path=path, line=line, column=column,
+                         fix=fix) from None
+
+
+def read_text(path: str, kind: str, *, display: str | None = None) -> str:
+    """:func:`read_bytes` then :func:`decode`."""
+    data = read_bytes(path, kind, display=display)
+    assert data is not None
+    return decode(data, display or path)
+
+
+def read_json(path: str, kind: str, *, display: str | None = None):
+    """A JSON document from a file of ``kind``; malformed JSON is an InputError naming the line."""
+    import json
+
+    text = read_text(path, kind, display=display)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not a valid JSON {KINDS[kind].what}: {exc.msg}", path=display or path, line=exc.lineno, column=exc.colno,
+                         fix=KINDS[kind].fix) from None
+    except (ValueError, RecursionError) as exc:  # nesting past the recursion limit, an integer of 4,300+ digits
+        raise InputError(f"not a usable JSON {KINDS[kind].what}: {type(exc).__name__}", path=display or path, fix=KINDS[kind].fix) from None
+
+
+__all__ = ["KINDS", "Kind", "decode", "read_bytes", "read_json", "read_text"]
