@@ -73,22 +73,18 @@ def probe(
     """Probe the node (NUMA, PCIe tree, GPUs, NVLinks, NICs, netdevs) and print its model."""
     from ncclctl import render
     from ncclctl.probe import probe as do_probe
-    from ncclctl.probe.snapshot import load_tar_or_dir
+    from ncclctl.probe.archive import opened_root
 
-    cleanup = None
-    try:
-        if root is not None:
-            root, cleanup = load_tar_or_dir(root)
-        node = do_probe(root)
-    finally:
-        if cleanup:
-            import shutil
-
-            shutil.rmtree(cleanup, ignore_errors=True)
+    if root is not None:
+        with opened_root(root) as tree:
+            node = do_probe(tree)
+    else:
+        node = do_probe(None)
     if compare_smi is not None:
+        from ncclctl.inputs import read_text
         from ncclctl.smi import compare
 
-        differences = compare(node, _read_file(compare_smi).decode("utf-8", "replace"), source=compare_smi)
+        differences = compare(node, read_text(compare_smi, "cmd"), source=compare_smi)
         if fmt is ProbeFormat.json:
             _out(render.dumps({"schema_version": JSON_SCHEMA_VERSION, "file": compare_smi, "same": not differences,
                                "differences": differences}))
@@ -122,19 +118,15 @@ def snapshot(
     fmt: SnapshotFormat = typer.Option(SnapshotFormat.text, "--format", "-f", help="Output format."),
 ) -> None:
     """Capture this host into a fixture: only the files the probe reads, command outputs, NVML answers."""
-    from ncclctl.probe.snapshot import load_tar_or_dir, snapshot as do_snapshot
+    from ncclctl.probe.archive import opened_root
+    from ncclctl.probe.snapshot import snapshot as do_snapshot
     from ncclctl.render import dumps
 
-    cleanup = None
-    try:
-        if root is not None:
-            root, cleanup = load_tar_or_dir(root)
-        result = do_snapshot(output, tar, redact=redact, root=root)
-    finally:
-        if cleanup:
-            import shutil
-
-            shutil.rmtree(cleanup, ignore_errors=True)
+    if root is not None:
+        with opened_root(root) as tree:
+            result = do_snapshot(output, tar, redact=redact, root=tree)
+    else:
+        result = do_snapshot(output, tar, redact=redact, root=None)
     if fmt is SnapshotFormat.json:
         _out(dumps({"schema_version": JSON_SCHEMA_VERSION, "path": result.path, "files": result.files,
                     "gpus": len(result.node.gpus), "nics": len(result.node.nics), "unavailable": result.unavailable}))
@@ -163,16 +155,10 @@ def _load_node(root: Optional[str], model: Optional[str]):
 
         return load_model(model)
     if root is not None:
-        import shutil
+        from ncclctl.probe.archive import opened_root
 
-        from ncclctl.probe.snapshot import load_tar_or_dir
-
-        path, cleanup = load_tar_or_dir(root)
-        try:
-            return do_probe(path)
-        finally:
-            if cleanup:
-                shutil.rmtree(cleanup, ignore_errors=True)
+        with opened_root(root) as tree:
+            return do_probe(tree)
     return do_probe(None)
 
 

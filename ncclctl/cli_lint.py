@@ -246,11 +246,13 @@ def fleet_lint(
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding on any host reaches this severity."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, max=1024, help="Worker processes (default: the CPU count)."),
     rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help="Run only this rule (id or slug; repeat or comma-separate).", metavar="ID"),
+    host_timeout: float = typer.Option(60.0, "--host-timeout", min=0.1, help="Seconds one host may take to load and lint; a host past it is reported, the rest are linted.", metavar="SECONDS"),
 ) -> None:
     """Lint every node of a fleet and compare them: MTU, firmware, driver, NCCL settings, GPU/NIC counts, rails.
 
     Exit codes: 0 clean, 1 findings at or above --fail-on on some host, 3 invalid input (including a host
-    whose snapshot cannot be read; the others are still linted and reported).
+    whose snapshot cannot be read; the others are still linted and reported), 4 a host past --host-timeout
+    (and none unreadable).
     """
     from ncclctl.errors import UsageError
     from ncclctl.findings import Severity
@@ -270,7 +272,8 @@ def fleet_lint(
 
         profile = load_profile(expect)
     sources = sources_from_inventory(inventory) if inventory is not None else sources_from_paths(snapshots or [])
-    result = lint_fleet(sources, cfg, expect=profile, jobs=jobs, only=only, progress=_progress())
+    result = lint_fleet(sources, cfg, expect=profile, jobs=jobs, only=only, progress=_progress(),
+                        host_timeout=host_timeout)
     threshold = Severity(fail_on.value)
     if fmt is FleetFormat.json:
         from ncclctl.render import dumps
@@ -280,7 +283,8 @@ def fleet_lint(
         _out(output.fleet_junit(result, threshold))
     else:
         _out(output.fleet_text(result, threshold))
-    if any(h.error is not None for h in result.hosts):
-        raise typer.Exit(int(ExitCode.INVALID_INPUT))
+    codes = {int(h.error.get("exit_code", ExitCode.INVALID_INPUT)) for h in result.hosts if h.error is not None}
+    if codes:
+        raise typer.Exit(int(ExitCode.INVALID_INPUT) if int(ExitCode.INVALID_INPUT) in codes else max(codes))
     if output.fails(result.findings(), threshold):
         raise typer.Exit(int(ExitCode.FINDINGS))

@@ -87,7 +87,7 @@ def not_regular(path: str, mode: int, kind: Kind) -> InputError:
                       fix=kind.fix)
 
 
-def _too_big(path: str, size: int | None, kind: Kind) -> InputError:
+def too_big(path: str, size: int | None, kind: Kind) -> InputError:
     got = f"{size:,} bytes, " if size is not None else ""
     return InputError(f"file is larger than a {kind.what} may be: {got}over ncclctl's {_size_text(kind.cap)} limit",
                       path=path, fix=kind.fix)
@@ -150,7 +150,7 @@ def _read(path: str, spec: Kind, shown: str, limit: int | None, nofollow: bool, 
         if not stat.S_ISREG(st.st_mode):  # swapped between stat and open
             raise not_regular(shown, st.st_mode, spec)
         if limit is None and st.st_size > spec.cap:  # a sparse file of 2 GiB is refused before reading
-            raise _too_big(shown, st.st_size, spec)
+            raise too_big(shown, st.st_size, spec)
         # os.read in 64 KiB steps: sysfs files are tiny, and asking for a 1 MiB buffer per read costs an
         # mmap/munmap each time.
         want = cap if limit is not None else cap + 1
@@ -170,7 +170,7 @@ def _read(path: str, spec: Kind, shown: str, limit: int | None, nofollow: bool, 
     finally:
         os.close(fd)
     if limit is None and len(data) > spec.cap:
-        raise _too_big(shown, None, spec)
+        raise too_big(shown, None, spec)
     return data
 
 

@@ -70,17 +70,11 @@ def load_model(path: str):
 
 
 def load_snapshot(path: str):
-    import shutil
-
     from ncclctl.probe import probe
-    from ncclctl.probe.snapshot import load_tar_or_dir
+    from ncclctl.probe.archive import opened_root
 
-    where, cleanup = load_tar_or_dir(path)
-    try:
-        return probe(where)
-    finally:
-        if cleanup:
-            shutil.rmtree(cleanup, ignore_errors=True)
+    with opened_root(path) as tree:
+        return probe(tree)
 
 
 def load_inventory(path: str) -> Inventory:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
@@ -370,11 +371,45 @@ def sources_from_inventory(path: str) -> list[Source]:
 # Worker state, set before forking (or by the initializer): the config and the expected-state profile.
 _STATE: dict[str, Any] = {}
 
+#: Seconds one host may take to load and lint (``fleet lint --host-timeout``). A host normally takes ~15 ms.
+HOST_TIMEOUT = 60.0
 
-def _init(config, expect, only=None) -> None:
+
+class HostTimeout(Exception):
+    """Raised inside a host's load/lint by the per-host timer."""
+
+
+@contextmanager
+def host_deadline(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`HostTimeout` in this (main) thread when the block runs past ``seconds``.
+
+    A real-time interval timer: its SIGALRM interrupts Python code and blocking system calls alike (PEP 475
+    retries a call only when the handler returns; ours raises). Inert when ``seconds`` is falsy or when not on
+    the main thread (signals are only delivered there), which is where the forked workers run hosts."""
+    import signal
+    import threading
+
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _expired(signum, frame):  # noqa: ARG001
+        raise HostTimeout
+
+    old = signal.signal(signal.SIGALRM, _expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _init(config, expect, only=None, timeout: float | None = HOST_TIMEOUT) -> None:
     _STATE["config"] = config
     _STATE["expect"] = expect
     _STATE["only"] = only
+    _STATE["timeout"] = timeout
 
 
 def _load(src: Source):
@@ -389,14 +424,32 @@ def _load(src: Source):
     return load_snapshot(src.path)
 
 
-def lint_host(src: Source, config=None, expect=None, only: tuple[str, ...] | None = None) -> HostResult:
-    """Load one host and run the node rules on it (in a worker, or inline). ``only``: rule ids to run."""
+def lint_host(src: Source, config=None, expect=None, only: tuple[str, ...] | None = None,
+              timeout: float | None = None) -> HostResult:
+    """Load one host and run the node rules on it (in a worker, or inline) within ``timeout`` seconds (a host past
+    it is reported as such, the others go on). ``only``: rule ids to run."""
+    if config is None:  # in a worker: what lint_fleet set before forking
+        config, expect, only = _STATE["config"], _STATE.get("expect"), _STATE.get("only")
+        timeout = _STATE.get("timeout")
+    try:
+        with host_deadline(timeout):
+            return _lint_host(src, config, expect, only)
+    except HostTimeout:
+        from ncclctl.errors import SourceUnavailable
+
+        err = SourceUnavailable(f"host not loaded and linted within {timeout:g} s: its snapshot or model is too big "
+                                f"or a read hangs", path=src.path,
+                                fix="check the snapshot (ncclctl probe --root PATH), or raise --host-timeout")
+        doc = err.to_dict()
+        doc["error"] = "Timeout"
+        return HostResult(host=src.name or src.path, source=src.path, error=doc)
+
+
+def _lint_host(src: Source, config, expect, only: tuple[str, ...] | None) -> HostResult:
     from ncclctl.errors import NcclctlError
     from ncclctl.lint.context import Ctx
     from ncclctl.lint.engine import run, selected
 
-    if config is None:  # in a worker: what lint_fleet set before forking
-        config, expect, only = _STATE["config"], _STATE.get("expect"), _STATE.get("only")
     try:
         node = _load(src)
     except NcclctlError as exc:
@@ -421,20 +474,21 @@ def _lint_chunk(chunk: list[tuple[int, Source]]) -> list[tuple[int, HostResult]]
 
 def lint_fleet(sources: list[Source], config, *, expect=None, jobs: int | None = None,
                only: tuple[str, ...] | None = None,
-               progress: Callable[[int, int], None] | None = None) -> FleetResult:
+               progress: Callable[[int, int], None] | None = None,
+               host_timeout: float | None = HOST_TIMEOUT) -> FleetResult:
     """Lint every host (in ``jobs`` forked workers), then run the FLT rules across them.
-    ``only``: run just these rule ids (node and fleet rules alike)."""
+    ``only``: run just these rule ids (node and fleet rules alike). ``host_timeout``: seconds per host."""
     from ncclctl.lint.registry import all_rules
 
     all_rules()  # import every rule module before forking, so workers start warm
-    _init(config, expect, only)
+    _init(config, expect, only, host_timeout)
     total = len(sources)
     jobs = max(1, jobs or os.cpu_count() or 1)
     results: list[HostResult | None] = [None] * total
     done = 0
     if jobs == 1 or total < 4:
         for i, src in enumerate(sources):
-            results[i] = lint_host(src, config, expect, only)
+            results[i] = lint_host(src, config, expect, only, host_timeout)
             done += 1
             if progress:
                 progress(done, total)
@@ -448,7 +502,7 @@ def lint_fleet(sources: list[Source], config, *, expect=None, jobs: int | None =
         chunks = [indexed[i:i + size] for i in range(0, total, size)]
         ctx = multiprocessing.get_context("fork") if sys.platform.startswith("linux") else None
         with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init,
-                                 initargs=(config, expect, only)) as pool:
+                                 initargs=(config, expect, only, host_timeout)) as pool:
             futures = [pool.submit(_lint_chunk, c) for c in chunks]
             for fut in as_completed(futures):
                 for i, res in fut.result():

@@ -137,6 +137,10 @@ def write_tree(dest: str, node: Node, recorder: Recorder, runner: RecordingRunne
     for d in sorted(dirs):
         os.makedirs(dest + d, exist_ok=True)
     for path, target in sorted(links.items()):
+        if target.startswith("/"):
+            # /var/run -> /run on every Debian host: stored relative (../run), which is what HostRoot reads an
+            # absolute link as (from the snapshot's root) and the only form a snapshot archive may carry.
+            target = os.path.relpath(os.path.normpath(target), os.path.dirname(path))
         os.makedirs(os.path.dirname(dest + path), exist_ok=True)
         if os.path.lexists(dest + path):
             continue
@@ -232,25 +236,6 @@ def _write_tar(tree: str, target: str) -> None:
         raise
 
 
-def extract_tar(path: str, dest: str) -> None:
-    """Unpack a snapshot tar safely (no absolute paths, no escaping links, no devices)."""
-    import tarfile
-    try:
-        with tarfile.open(path) as tar:
-            for member in tar.getmembers():
-                name = member.name
-                if name.startswith("/") or ".." in name.split("/"):
-                    raise InputError(f"unsafe member {name!r} in snapshot archive", path=path)
-                if not (member.isfile() or member.isdir() or member.issym()):
-                    raise InputError(f"unsupported member type for {name!r} in snapshot archive", path=path)
-                if member.issym() and member.linkname.startswith("/"):
-                    raise InputError(f"absolute symlink {name!r} in snapshot archive", path=path)
-            tar.extractall(dest, filter="tar") if hasattr(tarfile, "data_filter") else tar.extractall(dest)  # noqa: S202
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise InputError(f"cannot read snapshot archive: {exc}", path=path,
-                         fix="pass a file written by 'ncclctl snapshot --tar'") from None
-
-
 # --------------------------------------------------------------------------------------------------
 # Redaction: GUIDs, MACs (and the EUI-64 GIDs derived from them), hostnames, GPU serials and UUIDs are
 # replaced consistently in every file, so the redacted snapshot still probes to a coherent model.
@@ -316,17 +301,5 @@ def _redact(files: dict[str, bytes], links: dict[str, str], node: Node) -> dict[
     return out
 
 
-def load_tar_or_dir(path: str) -> tuple[str, str | None]:
-    """Accept a snapshot folder or ``.tar.gz``; for a tar, unpack into a temp folder (returned for cleanup)."""
-    import tempfile
-    if os.path.isdir(path):
-        return path, None
-    if os.path.isfile(path):
-        tmp = tempfile.mkdtemp(prefix="ncclctl-root-")
-        extract_tar(path, tmp)
-        return tmp, tmp
-    raise InputError("no such host root", path=path, fix="pass a fixture folder or a snapshot .tar.gz")
-
-
-__all__ = ["SnapshotResult", "capture", "extract_tar", "load_tar_or_dir", "snapshot", "write_tree"]
+__all__ = ["SnapshotResult", "capture", "snapshot", "write_tree"]
 
