@@ -237,7 +237,8 @@ def topo_generate(
     data = gen.generate(node, opts, layout=layout)
     from ncclctl.cli_ops import emit_result
 
-    emit_result(data, output, check=check, diff=diff, backup=backup, follow=follow, json_record=fmt is SnapshotFormat.json,
+    emit_result(data, output, check=check, diff=diff, backup=backup, follow=follow,
+                json_record=fmt is SnapshotFormat.json,
                 extra={"layout": layout.name if layout else "bare-metal",
                        "elements": data.count(b"<") - data.count(b"</")}, content_key="xml")
 
@@ -439,7 +440,8 @@ def rings_graph(
               "when they are ACTIVE", file=sys.stderr)
     from ncclctl.cli_ops import emit_result
 
-    emit_result(data, output, check=check, diff=diff, backup=backup, follow=follow, json_record=fmt is SnapshotFormat.json,
+    emit_result(data, output, check=check, diff=diff, backup=backup, follow=follow,
+                json_record=fmt is SnapshotFormat.json,
                 extra=info, content_key="xml")
 
 

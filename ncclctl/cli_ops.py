@@ -31,9 +31,10 @@ def emit_result(data: bytes, output: Optional[str], *, check: bool = False, diff
     """Write ``data`` to ``output`` (or print it) and report like an Ansible module.
 
     Without ``-o``: the content goes to stdout (or into ``content_key`` of the JSON record); ``--check``,
-    ``--diff``, ``--backup`` and ``--follow`` are usage errors. With ``-o``: :func:`ncclctl.fileio.emit` writes atomically and
-    only on change; the JSON record is ``{"schema_version", "changed", "path", "diff", "msg", "backup_file",
-    "check_mode", **extra}``; in text mode a ``--diff`` goes to stdout and the one-line message to stderr.
+    ``--diff``, ``--backup`` and ``--follow`` are usage errors. With ``-o``: :func:`ncclctl.fileio.emit` writes
+    atomically and only on change (a symlink at ``output`` is replaced, or with ``follow`` written through); the
+    JSON record is ``{"schema_version", "changed", "path", "diff", "msg", "backup_file", "check_mode", **extra}``;
+    in text mode a ``--diff`` goes to stdout and the one-line message to stderr.
     """
     extra = dict(extra or {})
     if output is None:
