@@ -55,9 +55,13 @@ ROOT_HELP = "Probe a captured host tree (a snapshot folder or .tar.gz) instead o
 
 # Options of every command that writes a file with -o (topo generate, rings graph, conf generate, facts, fabric
 # order); the writing itself is ncclctl.cli_ops.emit_result (atomic, idempotent, Ansible-style record).
+# FOLLOW_OPTION also on snapshot (-o DIR / --tar FILE) and fabric synth -o.
 CHECK_OPTION = typer.Option(False, "--check", help="With -o: report whether the file would change; write nothing.")
 DIFF_OPTION = typer.Option(False, "--diff", help="With -o: print a unified diff of the change.")
 BACKUP_OPTION = typer.Option(False, "--backup", help="With -o: keep the previous file as FILE.YYYYmmdd-HHMMSS~.")
+FOLLOW_OPTION = typer.Option(False, "--follow", help="With -o: if the path is a symlink, replace the file it points to "
+                             "(default: replace the link itself). Refused for another user's link in a sticky "
+                             "world-writable folder such as /tmp.")
 
 
 def _out(text: str) -> None:
@@ -116,6 +120,7 @@ def snapshot(
     redact: bool = typer.Option(False, "--redact", help="Replace GUIDs, MACs, hostnames and serials consistently."),
     root: Optional[str] = typer.Option(None, "--root", help="Re-capture an existing host tree (e.g. to redact it).", metavar="DIR"),
     fmt: SnapshotFormat = typer.Option(SnapshotFormat.text, "--format", "-f", help="Output format."),
+    follow: bool = FOLLOW_OPTION,
 ) -> None:
     """Capture this host into a fixture: only the files the probe reads, command outputs, NVML answers."""
     from ncclctl.probe.archive import opened_root
@@ -124,9 +129,9 @@ def snapshot(
 
     if root is not None:
         with opened_root(root) as tree:
-            result = do_snapshot(output, tar, redact=redact, root=tree)
+            result = do_snapshot(output, tar, redact=redact, root=tree, follow=follow)
     else:
-        result = do_snapshot(output, tar, redact=redact, root=None)
+        result = do_snapshot(output, tar, redact=redact, root=None, follow=follow)
     if fmt is SnapshotFormat.json:
         _out(dumps({"schema_version": JSON_SCHEMA_VERSION, "path": result.path, "files": result.files,
                     "gpus": len(result.node.gpus), "nics": len(result.node.nics), "unavailable": result.unavailable}))
@@ -176,6 +181,7 @@ def topo_generate(
     check: bool = CHECK_OPTION,
     diff: bool = DIFF_OPTION,
     backup: bool = BACKUP_OPTION,
+    follow: bool = FOLLOW_OPTION,
 ) -> None:
     """Generate an NCCL topology file for this node (bare metal) or a virtual layout (VMs)."""
     from ncclctl.topo import generate as gen
@@ -201,7 +207,8 @@ def topo_generate(
     data = gen.generate(node, opts, layout=layout)
     from ncclctl.cli_ops import emit_result
 
-    emit_result(data, output, check=check, diff=diff, backup=backup, json_record=fmt is SnapshotFormat.json,
+    emit_result(data, output, check=check, diff=diff, backup=backup, follow=follow,
+                json_record=fmt is SnapshotFormat.json,
                 extra={"layout": layout.name if layout else "bare-metal",
                        "elements": data.count(b"<") - data.count(b"</")}, content_key="xml")
 
@@ -374,6 +381,7 @@ def rings_graph(
     check: bool = CHECK_OPTION,
     diff: bool = DIFF_OPTION,
     backup: bool = BACKUP_OPTION,
+    follow: bool = FOLLOW_OPTION,
 ) -> None:
     """Write an NCCL graph file whose channel c enters and leaves on the NIC of rail c (ring and tree).
 
@@ -392,7 +400,8 @@ def rings_graph(
               "when they are ACTIVE", file=sys.stderr)
     from ncclctl.cli_ops import emit_result
 
-    emit_result(data, output, check=check, diff=diff, backup=backup, json_record=fmt is SnapshotFormat.json,
+    emit_result(data, output, check=check, diff=diff, backup=backup, follow=follow,
+                json_record=fmt is SnapshotFormat.json,
                 extra=info, content_key="xml")
 
 

@@ -11,7 +11,7 @@ import typer
 import enum
 
 from ncclctl import JSON_SCHEMA_VERSION
-from ncclctl.cli import BACKUP_OPTION, CHECK_OPTION, DIFF_OPTION, FailOn, ValidateFormat, _out, app
+from ncclctl.cli import BACKUP_OPTION, CHECK_OPTION, DIFF_OPTION, FOLLOW_OPTION, FailOn, ValidateFormat, _out, app
 from ncclctl.errors import ExitCode
 
 fabric_app = typer.Typer(help="The fabric: load ibnetdiscover/iblinkinfo/LLDP, check rail cabling, order hosts for "
@@ -45,6 +45,7 @@ def fabric_synth(
     host_order: str = typer.Option("sequential", "--host-order", help="Host numbering: sequential, interleaved (across groups) or random."),
     output: Optional[str] = typer.Option(None, "-o", "--output", help="Write to this file (atomically).", metavar="FILE"),
     fmt: SynthFormat = typer.Option(SynthFormat.ibnetdiscover, "--format", "-f", help="The fabric as ibnetdiscover, ibnetdiscover -p, iblinkinfo or iblinkinfo --line output; json: print the ground truth (miscabled, down) and write ibnetdiscover output to -o."),
+    follow: bool = FOLLOW_OPTION,
 ) -> None:
     """Write a SuperPOD-style rail-optimized fabric as ibnetdiscover (or -p, or iblinkinfo) output, for tests and
     benchmarks."""
@@ -65,11 +66,15 @@ def fabric_synth(
         from ncclctl.fabric.synth import as_form
 
         text = as_form(text, fmt.value)
+    if output is None and follow:
+        from ncclctl.cli_ops import emit_result
+
+        emit_result(b"", None, follow=follow)  # the usage error
     if output is not None:
         from ncclctl.fileio import write_atomic
 
         data = text.encode()
-        write_atomic(output, data)
+        write_atomic(output, data, follow=follow)
         sys.stderr.write(f"ncclctl: wrote {output} ({nodes:,} nodes x {rails} rails, {len(result.miscabled)} miscabled, "
                          f"{len(result.down)} down; {len(data):,} bytes)\n")
     if fmt is SynthFormat.json:
@@ -198,11 +203,13 @@ class OrderFormat(str, enum.Enum):
     json = "json"
 
 
-def _write_output(path: str, data: bytes, *, check: bool = False, diff: bool = False, backup: bool = False) -> None:
-    """The one place `fabric order` writes its -o file: atomic, only on change, --check/--diff/--backup honoured."""
+def _write_output(path: str, data: bytes, *, check: bool = False, diff: bool = False, backup: bool = False,
+                  follow: bool = False) -> None:
+    """The one place `fabric order` writes its -o file: atomic, only on change, --check/--diff/--backup/--follow
+    honoured."""
     from ncclctl.cli_ops import emit_result
 
-    emit_result(data, path, check=check, diff=diff, backup=backup)
+    emit_result(data, path, check=check, diff=diff, backup=backup, follow=follow)
 
 
 @fabric_app.command("order")
@@ -219,6 +226,7 @@ def fabric_order(
     check: bool = CHECK_OPTION,
     diff: bool = DIFF_OPTION,
     backup: bool = BACKUP_OPTION,
+    follow: bool = FOLLOW_OPTION,
 ) -> None:
     """A host order for NCCL rings that keeps neighbours under one leaf group; crossings vs lower bound and naive."""
     from ncclctl.fabric import order as fo
@@ -246,12 +254,12 @@ def fabric_order(
     if problems:
         print(f"ncclctl: note: {len(problems)} fabric error(s) (miscabling, down links...): see "
               "'ncclctl fabric rails'", file=sys.stderr)
-    if output is None and (check or diff or backup):
-        from ncclctl.errors import UsageError
+    if output is None and (check or diff or backup or follow):
+        from ncclctl.cli_ops import emit_result
 
-        raise UsageError("--check, --diff and --backup only apply to a file written with -o", fix="add -o FILE")
+        emit_result(text.encode(), None, check=check, diff=diff, backup=backup, follow=follow)  # the usage error
     if output is not None:
-        _write_output(output, text.encode(), check=check, diff=diff, backup=backup)
+        _write_output(output, text.encode(), check=check, diff=diff, backup=backup, follow=follow)
         print(f"ncclctl: {len(o.hosts)} hosts, ring crossings {o.crossings} (lower bound {o.lower_bound}, "
               f"sorted names {o.naive_crossings})", file=sys.stderr)
     else:

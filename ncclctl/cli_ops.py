@@ -2,10 +2,10 @@
 imported), and the one helper every ``-o`` writer uses.
 
 A command that writes a file takes ``-o FILE`` plus :data:`CHECK_OPTION`, :data:`DIFF_OPTION`,
-:data:`BACKUP_OPTION` and ends with::
+:data:`BACKUP_OPTION`, :data:`FOLLOW_OPTION` and ends with::
 
-    emit_result(data, output, check=check, diff=diff, backup=backup, json_record=fmt is SnapshotFormat.json,
-                extra={...command facts...}, content_key="xml")
+    emit_result(data, output, check=check, diff=diff, backup=backup, follow=follow,
+                json_record=fmt is SnapshotFormat.json, extra={...command facts...}, content_key="xml")
 
 Start-up: this module imports only typer and the CLI module; implementations are imported inside functions.
 """
@@ -19,26 +19,30 @@ from typing import Optional
 import typer
 
 from ncclctl import JSON_SCHEMA_VERSION
-from ncclctl.cli import BACKUP_OPTION, CHECK_OPTION, DIFF_OPTION, ROOT_HELP, SnapshotFormat, _load_node, _out, app
+from ncclctl.cli import (BACKUP_OPTION, CHECK_OPTION, DIFF_OPTION, FOLLOW_OPTION, ROOT_HELP, SnapshotFormat, _load_node,
+                         _out, app)
 
-__all__ = ["BACKUP_OPTION", "CHECK_OPTION", "DIFF_OPTION", "emit_result"]
+__all__ = ["BACKUP_OPTION", "CHECK_OPTION", "DIFF_OPTION", "FOLLOW_OPTION", "emit_result"]
 
 
 def emit_result(data: bytes, output: Optional[str], *, check: bool = False, diff: bool = False, backup: bool = False,
-                json_record: bool = False, extra: Optional[dict] = None, content_key: str = "content") -> None:
+                follow: bool = False, json_record: bool = False, extra: Optional[dict] = None,
+                content_key: str = "content") -> None:
     """Write ``data`` to ``output`` (or print it) and report like an Ansible module.
 
     Without ``-o``: the content goes to stdout (or into ``content_key`` of the JSON record); ``--check``,
-    ``--diff`` and ``--backup`` are usage errors. With ``-o``: :func:`ncclctl.fileio.emit` writes atomically and
-    only on change; the JSON record is ``{"schema_version", "changed", "path", "diff", "msg", "backup_file",
-    "check_mode", **extra}``; in text mode a ``--diff`` goes to stdout and the one-line message to stderr.
+    ``--diff``, ``--backup`` and ``--follow`` are usage errors. With ``-o``: :func:`ncclctl.fileio.emit` writes
+    atomically and only on change (a symlink at ``output`` is replaced, or with ``follow`` written through); the
+    JSON record is ``{"schema_version", "changed", "path", "diff", "msg", "backup_file", "check_mode", **extra}``;
+    in text mode a ``--diff`` goes to stdout and the one-line message to stderr.
     """
     extra = dict(extra or {})
     if output is None:
-        if check or diff or backup:
+        if check or diff or backup or follow:
             from ncclctl.errors import UsageError
 
-            flags = ", ".join(f for f, on in (("--check", check), ("--diff", diff), ("--backup", backup)) if on)
+            flags = ", ".join(f for f, on in (("--check", check), ("--diff", diff), ("--backup", backup),
+                                              ("--follow", follow)) if on)
             raise UsageError(f"{flags} only apply to a file written with -o", fix="add -o FILE")
         if json_record:
             from ncclctl.render import dumps
@@ -51,7 +55,7 @@ def emit_result(data: bytes, output: Optional[str], *, check: bool = False, diff
         return
     from ncclctl.fileio import emit
 
-    result = emit(output, data, check=check, diff=diff, backup=backup)
+    result = emit(output, data, check=check, diff=diff, backup=backup, follow=follow)
     if json_record:
         from ncclctl.render import dumps
 
@@ -84,6 +88,7 @@ def conf_generate(
     check: bool = CHECK_OPTION,
     diff: bool = DIFF_OPTION,
     backup: bool = BACKUP_OPTION,
+    follow: bool = FOLLOW_OPTION,
 ) -> None:
     """Write /etc/nccl.conf for this node: NCCL_IB_HCA (exact rails), NCCL_SOCKET_IFNAME, NCCL_TOPO_FILE, and
     on RoCE NCCL_IB_GID_INDEX and NCCL_IB_TC, in the NAME=value syntax NCCL reads (no quotes, no export).
@@ -104,7 +109,7 @@ def conf_generate(
     if not json_record:
         for w in plan.warnings:
             print(f"ncclctl: warning: {w}", file=sys.stderr)
-    emit_result(data, output, check=check, diff=diff, backup=backup, json_record=json_record,
+    emit_result(data, output, check=check, diff=diff, backup=backup, follow=follow, json_record=json_record,
                 extra={"settings": {s.name: s.value for s in plan.settings}, "warnings": list(plan.warnings)},
                 content_key="content")
 
@@ -124,6 +129,7 @@ def facts_cmd(
     check: bool = CHECK_OPTION,
     diff: bool = DIFF_OPTION,
     backup: bool = BACKUP_OPTION,
+    follow: bool = FOLLOW_OPTION,
 ) -> None:
     """One JSON document of node facts for Ansible (/etc/ansible/facts.d/ncclctl.fact) and inventories.
 
@@ -142,11 +148,12 @@ def facts_cmd(
                         timeout=timeout, lint=lint)
     data = facts.dumps(doc)
     if output is None:
-        if check or diff or backup:
-            emit_result(data, None, check=check, diff=diff, backup=backup)  # raises the usage error
+        if check or diff or backup or follow:
+            emit_result(data, None, check=check, diff=diff, backup=backup, follow=follow)  # raises the usage error
         _out(data.decode())
         return
-    emit_result(data, output, check=check, diff=diff, backup=backup, json_record=fmt is SnapshotFormat.json,
+    emit_result(data, output, check=check, diff=diff, backup=backup, follow=follow,
+                json_record=fmt is SnapshotFormat.json,
                 extra={"ok": doc.get("ok"), "timed_out": doc.get("timed_out")}, content_key="facts")
 
 

@@ -100,7 +100,7 @@ def load(text: str, path: str, *, max_depth: int = 64, fix: str = "fix the YAML 
             if root is not None and expanded_size(root, max_nodes) is None:
                 raise InputError(f"not usable YAML: aliases expand it past {max_nodes:,} nodes, or refer to "
                                  f"themselves (an alias bomb)", path=path, fix="write the values out; drop the "
-                                 f"anchors (&name) and aliases (*name)")
+                                 "anchors (&name) and aliases (*name)")
             data = loader.construct_document(root) if root is not None else None
         finally:
             loader.dispose()

@@ -158,14 +158,20 @@ def write_tree(dest: str, node: Node, recorder: Recorder, runner: RecordingRunne
 
 
 def snapshot(out_dir: str | None = None, tar_path: str | None = None, *, redact: bool = False,
-             root: str | None = None) -> SnapshotResult:
-    """Capture the live host (or re-capture a fixture ``root``) into ``out_dir`` or a tar file."""
+             root: str | None = None, follow: bool = False) -> SnapshotResult:
+    """Capture the live host (or re-capture a fixture ``root``) into ``out_dir`` or a tar file.
+
+    The target is found as every writer finds it (:func:`ncclctl.fileio.resolve_target`): a symlink at ``out_dir``
+    or ``tar_path`` is replaced by the new folder or file (its target untouched); with ``follow`` the link is
+    followed (not another user's link in a sticky world-writable folder) and what it points to is replaced."""
     import shutil
     import tempfile
+
+    from ncclctl.fileio import resolve_target, write_error
     if (out_dir is None) == (tar_path is None):
         raise NcclctlError("give exactly one of -o DIR or --tar FILE", fix="ncclctl snapshot -o ./myhost")
     node, recorder, runner, nvml = capture(root)
-    target = os.path.abspath(out_dir or tar_path)  # type: ignore[arg-type]
+    target = resolve_target(out_dir or tar_path, follow=follow)  # type: ignore[arg-type]
     parent = os.path.dirname(target)
     if not os.path.isdir(parent):
         raise InputError("the folder to write into does not exist", path=parent, fix="create it first")
@@ -180,8 +186,7 @@ def snapshot(out_dir: str | None = None, tar_path: str | None = None, *, redact:
             _replace_dir(tmp, target)
             tmp = ""
     except OSError as exc:  # not writable, a file system without files (procfs), disk full
-        raise InputError(f"cannot write the snapshot in {parent}: {exc.strerror or exc}", path=target,
-                         fix="choose a folder on a writable local file system with free space") from None
+        raise write_error(exc, target, f"cannot write the snapshot in {parent}: {exc.strerror or exc}") from None
     finally:
         if tmp and os.path.isdir(tmp):
             shutil.rmtree(tmp, ignore_errors=True)
@@ -190,17 +195,33 @@ def snapshot(out_dir: str | None = None, tar_path: str | None = None, *, redact:
 
 
 def _replace_dir(tmp: str, target: str) -> None:
+    """Move the finished tree ``tmp`` to ``target``: a new name, an empty folder, an earlier snapshot, or a symlink
+    (the link is replaced, never followed: its target is not looked at or removed). Anything else is refused.
+    The old entry is renamed aside first and put back if the move fails; only then is it removed (a folder with
+    ``rmtree``, which does not follow links inside it; a link with ``unlink``)."""
     import shutil
-    if os.path.lexists(target):
-        if not os.path.isdir(target) or (os.listdir(target) and not os.path.exists(os.path.join(target, "manifest.json"))):
-            raise InputError("refusing to overwrite: not an empty folder or an earlier snapshot", path=target,
-                             fix="choose a new folder for -o")
-        old = target + ".old-" + os.path.basename(tmp)
-        os.replace(target, old)
+    import stat
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
         os.replace(tmp, target)
-        shutil.rmtree(old, ignore_errors=True)
+        return
+    is_link = stat.S_ISLNK(st.st_mode)
+    if not is_link and (not stat.S_ISDIR(st.st_mode) or (
+            os.listdir(target) and not os.path.exists(os.path.join(target, "manifest.json")))):
+        raise InputError("refusing to overwrite: not an empty folder or an earlier snapshot", path=target,
+                         fix="choose a new folder for -o")
+    old = target + ".old-" + os.path.basename(tmp)
+    os.replace(target, old)
+    try:
+        os.replace(tmp, target)
+    except OSError:
+        os.replace(old, target)
+        raise
+    if is_link:
+        os.unlink(old)
     else:
-        os.replace(tmp, target)
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _write_tar(tree: str, target: str) -> None:

@@ -46,8 +46,9 @@ def test_failure_during_replace_removes_the_temp_file_and_keeps_the_old_file(tmp
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", boom)
-    with pytest.raises(OSError):
+    with pytest.raises(InputError, match="cannot write the file: No space left on device") as err:
         fileio.emit(str(p), b"new\n")
+    assert err.value.path == str(p) and err.value.fix == "free space or choose another folder"
     assert p.read_bytes() == b"old\n"
     assert sorted(os.listdir(tmp_path)) == ["f.conf"]
 
@@ -130,12 +131,13 @@ def test_backup_keeps_the_previous_file_only_on_change(tmp_path):
     assert open(r.backup, "rb").read() == b"A=1\n"
 
 
-def test_a_symlink_is_followed_and_kept(tmp_path):
+def test_a_symlink_is_followed_and_kept_with_follow(tmp_path):
+    """More on links (the default replaces them; hostile ones): test_writer_links.py."""
     real = tmp_path / "shared.conf"
     real.write_bytes(b"A=1\n")
     link = tmp_path / "nccl.conf"
     link.symlink_to(real)
-    assert fileio.emit(str(link), b"A=2\n").changed
+    assert fileio.emit(str(link), b"A=2\n", follow=True).changed
     assert link.is_symlink() and real.read_bytes() == b"A=2\n"
 
 
@@ -206,7 +208,7 @@ def test_text_mode_prints_diff_on_stdout_and_message_on_stderr(tmp_path):
     assert out.read_text() == "NCCL_IB_HCA=mlx5\n"
 
 
-@pytest.mark.parametrize("flag", ["--check", "--diff", "--backup"])
+@pytest.mark.parametrize("flag", ["--check", "--diff", "--backup", "--follow"])
 def test_write_flags_without_output_are_usage_errors(flag):
     r = run_cli("topo", "generate", "--root", str(HOSTS / "dgx-h100"), flag)
     assert r.returncode == 2 and f"{flag} only apply to a file written with -o" in r.stderr and "add -o FILE" in r.stderr

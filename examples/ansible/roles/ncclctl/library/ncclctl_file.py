@@ -36,6 +36,12 @@ options:
     description: Keep the previous file as C(DEST.YYYYmmdd-HHMMSS~) when it changes.
     type: bool
     default: false
+  follow:
+    description:
+      - When C(dest) is a symlink, write the file it points to (C(--follow)) instead of replacing the link. ncclctl
+        refuses to follow another user's link in a sticky world-writable folder such as C(/tmp).
+    type: bool
+    default: false
   executable:
     description: The ncclctl program.
     type: path
@@ -73,6 +79,7 @@ def main():
             root=dict(type="path"),
             args=dict(type="list", elements="str", default=[]),
             backup=dict(type="bool", default=False),
+            follow=dict(type="bool", default=False),
             executable=dict(type="path", default="ncclctl"),
         ),
         supports_check_mode=True,
@@ -90,6 +97,8 @@ def main():
         argv.append("--diff")
     if p["backup"]:
         argv.append("--backup")
+    if p["follow"]:
+        argv.append("--follow")
     argv += p["args"]
     rc, out, err = module.run_command(argv)
     try:
