@@ -150,6 +150,11 @@ def text_summary(node: Node) -> str:
         lines.append("")
         lines.append("not seen:")
         for u in node.unavailable:
+            if u.source == "nvml" and u.detail is None:  # initialisation: say what it means
+                from ncclctl.probe.nvml import describe_init_failure
+
+                lines.append(f"  nvml: {describe_init_failure(u.reason)}")
+                continue
             lines.append(f"  {u.source}: {u.reason}" + (f" ({u.detail})" if u.detail else ""))
     return "\n".join(lines) + "\n"
 
@@ -235,6 +240,8 @@ def tree(node: Node) -> str:
 
 def matrix_text(node: Node) -> str:
     m = matrix(node)
+    if not m.labels:
+        return "no GPUs and no RDMA NICs: no topology matrix to show\n"
     width = max([len(x) for x in m.labels] + [4]) + 1
     header = " " * width + "".join(f"{label:<{width}}" for label in m.labels) + "CPU Affinity\tNUMA Affinity"
     lines = [header.rstrip()]

@@ -22,7 +22,19 @@ HOSTS_LIST = host_names()
 GPU_HOSTS = [h for h in HOSTS_LIST if h != "cpu-only"]
 
 
-@pytest.mark.parametrize("host", HOSTS_LIST)
+def test_no_gpus_no_topology_file(tmp_path):
+    """A node without GPUs: an error naming why, never a silent <system version="1"/> with exit 0."""
+    out = tmp_path / "topo.xml"
+    result = run_cli("topo", "generate", "--root", str(HOSTS / "cpu-only"), "-o", str(out))
+    assert result.returncode == 3 and "no GPUs" in result.stderr and "Traceback" not in result.stderr
+    assert not out.exists()
+    matrix = run_cli("probe", "--root", str(HOSTS / "cpu-only"), "--format", "matrix")
+    assert matrix.returncode == 0 and matrix.stdout == "no GPUs and no RDMA NICs: no topology matrix to show\n"
+    summary = run_cli("probe", "--root", str(HOSTS / "cpu-only"))
+    assert "nvml: the snapshot has no NVML answers (nvml.json)" in summary.stdout, summary.stdout
+
+
+@pytest.mark.parametrize("host", GPU_HOSTS)
 def test_golden_generated_topology(host, golden, tmp_path):
     out = tmp_path / "topo.xml"
     result = run_cli("topo", "generate", "--root", str(HOSTS / host), "-o", str(out))
@@ -235,7 +247,7 @@ def test_generated_files_obey_dialect_and_limits(node):
     try:
         data = generate(node)
     except InputError as exc:
-        assert "at most 255" in str(exc)
+        assert "at most 255" in str(exc) or (not node.gpus and "no GPUs" in str(exc))
         return
     assert generate(node) == data
     result = parse_nccl_xml(data, kind="topology")

@@ -62,38 +62,3 @@ def compress(names) -> str:
 
 def _range(a: tuple[int, str], b: tuple[int, str]) -> str:
     return a[1] if a[0] == b[0] else f"{a[1]}-{b[1]}"
-
-
-def expand(expr: str) -> list[str]:
-    """Inverse of :func:`compress` for the forms it writes (used by tests and to read Slurm files back)."""
-    out: list[str] = []
-    for part in _split_top(expr):
-        m = re.match(r"^(.*?)\[([^\]]+)\]$", part)
-        if not m:
-            out.append(part)
-            continue
-        prefix, body = m.groups()
-        for r in body.split(","):
-            lo, _, hi = r.partition("-")
-            hi = hi or lo
-            width = len(lo)
-            for i in range(int(lo), int(hi) + 1):
-                out.append(f"{prefix}{i:0{width}d}")
-    return out
-
-
-def _split_top(expr: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in expr:
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    if cur:
-        parts.append(cur)
-    return parts

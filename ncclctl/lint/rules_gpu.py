@@ -11,6 +11,7 @@ from ncclctl.findings import Severity
 from ncclctl.lint.context import Ctx
 from ncclctl.lint.registry import Hit, Option, rule
 from ncclctl.model import Gpu, Node
+from ncclctl.probe.nvml import NVML_INIT_CAUSES, NVML_NOT_A_NODE_FAULT
 
 E = Severity.ERROR
 W = Severity.WARNING
@@ -258,30 +259,6 @@ def persistence_off(ctx: Ctx, opts: dict) -> Iterable[Hit]:
 # --------------------------------------------------------------------------------------------------
 # GPU005 NVML unusable, or a GPU lost
 
-#: NVML initialisation failures: (what it means for NCCL, the fix), by the NVML error name.
-_NVML_INIT = {
-    "LibRmVersionMismatch": (
-        "the NVIDIA kernel module and the user-space driver are different versions (the driver was upgraded "
-        "without a reboot): CUDA and NCCL fail to initialise on this node",
-        "reboot; or stop every GPU client (nvidia-persistenced, nvidia-fabricmanager, DCGM), then rmmod nvidia_uvm "
-        "nvidia_drm nvidia_modeset nvidia and modprobe nvidia"),
-    "DriverNotLoaded": (
-        "the NVIDIA kernel module is not loaded: no CUDA and no NCCL on this node",
-        "modprobe nvidia and read dmesg for NVRM errors (a kernel update without the DKMS rebuild, an unsigned module "
-        "under Secure Boot)"),
-    "LibraryNotFound": (
-        "libnvidia-ml.so.1 is not found: the driver's user-space libraries are missing (or not mounted into this "
-        "container)",
-        "install the NVIDIA driver (the same version as the kernel module), or run the container with the NVIDIA "
-        "container toolkit"),
-    "NoPermission": (
-        "the GPU device files (/dev/nvidia*) are not accessible to this user",
-        "run as a user with access to /dev/nvidia* (the video group, or the site's GPU group)"),
-}
-#: Reasons that say nothing about the node (ncclctl's own environment, or a capture without NVML data).
-_NVML_NOT_A_NODE_FAULT = {"ModuleNotFound", "NotCaptured"}
-
-
 @rule(
     "GPU005", "nvml-unusable", E, "NVML cannot be used, or a GPU is lost",
     what="A node with NVIDIA GPUs on its PCI bus where NVML fails to initialise (driver/library version mismatch, "
@@ -306,7 +283,7 @@ def nvml_unusable(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         if u.detail is None and pci_gpus:  # initialisation failed: GPUs seen on PCI only
             where = ", ".join(g.bdf for g in pci_gpus[:4]) + (" ..." if len(pci_gpus) > 4 else "")
             ev = (f"nvmlInit: {u.reason}", f"{len(pci_gpus)} NVIDIA GPU(s) on PCI: {where}")
-            if u.reason in _NVML_NOT_A_NODE_FAULT:
+            if u.reason in NVML_NOT_A_NODE_FAULT:
                 why = ("pynvml (nvidia-ml-py) is not installed next to ncclctl" if u.reason == "ModuleNotFound"
                        else "the capture has no NVML answers (nvml.json)")
                 yield Hit("NVML", f"{why}: GPU checks that need NVML (NVLinks, MIG, persistence, Fabric Manager "
@@ -314,7 +291,7 @@ def nvml_unusable(ctx: Ctx, opts: dict) -> Iterable[Hit]:
                           fix="install ncclctl with its dependencies (pip install ncclctl pulls nvidia-ml-py), "
                               "or capture the node with 'ncclctl snapshot'")
                 continue
-            meaning, fix = _NVML_INIT.get(u.reason, (f"NVML failed to initialise ({u.reason})",
+            meaning, fix = NVML_INIT_CAUSES.get(u.reason, (f"NVML failed to initialise ({u.reason})",
                                                      "run nvidia-smi on the node and fix what it reports"))
             yield Hit("NVML", f"NVML does not work on this node: {meaning}", fix=fix, evidence=ev)
         elif u.reason == "GpuIsLost" and u.detail and u.detail.startswith("GPU ") and u.detail[4:].isdigit():

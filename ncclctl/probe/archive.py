@@ -20,6 +20,7 @@ A ``.tar.gz`` may come from anyone and is read as root, so unpacking never trust
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import posixpath
 import shutil
@@ -119,7 +120,7 @@ def extract_tar(path: str, dest: str) -> int:
             raise inputs.not_regular(path, st.st_mode, spec)
         if st.st_size > spec.cap:
             raise inputs.too_big(path, st.st_size, spec)
-        raw = open(path, "rb", buffering=1 << 16)  # noqa: SIM115 - closed below (a BufferedReader: peek)
+        raw = io.BufferedReader(io.FileIO(path, "rb"), buffer_size=1 << 16)  # closed below
     except OSError as exc:
         raise InputError(f"cannot read the snapshot archive: {exc.strerror or exc}", path=path,
                          fix="check the path and its permissions") from None
@@ -130,7 +131,7 @@ def extract_tar(path: str, dest: str) -> int:
 
         # gzip.GzipFile, not tarfile's own stream decompressor: it raises EOFError on a truncated stream, where
         # tarfile's would end quietly at the cut and hand over half a snapshot.
-        stream = gzip.GzipFile(fileobj=counting, mode="rb")  # type: ignore[arg-type]
+        stream = gzip.GzipFile(fileobj=counting, mode="rb")  # type: ignore[call-overload]
     members = 0
     unpacked = 0
     seen: set[str] = set()

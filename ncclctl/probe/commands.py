@@ -8,7 +8,7 @@ import selectors
 import signal
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from ncclctl.errors import UsageError
@@ -198,14 +198,3 @@ class RecordingRunner:
         result = self.inner.run(argv)
         self.results.append(result)
         return result
-
-
-@dataclass
-class RefusedRunner:
-    """Used under ``--root`` when a caller asks for live commands: refuse rather than mix hosts."""
-
-    refused: list[tuple[str, ...]] = field(default_factory=list)
-
-    def run(self, argv: tuple[str, ...]) -> CommandResult:  # pragma: no cover - defensive
-        self.refused.append(tuple(argv))
-        return CommandResult(tuple(argv), None, "live commands are refused under --root")

@@ -270,6 +270,9 @@ def _xml_parent(dev: PciDevice) -> str | None:
 def generate(node: Node, opts: Options = Options(), *, layout: "VirtualLayout | None" = None) -> bytes:
     if opts.nccl_version < (2, 6, 0):
         raise UsageError("NCCL reads topology files from 2.6 on", fix="use --nccl-version 2.6 or newer")
+    if not node.gpus:
+        raise InputError("the node has no GPUs: there is nothing for NCCL to read in a topology file",
+                         fix="generate it on (or from a snapshot of) a GPU node")
     if layout is not None:
         root = _virtual(node, layout, opts)
     else:

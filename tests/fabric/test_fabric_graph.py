@@ -8,7 +8,8 @@ import pytest
 
 from conftest import REPO, run_cli
 from ncclctl.fabric import graph as G
-from ncclctl.fabric.hostlist import compress, expand
+from ncclctl.fabric.hostlist import compress
+from tests.fabric.hostlist_expand import expand
 from ncclctl.fabric.sources import load_input
 from ncclctl.fabric.synth import SynthSpec, synth
 from ncclctl.parsers.ibnetdiscover import parse_ibnetdiscover

@@ -10,7 +10,7 @@ import pytest
 from conftest import REPO, run_cli
 from ncclctl.fabric.cost import CostParams, FabricCapacity, parse_size, ring_cost
 from ncclctl.fabric.graph import from_fabric, host_endpoints
-from ncclctl.fabric.hostlist import expand
+from tests.fabric.hostlist_expand import expand
 from ncclctl.fabric.layout import analyze
 from ncclctl.fabric.order import crossings, plan_order
 from ncclctl.fabric.sources import FabricInput

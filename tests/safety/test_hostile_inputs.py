@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import HOSTS, REPO
+from conftest import HOSTS, REPO
 
 SECRET = "TOP-SECRET-0xC0FFEE"
 SMALL = "pcie-server"  # 390 files: cmd/, nvml.json, env.json, RoCE and IB
