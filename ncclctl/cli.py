@@ -61,7 +61,12 @@ BACKUP_OPTION = typer.Option(False, "--backup", help="With -o: keep the previous
 
 
 def _out(text: str) -> None:
-    sys.stdout.write(text)
+    try:
+        sys.stdout.write(text)
+    except UnicodeEncodeError:  # a surrogate-escaped name or path under a strict (UTF-8 locale) stdout
+        from ncclctl.probe.hostroot import printable
+
+        sys.stdout.write(printable(text))
 
 
 @app.command()
