@@ -65,7 +65,12 @@ FOLLOW_OPTION = typer.Option(False, "--follow", help="With -o: if the path is a 
 
 
 def _out(text: str) -> None:
-    sys.stdout.write(text)
+    try:
+        sys.stdout.write(text)
+    except UnicodeEncodeError:  # a surrogate-escaped name or path under a strict (UTF-8 locale) stdout
+        from ncclctl.probe.hostroot import printable
+
+        sys.stdout.write(printable(text))
 
 
 @app.command()

@@ -4,8 +4,11 @@ The contract (what a fact file must do so that ``setup`` never breaks on a host)
 
 * always one valid JSON object, and the command exits 0; when probing fails the document says so inside
   (``"ok": false``, ``"error": {...}``) and every section is ``null``;
-* bounded run time: the probe (and lint) run in a forked child under a deadline; past it the child and its
-  process group are killed and the document says ``"timed_out": true``;
+* bounded run time: the probe (and lint) run in a forked child under a deadline; past it the child and every
+  process under it are killed and the document says ``"timed_out": true``;
+* nothing outlives it: tools that moved to their own session (``setsid``, daemons) are found through
+  ``/proc`` (the child is their subreaper) and killed too, at the deadline, on SIGTERM/SIGINT/SIGHUP, and when
+  the probe finishes; a signal still gives the error document (``"error": "Interrupted"``) and exit 0;
 * stable snake_case keys, versioned by ``schema_version`` (:data:`FACTS_SCHEMA_VERSION`); schema:
   ``schemas/facts.schema.json``;
 * deterministic: the same node gives byte-identical output (no timestamps), so ``facts -o FILE`` only rewrites
@@ -157,59 +160,84 @@ def build(load: Callable[[], Node], *, source: dict, lint: bool = True) -> dict:
                                      "this is a bug in ncclctl; report it"), source=source)
 
 
+#: Signals that end ``facts`` early: the child tree is killed and the error document still printed (exit 0).
+INTERRUPT_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
+#: How long the clean-up may spend freezing and reaping the child tree (a process stuck in an uninterruptible
+#: read cannot be stopped or reaped; it is SIGKILLed and left for init rather than holding ``facts`` up).
+_CLEANUP_S = 2.0
+
+
 def collect(load: Callable[[], Node], *, source: dict, timeout: float, lint: bool = True) -> dict:
-    """:func:`build` under a hard deadline: run it in a forked child, kill the child's group when late."""
+    """:func:`build` under a hard deadline, in a forked child; nothing the child started outlives this call.
+
+    The child ("worker") runs in its own process group, as a child subreaper (Linux), with stdin/stdout on
+    /dev/null. Past the deadline, or when this process gets SIGTERM, SIGINT or SIGHUP while waiting, the worker's
+    whole tree is frozen (SIGSTOP) and killed (SIGKILL), whatever session or group its members moved to, and an
+    error document says why (``timed_out``, or ``"error": "Interrupted"``). A worker that finishes kills what it
+    left running itself before it exits.
+    """
     if not hasattr(os, "fork"):  # pragma: no cover - not Linux
         return build(load, source=source, lint=lint)
+    import threading
+
+    received: list[int] = []
     rfd, wfd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child: own process group, so its command runners die with it
-        status = 0
+    sig_r, sig_w = os.pipe()
+    os.set_blocking(sig_w, False)
+
+    def on_signal(signum: int, _frame: object) -> None:
+        received.append(signum)
         try:
-            os.close(rfd)
-            try:
-                os.setpgid(0, 0)
-            except OSError:
-                pass
-            data = json.dumps(build(load, source=source, lint=lint)).encode()
-            view = memoryview(data)
-            while view:
-                view = view[os.write(wfd, view):]
-        except BaseException:
-            status = 1
+            os.write(sig_w, b"\0")  # wakes the select below (PEP 475 would otherwise just retry it)
+        except OSError:
+            pass
+
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for name in INTERRUPT_SIGNALS:
+            signum = getattr(signal, name, None)
+            if signum is not None:
+                previous[signum] = signal.signal(signum, on_signal)
+    try:
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            return error_document(_error("SourceUnavailable", f"cannot start the probing process: {exc.strerror}",
+                                         ExitCode.UNAVAILABLE, "the host is out of processes or memory"),
+                                  source=source)
+        if pid == 0:  # pragma: no cover - runs in the child (coverage cannot see it)
+            _worker(load, source, lint, keep=wfd, close=(rfd, sig_r, sig_w), signals=tuple(previous))
+        os.close(wfd)
+        wfd = -1
+        try:
+            os.setpgid(pid, pid)  # also from this side: no window in which a kill would miss the child's commands
+        except OSError:
+            pass
+        outcome, chunks = "error", []
+        try:
+            outcome, chunks = _wait(rfd, sig_r, received, time.monotonic() + timeout)
         finally:
-            os._exit(status)
-    os.close(wfd)
-    try:
-        os.setpgid(pid, pid)  # also from this side: no window in which a kill would miss the child's commands
-    except OSError:
-        pass
-    deadline = time.monotonic() + timeout
-    chunks: list[bytes] = []
-    done = False
-    try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            ready, _, _ = select.select([rfd], [], [], left)
-            if not ready:
-                break
-            chunk = os.read(rfd, 1 << 16)
-            if not chunk:
-                done = True
-                break
-            chunks.append(chunk)
+            if outcome != "done":
+                _kill_tree(pid)
+            _kill_group(pid)  # stragglers of the worker's group (unreaped, so the group id cannot be reused yet)
+            _reap(pid)
     finally:
-        if not done:
-            _kill_group(pid)
-        os.waitpid(pid, 0)
-        os.close(rfd)
-    if not done:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for fd in (rfd, wfd, sig_r, sig_w):
+            if fd >= 0:
+                os.close(fd)
+    if outcome == "timeout":
         return error_document(_error("Timeout", f"probing did not finish within {timeout:g} s", ExitCode.UNAVAILABLE,
                                      "a hung sysfs read, NVML call or command (ibv_devinfo, mlnx_qos); run "
                                      "'ncclctl probe' by hand to see which, or raise --timeout"),
                               source=source, timed_out=True)
+    if outcome == "signal":
+        name = signal.Signals(received[0]).name
+        return error_document(_error("Interrupted", f"{name} arrived before probing finished; the probe was stopped",
+                                     ExitCode.INTERRUPTED, "let it run, or give a smaller --timeout than the "
+                                     "caller's own limit (e.g. 'timeout 60 ncclctl facts --timeout 50')"),
+                              source=source)
     try:
         doc = json.loads(b"".join(chunks))
     except ValueError:
@@ -220,6 +248,170 @@ def collect(load: Callable[[], Node], *, source: dict, timeout: float, lint: boo
     return doc
 
 
+def _wait(rfd: int, sig_r: int, received: list[int], deadline: float) -> tuple[str, list[bytes]]:
+    """Read the worker's answer: ("done" | "timeout" | "signal", the bytes read)."""
+    chunks: list[bytes] = []
+    while True:
+        if received:
+            return "signal", chunks
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return "timeout", chunks
+        ready, _, _ = select.select([rfd, sig_r], [], [], left)
+        if sig_r in ready or received:
+            return "signal", chunks
+        if not ready:
+            return "timeout", chunks
+        chunk = os.read(rfd, 1 << 16)
+        if not chunk:
+            return "done", chunks
+        chunks.append(chunk)
+
+
+def _worker(load: Callable[[], Node], source: dict, lint: bool, *, keep: int, close: tuple[int, ...],
+            signals: tuple[int, ...]) -> None:  # pragma: no cover - runs in the child
+    """The forked child: build the document, send it down ``keep``, kill whatever it left running, exit."""
+    status = 0
+    try:
+        for signum in signals:
+            signal.signal(signum, signal.SIG_DFL)
+        for fd in close:
+            os.close(fd)
+        try:
+            os.setpgid(0, 0)  # own process group, so its command runners die with it
+        except OSError:
+            pass
+        _prctl_child_setup()
+        _detach_stdio()
+        data = json.dumps(build(load, source=source, lint=lint)).encode()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(keep, view):]
+    except BaseException:
+        status = 1
+    finally:
+        try:
+            _kill_descendants(os.getpid())
+        finally:
+            os._exit(status)
+
+
+def _prctl_child_setup() -> None:  # pragma: no cover - runs in the child
+    """Linux: become a child subreaper (orphans of the tools the probe starts, daemons and ``setsid`` ones
+    included, are re-parented here instead of to init, so they stay in the tree that is killed), and die with
+    the ``facts`` process if it is killed outright."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _detach_stdio() -> None:  # pragma: no cover - runs in the child
+    """stdin and stdout on /dev/null (stderr too, unless NCCLCTL_DEBUG): a worker that cannot be killed (stuck
+    in an uninterruptible read) must not hold the caller's pipes open after ``facts`` has answered."""
+    null = os.open(os.devnull, os.O_RDWR)
+    fds = (0, 1) if os.environ.get("NCCLCTL_DEBUG") else (0, 1, 2)
+    for fd in fds:
+        os.dup2(null, fd)
+    if null not in fds:
+        os.close(null)
+
+
+def _process_table() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, state letter) of every visible process, from /proc/<pid>/stat (empty without /proc)."""
+    table: dict[int, tuple[int, str]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return table
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                raw = fh.read()
+            fields = raw[raw.rindex(b")") + 2:].split()  # the command name may hold spaces and parentheses
+            table[int(name)] = (int(fields[1]), fields[0].decode("ascii", "replace"))
+        except (OSError, ValueError, IndexError):
+            continue
+    return table
+
+
+def _has_children(pid: int) -> bool:
+    """Whether ``pid`` has a child (then maybe more descendants); True when /proc cannot say."""
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children", "rb") as fh:
+                if fh.read().strip():
+                    return True
+    except OSError:  # no /proc, or a kernel without CONFIG_PROC_CHILDREN: scan
+        return True
+    return False
+
+
+def _descendants(root: int, table: dict[int, tuple[int, str]]) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found: list[int] = []
+    stack = [root]
+    while stack:
+        for pid in children.get(stack.pop(), ()):
+            found.append(pid)
+            stack.append(pid)
+    return found
+
+
+def _kill_descendants(root: int) -> None:
+    """Freeze every descendant of ``root`` (SIGSTOP, repeated until a scan finds none still running: a stopped
+    process forks nothing and orphans nobody), then SIGKILL them all. Bounded by :data:`_CLEANUP_S`; processes
+    that cannot be signalled (another user's) are skipped."""
+    if not _has_children(root):
+        return
+    frozen: set[int] = set()
+    denied: set[int] = set()
+    give_up = time.monotonic() + _CLEANUP_S
+    delay = 0.001
+    while time.monotonic() < give_up:
+        table = _process_table()
+        running = [p for p in _descendants(root, table) if table[p][1] not in "TtZX" and p not in denied]
+        if not running:
+            break
+        for pid in running:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+                frozen.add(pid)
+            except ProcessLookupError:
+                pass
+            except PermissionError:
+                denied.add(pid)
+        time.sleep(delay)  # SIGSTOP is asynchronous: let it land before the next scan
+        delay = min(delay * 2, 0.05)
+    table = _process_table()
+    for pid in frozen.union(_descendants(root, table)) - denied:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _kill_tree(pid: int) -> None:
+    """The worker and everything under it: stop the worker (it starts nothing more and, as the subreaper, stays
+    there to adopt orphans), kill its descendants, then it."""
+    try:
+        os.kill(pid, signal.SIGSTOP)
+    except OSError:
+        pass
+    _kill_descendants(pid)
+    _kill_group(pid)
+
+
 def _kill_group(pid: int) -> None:
     for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
         try:
@@ -227,6 +419,21 @@ def _kill_group(pid: int) -> None:
             return
         except (ProcessLookupError, PermissionError):
             continue
+
+
+def _reap(pid: int) -> None:
+    """Wait for the worker, at most :data:`_CLEANUP_S` (one stuck in the kernel is SIGKILLed; init reaps it)."""
+    give_up = time.monotonic() + _CLEANUP_S
+    delay = 0.0005
+    while True:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if done or time.monotonic() > give_up:
+            return
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
 
 
 def dumps(doc: dict) -> bytes:

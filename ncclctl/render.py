@@ -21,11 +21,23 @@ def dumps(doc: object) -> str:
 
     Byte-identical to ``json.dumps(doc, indent=2, ensure_ascii=False)``, but built with the C string encoder:
     ``json.dumps`` with ``indent`` falls back to the pure-Python encoder, which costs a DGX-sized model ~10 ms.
+    Always encodable as UTF-8: a string with undecodable bytes (a surrogate-escaped path or environment value)
+    has them written as the text ``\\xNN`` (:func:`ncclctl.probe.hostroot.printable`) instead of failing on write.
     """
     out: list[str] = []
     _emit(doc, "", out)
     out.append("\n")
-    return "".join(out)
+    text = "".join(out)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        import re
+
+        from ncclctl.probe.hostroot import printable
+
+        # Lone surrogates only occur inside string literals; the backslash of their escape must itself be escaped.
+        text = re.sub("[\ud800-\udfff]+", lambda m: _encode_str(printable(m.group()))[1:-1], text)
+    return text
 
 
 def _emit(obj: object, pad: str, out: list[str]) -> None:

@@ -346,7 +346,9 @@ def junit(hosts: list[dict[str, Any]], *, fail_on: Severity, name: str = "ncclct
     for k, v in total.items():
         root.set(k, str(v))
     ET.indent(root, space="  ")
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    from ncclctl.probe.hostroot import printable  # undecodable bytes (a --root path) as \xNN: UTF-8 as declared
+
+    return printable('<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n")
 
 
 _SLUGS: dict[str, str] = {}

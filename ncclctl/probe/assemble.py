@@ -145,6 +145,9 @@ class _Probe:
             self.unavailable.append(
                 Unavailable(source="sysfs", reason="permission denied", detail=", ".join(sorted(set(host.denied))[:8]))
             )
+        if host.undecodable:
+            self.unavailable.append(Unavailable(source="sysfs", reason="name is not UTF-8, left out",
+                                                detail=", ".join(sorted(set(host.undecodable))[:8])))
         return Node(
             hostname=hostname,
             cpu=cpu,
@@ -522,7 +525,7 @@ class _Probe:
             if gid is None or V.gid_is_zero(gid):
                 continue
             gtype = host.read_value(f"{d}/gid_attrs/types/{gname}") if ethernet else None
-            gndev = host.read_value(f"{d}/gid_attrs/ndevs/{gname}") if ethernet else None
+            gndev = host.read_name(f"{d}/gid_attrs/ndevs/{gname}") if ethernet else None
             gids.append(Gid(index=int(gname), gid=gid, type=gtype or None, netdev=gndev or None))
         gids.sort(key=lambda g: g.index)
         netdev = next((g.netdev for g in gids if g.netdev), None)

@@ -10,6 +10,11 @@ Missing files return ``None`` (absence is information: no IOMMU, no peer memory)
 cannot be read return ``None`` too and are noted in :attr:`HostRoot.denied` (unprivileged reads of
 ``config`` are normal). Structural damage in a fixture (a dangling or escaping symlink, a loop) is an
 :class:`~ncclctl.errors.InputError` naming the path.
+
+Names that are not UTF-8 (the kernel lets ``ip link set X name $'bad\\xff'`` through): :meth:`HostRoot.listdir`
+leaves such an entry out and notes it in :attr:`HostRoot.undecodable` (shown with ``\\xNN`` escapes), and
+:meth:`HostRoot.read_name` does the same for a file whose content is such a name. The probe turns the notes into
+one ``unavailable`` entry, so no model, document or message ever carries an undecodable (surrogate-escaped) name.
 """
 
 from __future__ import annotations
@@ -38,12 +43,36 @@ class Recorder:
     probed: dict[str, str] = field(default_factory=dict)
 
 
+def printable(text: str) -> str:
+    """``text`` with every undecodable byte (a surrogate escape, as ``os.listdir`` returns it) written ``\\xNN``
+    and any other lone surrogate ``\\udNNN``: valid UTF-8, readable, deterministic."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _decodable(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
 class HostRoot:
     def __init__(self, root: str = "/", *, recorder: Recorder | None = None) -> None:
         self.root = os.path.abspath(root)
         self.live = self.root == "/"
         self.recorder = recorder
         self.denied: list[str] = []
+        #: Host paths (shown with ``\xNN`` escapes) of entries left out because their name is not UTF-8.
+        self.undecodable: list[str] = []
         self._lstat_cache: dict[str, os.stat_result | None] = {}
         self._real_cache: dict[str, str] = {}
         if not self.live and not os.path.isdir(self.root):
@@ -194,6 +223,19 @@ class HostRoot:
         text = self.read_text(path)
         return None if text is None else text.strip()
 
+    def read_name(self, path: str) -> str | None:
+        """A one-line attribute whose value names something (a netdev): like :meth:`read_value`, but a name that
+        is not UTF-8 gives ``None`` and a note in :attr:`undecodable` instead of an error."""
+        data = self.read_bytes(path)
+        if data is None:
+            return None
+        try:
+            return data.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            shown = data.strip().decode("utf-8", "backslashreplace")
+            self.undecodable.append(f"{path} ({shown})")
+            return None
+
     def readlink(self, path: str) -> str | None:
         """The target of a symlink at ``path`` (the last component is not followed)."""
         parent, _, name = path.rstrip("/").rpartition("/")
@@ -221,7 +263,8 @@ class HostRoot:
         return real
 
     def listdir(self, path: str) -> list[str]:
-        """Sorted entries of a folder; empty when it does not exist."""
+        """Sorted entries of a folder; empty when it does not exist. Names that are not UTF-8 are left out and
+        noted in :attr:`undecodable`."""
         real = self.realpath(path)
         try:
             names = sorted(os.listdir(self.host_path(real)))
@@ -230,6 +273,9 @@ class HostRoot:
         except PermissionError:
             self.denied.append(path)
             return []
+        if not all(map(_decodable, names)):
+            self.undecodable.extend(f"{path.rstrip('/')}/{printable(n)}" for n in names if not _decodable(n))
+            names = [n for n in names if _decodable(n)]
         if self.recorder is not None:
             self.recorder.dirs.add(real)
             for name in names:

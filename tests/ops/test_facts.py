@@ -188,3 +188,137 @@ def test_hypervisor_flag_alone_makes_a_guest(tmp_path):
     node = probe(str(root))
     assert node.cpu.hypervisor is True and not node.is_virtual and node.is_guest
     assert json.loads(run_cli("facts", "--root", str(root), "--no-lint").stdout)["virtual_machine"] is True
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Nothing outlives facts: a tool that escapes into its own session (setsid, a double-forking daemon) is killed at
+# the deadline, on SIGTERM/SIGINT/SIGHUP, and when the probe finishes normally.
+
+MARKER_VAR = "NCCLCTL_FACTS_TEST_MARKER"
+
+
+def _fake_ip(tmp_path, *, hang: bool) -> tuple[dict, "os.PathLike"]:
+    """A live probe whose ``ip`` (the first command it runs) starts two escapees marked by an environment variable:
+    ``setsid sh -c 'sleep 300'`` and a double-forked daemon in its own session (its parent exits, so it is an
+    orphan); it writes ``ready`` once both have left facts' process groups. Then ``ip`` hangs (``hang``) or
+    answers ``[]``."""
+    import sys
+    import uuid
+
+    ready = tmp_path / "ready"
+    daemon = ("import os, sys, time\n"
+              "os.setsid()\n"
+              "if os.fork():\n"
+              "    os._exit(0)\n"
+              "open(sys.argv[1], 'w').close()\n"
+              "time.sleep(300)\n")
+    (tmp_path / "daemon.py").write_text(daemon)
+    tail = "exec /bin/sleep 300\n" if hang else "echo '[]'\n"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    ip = bin_dir / "ip"
+    ip.write_text("#!/bin/sh\n"
+                  "/usr/bin/setsid /bin/sh -c '/bin/sleep 300; :' </dev/null >/dev/null 2>&1 &\n"
+                  f"'{sys.executable}' '{tmp_path / 'daemon.py'}' '{ready}' </dev/null >/dev/null 2>&1 &\n"
+                  f"while [ ! -e '{ready}' ]; do /bin/sleep 0.05; done\n" + tail)
+    ip.chmod(0o755)
+    env = {"PATH": str(bin_dir), "NCCLCTL_COMMAND_TIMEOUT": "120", MARKER_VAR: uuid.uuid4().hex}
+    return env, ready
+
+
+def _marked(marker: str) -> list[int]:
+    """Live processes (zombies have no environment) carrying ``marker`` in their environment."""
+    needle = f"{MARKER_VAR}={marker}".encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/environ", "rb") as fh:
+                    if needle in fh.read().split(b"\0"):
+                        found.append(int(name))
+            except OSError:
+                continue
+    return found
+
+
+def _left_behind(marker: str) -> list[str]:
+    """Marked processes still alive after a grace period (SIGKILL takes a moment to land); kills them."""
+    for _ in range(100):
+        pids = _marked(marker)
+        if not pids:
+            return []
+        time.sleep(0.1)
+    names = []
+    for pid in pids:
+        try:
+            names.append(open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace"))
+            os.kill(pid, 9)
+        except OSError:
+            pass
+    return names
+
+
+needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self") or not os.path.exists("/usr/bin/setsid"),
+                                reason="needs Linux /proc and setsid")
+
+
+@needs_proc
+def test_deadline_kills_tools_that_left_the_process_group(tmp_path):
+    env, ready = _fake_ip(tmp_path, hang=True)
+    try:
+        r = run_cli("facts", "--no-lint", "--timeout", "5", env=env, timeout=120)
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+        doc = json.loads(r.stdout)
+        _valid(doc)
+        assert doc["ok"] is False and doc["timed_out"] is True and doc["error"]["error"] == "Timeout"
+        assert ready.exists(), "the fake tool never ran: the test proves nothing"
+    finally:
+        assert _left_behind(env[MARKER_VAR]) == []
+
+
+@needs_proc
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT", "SIGHUP"])
+def test_a_signal_kills_the_tree_and_still_prints_the_document(tmp_path, signame):
+    """``timeout 5 ncclctl facts``: the signal arrives mid-probe; facts answers (exit 0, valid JSON) and its
+    stdout closes, because no process it started still holds it."""
+    import signal
+    import subprocess
+    import sys
+
+    env, ready = _fake_ip(tmp_path, hang=True)
+    full_env = {k: v for k, v in os.environ.items() if k != "NCCLCTL_DEBUG"} | env
+    proc = subprocess.Popen([sys.executable, "-m", "ncclctl", "facts", "--no-lint", "--timeout", "300"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env, cwd=REPO)
+    try:
+        for _ in range(600):
+            if ready.exists() or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert ready.exists(), "the fake tool never ran"
+        proc.send_signal(getattr(signal, signame))
+        out, err = proc.communicate(timeout=60)  # EOF on both pipes: nothing left holds them
+        assert proc.returncode == 0 and err == b"", err
+        doc = json.loads(out)
+        _valid(doc)
+        assert doc["ok"] is False and doc["timed_out"] is False
+        assert doc["error"]["error"] == "Interrupted" and signame in doc["error"]["message"]
+        assert doc["error"]["exit_code"] == 130 and doc["hostname"]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        assert _left_behind(env[MARKER_VAR]) == []
+
+
+@needs_proc
+def test_a_finished_probe_leaves_no_daemon_behind(tmp_path):
+    """The tool returns at once but leaves escapees running: the worker kills them before it answers."""
+    env, ready = _fake_ip(tmp_path, hang=False)
+    try:
+        r = run_cli("facts", "--no-lint", env=env, timeout=120)
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+        doc = json.loads(r.stdout)
+        _valid(doc)
+        assert doc["ok"] is True and ready.exists()
+    finally:
+        assert _left_behind(env[MARKER_VAR]) == []
