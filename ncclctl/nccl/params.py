@@ -1,7 +1,8 @@
 """C integer parsing as NCCL calls it, and ``ncclLoadParam`` (the ``NCCL_PARAM`` integer variables).
 
-One model of glibc's ``strtol``/``strtoll`` (``long`` and ``long long`` are both 64 bits on the LP64 Linux NCCL
-runs on), checked against the C library itself in the tests:
+One model of glibc's ``strtol``/``strtoll`` and ``strtoul``/``strtoull`` (``long`` and ``long long`` are both
+64 bits on the LP64 Linux NCCL runs on; NVIDIA/nccl ``src/misc/param.cc``, ``src/graph/xml.h``), checked against
+the C library itself in the tests:
 
 * leading white space (C ``isspace`` in the "C" locale: space, ``\\t \\n \\v \\f \\r``) is skipped, then one
   optional sign;
@@ -10,7 +11,8 @@ runs on), checked against the C library itself in the tests:
   C23 form that NCCL builds do not use);
 * parsing stops at the first character that is not a digit of the base (``08`` is 0, ``3 # x`` is 3, ``1e3``
   is 1); a string without digits is 0 and consumes nothing (glibc sets no error);
-* a value outside ``LONG_MIN``..``LONG_MAX`` saturates there and sets ``ERANGE`` (:attr:`CInt.overflow`).
+* a value outside ``LONG_MIN``..``LONG_MAX`` saturates there and sets ``ERANGE`` (:attr:`CInt.overflow`);
+  :func:`strtoul` (``strtoull``) saturates at ``ULONG_MAX`` instead and negates in unsigned arithmetic.
 
 Where NCCL stores the result in an ``int`` (``int x = strtol(...)``, ``atoi``) it is truncated to 32 bits:
 :func:`to_int`, :func:`c_int`, :func:`c_atoi`. ``NCCL_PARAM`` variables go through
@@ -27,6 +29,8 @@ from dataclasses import dataclass
 #: ``LONG_MIN`` / ``LONG_MAX`` (64-bit ``long``, the same as ``long long`` on Linux).
 LONG_MIN = -(1 << 63)
 LONG_MAX = (1 << 63) - 1
+#: ``ULONG_MAX`` (64-bit ``unsigned long``, the same as ``unsigned long long``).
+ULONG_MAX = (1 << 64) - 1
 #: ``INT_MIN`` / ``INT_MAX``.
 INT_MIN = -(1 << 31)
 INT_MAX = (1 << 31) - 1
@@ -67,8 +71,9 @@ def _digit_run(base: int) -> re.Pattern[str]:
     return re.compile(f"[0-9a-{last}A-{last.upper()}]*")
 
 
-def strtol(s: str, base: int = 0) -> CInt:
-    """``strtol(s, &end, base)`` (and ``strtoll``): see the module docstring. ``base`` is 0 or 2 to 36."""
+def _scan(s: str, base: int) -> tuple[bool, int | None, int, int, int]:
+    """The part every ``strto*`` shares: (negative, magnitude or None when past 64 bits, start and end of the
+    digits, base used)."""
     if base != 0 and not 2 <= base <= 36:
         raise ValueError(f"strtol base {base} (0 or 2..36)")
     i, n = 0, len(s)
@@ -85,17 +90,32 @@ def strtol(s: str, base: int = 0) -> CInt:
         b = 8 if i < n and s[i] == "0" else 10
     m = _digit_run(b).match(s, i)
     j = m.end() if m else i
+    significant = s[i:j].lstrip("0")
+    # Past 64 digits the value is >= 2**64 in any base (and past Python's int-from-string limit): saturated anyway.
+    magnitude = None if len(significant) > 64 else int(significant or "0", b)
+    return neg, magnitude, i, j, b
+
+
+def strtol(s: str, base: int = 0) -> CInt:
+    """``strtol(s, &end, base)`` (and ``strtoll``): see the module docstring. ``base`` is 0 or 2 to 36."""
+    neg, magnitude, i, j, b = _scan(s, base)
     if j == i:
         return CInt(0, 0, b, False)
-    significant = s[i:j].lstrip("0")
-    if len(significant) > 64:  # >= 2**64 in any base: past LONG_MAX (and past Python's int-from-string limit)
-        magnitude = LONG_MAX + 2
-    else:
-        magnitude = int(significant or "0", b)
-    value = -magnitude if neg else magnitude
-    if value > LONG_MAX or value < LONG_MIN:
-        return CInt(LONG_MAX if value > 0 else LONG_MIN, j, b, True, overflow=True, whole=j == n)
-    return CInt(value, j, b, True, whole=j == n)
+    if magnitude is None or magnitude > (LONG_MAX + 1 if neg else LONG_MAX):
+        return CInt(LONG_MIN if neg else LONG_MAX, j, b, True, overflow=True, whole=j == len(s))
+    return CInt(-magnitude if neg else magnitude, j, b, True, whole=j == len(s))
+
+
+def strtoul(s: str, base: int = 0) -> CInt:
+    """``strtoul(s, &end, base)`` (and ``strtoull``, which NCCL uses for the ``guid`` of a topology ``<net>``):
+    the same syntax as :func:`strtol`; a magnitude past ``ULONG_MAX`` saturates there (``ERANGE``), and a ``-``
+    negates in unsigned arithmetic (``-1`` is ``ULONG_MAX``)."""
+    neg, magnitude, i, j, b = _scan(s, base)
+    if j == i:
+        return CInt(0, 0, b, False)
+    if magnitude is None or magnitude > ULONG_MAX:
+        return CInt(ULONG_MAX, j, b, True, overflow=True, whole=j == len(s))
+    return CInt((-magnitude) & ULONG_MAX if neg else magnitude, j, b, True, whole=j == len(s))
 
 
 def to_int(n: int) -> int:

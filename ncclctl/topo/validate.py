@@ -18,7 +18,7 @@ from typing import Iterable
 
 from ncclctl.errors import InputError
 from ncclctl.findings import Finding
-from ncclctl.nccl.params import strtol
+from ncclctl.nccl.params import strtol, strtoul
 from ncclctl.nccl.version import DEFAULT, Version, parse
 from ncclctl.topo.ncclxml import (
     IgnoredElement,
@@ -692,7 +692,7 @@ class _TopoChecks:
                                   "asking the net plugin", net)
             guid = net.get("guid")
             if guid is not None:
-                gval = strtol(guid, 16).value
+                gval = strtoul(guid, 16).value  # net->net.asic = strtoull(guid, NULL, 16)
                 port = strtol(net.get("port") or "0").value
                 key = (gval, port)
                 if key in ports:

@@ -4,7 +4,8 @@
 * ``int x = strtol(...)`` (ncclGetLevel, NCCL_IB_ADDR_RANGE's mask, atoi in NCCL_IB_HCA ports): the value is cut
   to 32 bits (the copies kept Python's unbounded integers).
 * White space is C's (the PCIe copy's ``\\s`` also skipped Unicode spaces and \\x1c-\\x1f).
-* strtol saturates at LONG_MIN/LONG_MAX (the XML reader's copy did so only past 64 digits).
+* strtol saturates at LONG_MIN/LONG_MAX (the XML reader's copy did so only past 64 digits), and where NCCL reads
+  an unsigned value (``strtoull`` for a ``<net>`` GUID) strtoul saturates at ULONG_MAX.
 """
 
 from __future__ import annotations
@@ -120,3 +121,18 @@ def test_addr_range_mask_is_an_int(mask, index):
 def test_xml_numbers_saturate_like_strtol():
     r = strtol("99999999999999999999")
     assert (r.value, r.whole, r.overflow) == (LONG_MAX, True, True)
+
+
+def test_net_guids_are_unsigned_64_bit():
+    """``net->net.asic = strtoull(guid, NULL, 16)``: GUIDs with the top bit set stay distinct (a signed strtol
+    would saturate them all to LONG_MAX and report every NIC as the same port)."""
+    from pathlib import Path
+
+    from ncclctl.topo.validate import validate_topology
+
+    data = (Path(HOSTS).parent / "topo" / "invalid" / "NTS032-repeated-guid-port.xml").read_bytes()
+    dup = [f.rule for f in validate_topology(data, path="t.xml") if f.rule == "NTS032"]
+    high = data.replace(b'guid="0xa0b0c0"', b'guid="0xa088c20300d06583"', 1)
+    high = high.replace(b'guid="0xa0b0c0"', b'guid="0xa088c20300d06584"', 1)
+    assert dup == ["NTS032"] and b"0xa0b0c0" not in high
+    assert [f.rule for f in validate_topology(high, path="t.xml") if f.rule == "NTS032"] == []

@@ -10,7 +10,8 @@ import ctypes
 import pytest
 
 from ncclctl.nccl.params import (
-    INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, CInt, c_atoi, c_int, load_param, param_int, strtol, to_int,
+    INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, ULONG_MAX, CInt, c_atoi, c_int, load_param, param_int, strtol, strtoul,
+    to_int,
 )
 
 HUGE = "9" * 5000  # far past 64 bits, and past Python's 4300-digit int() limit
@@ -56,6 +57,19 @@ def test_strtol_edge_cases(text, base, value, end, digits, overflow, whole):
     assert r.rest(text) == text[end:]
 
 
+@pytest.mark.parametrize("text,base,value,overflow", [
+    ("0xa088c20300d06583", 16, 0xA088C20300D06583, False),  # a NIC GUID: past LONG_MAX, fine for strtoull
+    ("a088c20300d06583", 16, 0xA088C20300D06583, False),
+    ("18446744073709551615", 0, ULONG_MAX, False), ("18446744073709551616", 0, ULONG_MAX, True),
+    ("-1", 0, ULONG_MAX, False), ("-18446744073709551615", 0, 1, False), (HUGE, 0, ULONG_MAX, True),
+    ("", 0, 0, False), ("x", 16, 0, False),
+])
+def test_strtoul(text, base, value, overflow):
+    r, signed = strtoul(text, base), strtol(text, base)
+    assert (r.value, r.overflow) == (value, overflow)
+    assert (r.end, r.digits, r.whole) == (signed.end, signed.digits, signed.whole)  # the same syntax
+
+
 def test_base_is_resolved_like_c():
     assert [strtol(s).base for s in ("12", "012", "0x12", "", "x")] == [10, 8, 16, 10, 10]
     with pytest.raises(ValueError):
@@ -94,6 +108,8 @@ def _libc():
         libc = ctypes.CDLL(None, use_errno=True)
         libc.strtol.restype = ctypes.c_long
         libc.strtol.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_int]
+        libc.strtoul.restype = ctypes.c_ulong
+        libc.strtoul.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_int]
         libc.atoi.restype = ctypes.c_int
         libc.atoi.argtypes = [ctypes.c_char_p]
         return libc
@@ -103,7 +119,9 @@ def _libc():
 
 EDGES = ["", " 0x1f", "08", "-", "+5", "0x", "0X", "0xg", "1e3", "\t\n\v\f\r 42", "42\n", "- 5", "+-1", "0x-1",
          "9223372036854775807", "9223372036854775808", "-9223372036854775809", "0x8000000000000000", "4294967297",
-         "2147483648", "99999999999999999999", "ff", "FF", "zz", "0b101", "  +0x7fffffffffffffff", "0777", "0789"]
+         "2147483648", "99999999999999999999", "ff", "FF", "zz", "0b101", "  +0x7fffffffffffffff", "0777", "0789",
+         "0xa088c20300d06583", "18446744073709551615", "18446744073709551616", "-18446744073709551615",
+         "-18446744073709551616", "-9223372036854775808"]
 
 
 @pytest.mark.parametrize("base", [0, 8, 10, 16, 36])
@@ -112,13 +130,14 @@ def test_strtol_matches_libc(base):
     if libc is None or ctypes.sizeof(ctypes.c_long) != 8:
         pytest.skip("no LP64 C library via ctypes")
     for s in EDGES:
-        buf = ctypes.create_string_buffer(s.encode())
-        end = ctypes.c_char_p()
-        ctypes.set_errno(0)
-        value = libc.strtol(buf, ctypes.byref(end), base)
-        overflow = ctypes.get_errno() != 0
-        consumed = ctypes.cast(end, ctypes.c_void_p).value - ctypes.addressof(buf)
-        r = strtol(s, base)
-        assert (r.value, r.end, r.overflow) == (value, consumed, overflow), (s, base)
+        for c_func, model in ((libc.strtol, strtol), (libc.strtoul, strtoul)):
+            buf = ctypes.create_string_buffer(s.encode())
+            end = ctypes.c_char_p()
+            ctypes.set_errno(0)
+            value = c_func(buf, ctypes.byref(end), base)
+            overflow = ctypes.get_errno() != 0
+            consumed = ctypes.cast(end, ctypes.c_void_p).value - ctypes.addressof(buf)
+            r = model(s, base)
+            assert (r.value, r.end, r.overflow) == (value, consumed, overflow), (s, base, model.__name__)
         if base == 0:
             assert c_atoi(s) == libc.atoi(s.encode()), s
