@@ -16,6 +16,7 @@ import typer
 
 from ncclctl import JSON_SCHEMA_VERSION, __version__
 from ncclctl.errors import ExitCode, NcclctlError
+from ncclctl.nccl.version import DEFAULT_TEXT as NCCL_DEFAULT
 
 app = typer.Typer(
     name="ncclctl",
@@ -179,7 +180,7 @@ def topo_generate(
     spec: Optional[str] = typer.Option(None, "--spec", help="Virtual layout spec (YAML) for flat-PCIe VMs.", metavar="YAML"),
     profile: Optional[str] = typer.Option(None, "--profile", help="Built-in virtual layout: h100, a100 or pairs.", metavar="NAME"),
     output: Optional[str] = typer.Option(None, "-o", "--output", help="Write to this file (atomically) instead of stdout.", metavar="FILE"),
-    nccl_version: str = typer.Option("2.30.7", "--nccl-version", help="Never write what this NCCL version cannot read.", metavar="X.Y[.Z]"),
+    nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Never write what this NCCL version cannot read.", metavar="X.Y[.Z]"),
     minimal: bool = typer.Option(False, "--minimal", help="Only the cpu/pci skeleton; NCCL detects GPUs and NICs itself."),
     nics: Optional[str] = typer.Option(None, "--nics", help="Comma-separated RDMA devices to include (default: all with an active port).", metavar="LIST"),
     fmt: Optional[SnapshotFormat] = typer.Option(None, "--format", "-f", help="json: print a result record instead of the XML (with -o: whether the file changed)."),
@@ -189,10 +190,11 @@ def topo_generate(
     follow: bool = FOLLOW_OPTION,
 ) -> None:
     """Generate an NCCL topology file for this node (bare metal) or a virtual layout (VMs)."""
+    from ncclctl.nccl.version import parse_option as parse_nccl_version
     from ncclctl.topo import generate as gen
 
     node = _load_node(root, model)
-    opts = gen.Options(nccl_version=gen.parse_version(nccl_version), minimal=minimal,
+    opts = gen.Options(nccl_version=parse_nccl_version(nccl_version), minimal=minimal,
                        nics=tuple(n for n in nics.split(",") if n) if nics else None)
     layout = None
     if spec is not None and profile is not None:
@@ -243,7 +245,7 @@ def topo_validate(
     file: str = typer.Argument(..., help="Topology (NCCL_TOPO_FILE) or graph (NCCL_GRAPH_FILE) XML file."),
     root: Optional[str] = typer.Option(None, "--root", help="Also check the file against this captured host.", metavar="DIR"),
     live: bool = typer.Option(False, "--live", help="Also check the file against this host."),
-    nccl_version: str = typer.Option("2.30.7", "--nccl-version", help="Validate for this NCCL version.", metavar="X.Y[.Z]"),
+    nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Validate for this NCCL version.", metavar="X.Y[.Z]"),
     fmt: ValidateFormat = typer.Option(ValidateFormat.text, "--format", "-f", help="Output format."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding reaches this severity."),
     xsd: bool = typer.Option(True, "--xsd/--no-xsd", help="Also check structure against the XSD schema."),
@@ -252,7 +254,7 @@ def topo_validate(
     from ncclctl import report
     from ncclctl.findings import Severity
     from ncclctl.topo import rules as topo_rules
-    from ncclctl.topo.generate import parse_version
+    from ncclctl.nccl.version import parse_option as parse_version
     from ncclctl.topo.validate import validate_bytes
 
     if root is not None and live:
@@ -309,11 +311,11 @@ class ShowFormat(str, enum.Enum):
 def topo_show(
     file: str = typer.Argument(..., help="Topology XML file (NCCL_TOPO_FILE or an NCCL_TOPO_DUMP_FILE output)."),
     fmt: ShowFormat = typer.Option(ShowFormat.tree, "--format", "-f", help="Output format."),
-    nccl_version: str = typer.Option("2.30.7", "--nccl-version", help="Read as this NCCL version does.", metavar="X.Y[.Z]"),
+    nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Read as this NCCL version does.", metavar="X.Y[.Z]"),
 ) -> None:
     """Show what NCCL understands from a topology file: the tree it keeps and the GPU/NIC paths it implies."""
     from ncclctl.topo import show
-    from ncclctl.topo.generate import parse_version
+    from ncclctl.nccl.version import parse_option as parse_version
     from ncclctl.topo.interpret import load_view
 
     view = load_view(_read_file(file), path=file, nccl_version=parse_version(nccl_version))
@@ -415,7 +417,7 @@ def rings_validate(
     file: str = typer.Argument(..., help="Graph XML file (NCCL_GRAPH_FILE)."),
     root: Optional[str] = typer.Option(None, "--root", help="Also check the file against this captured host.", metavar="DIR"),
     live: bool = typer.Option(False, "--live", help="Also check the file against this host."),
-    nccl_version: str = typer.Option("2.30.7", "--nccl-version", help="Validate for this NCCL version.", metavar="X.Y[.Z]"),
+    nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Validate for this NCCL version.", metavar="X.Y[.Z]"),
     fmt: ValidateFormat = typer.Option(ValidateFormat.text, "--format", "-f", help="Output format."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding reaches this severity."),
 ) -> None:

@@ -21,6 +21,7 @@ import typer
 from ncclctl import JSON_SCHEMA_VERSION
 from ncclctl.cli import (BACKUP_OPTION, CHECK_OPTION, DIFF_OPTION, FOLLOW_OPTION, ROOT_HELP, SnapshotFormat, _load_node,
                          _out, app)
+from ncclctl.nccl.version import DEFAULT_TEXT as NCCL_DEFAULT
 
 __all__ = ["BACKUP_OPTION", "CHECK_OPTION", "DIFF_OPTION", "FOLLOW_OPTION", "emit_result"]
 
@@ -82,7 +83,7 @@ def conf_generate(
     topo_file: Optional[str] = typer.Option(None, "--topo-file", help="Set NCCL_TOPO_FILE to this absolute path (needed on flat-PCIe VMs).", metavar="PATH"),
     compute_nics: Optional[str] = typer.Option(None, "--compute-nics", help="Comma-separated RDMA devices that carry NCCL traffic (default: each GPU's closest NICs).", metavar="LIST"),
     socket_ifname: Optional[str] = typer.Option(None, "--socket-ifname", help="The interface for NCCL's bootstrap/out-of-band traffic (default: chosen from the model).", metavar="NAME"),
-    nccl_version: str = typer.Option("2.30.7", "--nccl-version", help="Write only what this NCCL version reads.", metavar="X.Y[.Z]"),
+    nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Write only what this NCCL version reads.", metavar="X.Y[.Z]"),
     comments: bool = typer.Option(False, "--comments", help="Explain each setting in '#' lines (NCCL 2.26 and later only)."),
     fmt: Optional[SnapshotFormat] = typer.Option(None, "--format", "-f", help="json: print a result record (settings, warnings; with -o: changed, diff, msg)."),
     check: bool = CHECK_OPTION,
@@ -95,8 +96,8 @@ def conf_generate(
 
     What could not be decided (no QoS data, inconsistent GIDs) is left out and said on stderr.
     """
-    from ncclctl import conf
-    from ncclctl.topo.generate import parse_version
+    from ncclctl.nccl import confgen as conf
+    from ncclctl.nccl.version import parse_option as parse_version
 
     version = parse_version(nccl_version)
     if comments:

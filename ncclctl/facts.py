@@ -41,7 +41,7 @@ SECTIONS = ("hostname", "kernel", "virtual_machine", "cpu", "gpu", "gpus", "nics
 
 def document(node: Node, *, source: dict, lint: bool = True) -> dict:
     """The facts of one probed node (pure, apart from running the lint rules over it)."""
-    from ncclctl.ncclenv import effective_setting
+    from ncclctl.nccl.settings import effective_setting
     from ncclctl.rails import plan_rails
 
     f = node.facts

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import HOSTS, run_cli
 from ncclctl.errors import InputError
-from ncclctl.ncclenv import hca_selects, parse_ib_hca
+from ncclctl.nccl.lists import hca_selects, parse_ib_hca
 from ncclctl.probe import probe
 from ncclctl.rails import plan_rails
 

@@ -8,8 +8,9 @@ import pytest
 
 from ncclctl.errors import InputError, UsageError
 from ncclctl.model import C2c, Gpu, IbPort, Nic, Node, PciDevice
+from ncclctl.nccl.version import parse_option as parse_version
 from ncclctl.topo.generate import (
-    Options, generate, load_spec, net_devices, parse_version, profile_layout,
+    Options, generate, load_spec, net_devices, profile_layout,
 )
 from test_model import small_node
 

@@ -56,8 +56,8 @@ _TOP = ("version", "derived_from", "driver", "gpus", "nics", "rails", "nccl")
 
 def effective_nccl_settings(node) -> dict[str, str]:
     """Every NCCL_* variable NCCL would see on this host, with its effective value: environment, then
-    NCCL_CONF_FILE or ~/.nccl.conf, then /etc/nccl.conf, with NCCL's line syntax (:mod:`ncclctl.ncclconf`)."""
-    from ncclctl.ncclconf import resolve
+    NCCL_CONF_FILE or ~/.nccl.conf, then /etc/nccl.conf, with NCCL's line syntax (:mod:`ncclctl.nccl.settings`)."""
+    from ncclctl.nccl.settings import resolve
 
     resolved = resolve(node)
     return {name: resolved.value(name) or "" for name in resolved.names() if name.startswith("NCCL_")}

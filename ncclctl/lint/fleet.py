@@ -58,8 +58,7 @@ def roce_addresses(node) -> list[tuple[str, str]]:
     NCCL uses on this node (``NCCL_IB_HCA`` as NCCL applies it): the addresses other hosts' NCCL connects to."""
     import ipaddress
 
-    from ncclctl.lint.context import Ctx
-    from ncclctl.lint.rules_ib import nccl_ports
+    from ncclctl.lint.context import Ctx, nccl_ports
 
     selected = nccl_ports(Ctx(node=node, offline=True))
     out = set()

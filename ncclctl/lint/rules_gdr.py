@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from ncclctl.findings import Severity
-from ncclctl.lint.context import Ctx
+from ncclctl.lint.context import Ctx, rdma_nics
 from ncclctl.lint.registry import Hit, rule
-from ncclctl.lint.rules_pcie import c_strtol, rdma_nics, setting
 from ncclctl.model import Node
+from ncclctl.nccl.settings import Resolved, resolve
 
 E = Severity.ERROR
 W = Severity.WARNING
@@ -59,11 +59,13 @@ class DmaBuf:
         return not self.failed and not self.unknown
 
 
-def dmabuf(node: Node) -> DmaBuf:
+def dmabuf(node: Node, nccl: Resolved | None = None) -> DmaBuf:
+    """``nccl``: the node's NCCL settings when the caller has them (``ctx.nccl``)."""
     f = node.facts
     d = DmaBuf()
-    raw = setting(node, "NCCL_DMABUF_ENABLE")
-    if raw is not None and c_strtol(raw) == 0:
+    nccl = resolve(node) if nccl is None else nccl
+    raw = nccl.value("NCCL_DMABUF_ENABLE")
+    if nccl.int("NCCL_DMABUF_ENABLE", 1) == 0:  # NCCL_PARAM: empty or out of range keeps the default 1
         d.failed.append(f"NCCL_DMABUF_ENABLE={raw} turns DMA-BUF off")
         d.fixes.append("remove NCCL_DMABUF_ENABLE=0 from the environment / nccl.conf")
     if f.nvidia_module == "open":
@@ -136,7 +138,7 @@ def no_gdr(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     node = ctx.node
     if not _applies(node) or node.facts.peermem:
         return
-    d = dmabuf(node)
+    d = dmabuf(node, ctx.nccl)
     if d.ok:
         return  # DMA-BUF works (GDR002 says so)
     evidence = ["no peer-memory file: " + ", ".join(PEERMEM_FILES)]
@@ -179,7 +181,7 @@ def gdr_dmabuf_only(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     node = ctx.node
     if not _applies(node) or node.facts.peermem:
         return
-    d = dmabuf(node)
+    d = dmabuf(node, ctx.nccl)
     if not d.ok:
         return  # GDR001's business
     yield Hit(ctx.host,

@@ -6,7 +6,7 @@ rail plan (:mod:`ncclctl.rails`: each GPU's closest port) or ``NCCL_IB_HCA`` nam
 silently removes a rail, so it is graded error, a broken storage/in-band port only warning (option
 ``non_compute``).
 
-The helpers here (:func:`nccl_int`, :func:`compute_ports`, :func:`nccl_ports`) are shared with the RoCE family.
+NCCL's settings and the ports it uses come from the lint context (``ctx.nccl``, ``ctx.ports``, ``ctx.nccl_ports``).
 """
 
 from __future__ import annotations
@@ -19,88 +19,25 @@ from ncclctl.findings import Severity
 from ncclctl.lint.context import Ctx
 from ncclctl.lint.registry import Hit, Option, rule
 from ncclctl.model import IbPort, Nic
-from ncclctl.ncclenv import hca_selects
 from ncclctl.paths import natural_key
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 # --------------------------------------------------------------------------------------------------
-# NCCL semantics shared with rules_roce. Results are cached in ``ctx.extra`` (one lint run = one node), so the
-# rules of both families resolve the settings and the port sets once.
-
-
-def _cache(ctx: Ctx) -> dict:
-    return ctx.extra.setdefault("rules_ib", {})
-
-
-def nccl_int(text: str | None, default: int) -> int:
-    """An integer NCCL parameter as ``ncclLoadParam`` reads it (:func:`ncclctl.ncclconf.load_param`: unset or
-    empty -> default; else ``strtoll(text, NULL, 0)``, trailing text ignored, no digits -> 0, overflow -> default)."""
-    from ncclctl.ncclconf import load_param
-
-    v = load_param(text)
-    return default if v is None else v
-
-
-def nccl_setting(ctx: Ctx, name: str) -> str | None:
-    """The variable as NCCL resolves it: environment, then NCCL_CONF_FILE/~/.nccl.conf, then /etc/nccl.conf."""
-    return _resolved(ctx).value(name)
-
-
-def setting_text(ctx: Ctx, name: str) -> str:
-    """``NAME=value (where)`` for messages and evidence, or ``NAME unset``."""
-    s = _resolved(ctx).effective(name)
-    if s is None:
-        return f"{name} unset"
-    return f"{name}={s.value}" + ("" if s.from_env else f" ({s.where})")
-
-
-def _resolved(ctx: Ctx):
-    c = _cache(ctx)
-    if "resolved" not in c:
-        from ncclctl.ncclconf import resolve
-
-        c["resolved"] = resolve(ctx.node)
-    return c["resolved"]
-
-
-def all_ports(ctx: Ctx) -> list[tuple[Nic, IbPort]]:
-    """Every port of every RDMA device, in device (natural) then port order."""
-    c = _cache(ctx)
-    if "ports" not in c:
-        out = [(n, p) for n in ctx.node.nics for p in n.ports]
-        out.sort(key=lambda e: (natural_key(e[0].name), e[1].num))
-        c["ports"] = out
-    return c["ports"]
-
-
-def nccl_ports(ctx: Ctx) -> set[tuple[str, int]]:
-    """(device, port) pairs NCCL's IB plugin would keep if they were ACTIVE: ``NCCL_IB_HCA`` applied the way
-    NCCL applies it (prefix/exact, ``^`` exclusion, ports); all ports when it is unset or empty; none when
-    ``NCCL_IB_DISABLE`` is non-zero (NCCL then uses sockets)."""
-    c = _cache(ctx)
-    if "nccl_ports" not in c:
-        ports = [(n.name, p.num) for n, p in all_ports(ctx) if p.link_layer in ("InfiniBand", "Ethernet")]
-        value = nccl_setting(ctx, "NCCL_IB_HCA")
-        if nccl_int(nccl_setting(ctx, "NCCL_IB_DISABLE"), 0) != 0:
-            c["nccl_ports"] = set()
-        elif not value:
-            c["nccl_ports"] = set(ports)
-        else:
-            c["nccl_ports"] = hca_selects(value, ports)
-    return c["nccl_ports"]
+# Which ports carry NCCL traffic (the NCCL settings and port sets themselves are views of the lint context:
+# ``ctx.nccl``, ``ctx.ports``, ``ctx.nccl_ports``).
 
 
 def compute_ports(ctx: Ctx) -> set[tuple[str, int]]:
     """Ports that carry NCCL traffic by design: the rail plan's ports, plus what ``NCCL_IB_HCA`` names.
     Without a rail plan (no GPU) and without ``NCCL_IB_HCA`` every port counts."""
-    c = _cache(ctx)
+    c = ctx.extra.setdefault("rules_ib", {})
     if "compute" not in c:
         plan = ctx.rails
         rails = {(r.nic, r.port) for r in plan.rails} if plan is not None else set()
-        named = nccl_ports(ctx) if nccl_setting(ctx, "NCCL_IB_HCA") else set()
+        named = ctx.nccl_ports if ctx.nccl.value("NCCL_IB_HCA") else frozenset()
         if not rails and not named:
-            c["compute"] = {(n.name, p.num) for n, p in all_ports(ctx)}
+            c["compute"] = {(n.name, p.num) for n, p in ctx.ports}
         else:
             c["compute"] = rails | named
     return c["compute"]
@@ -182,7 +119,7 @@ def _waiting_for_sm(port: IbPort) -> bool:
 )
 def port_not_active(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     compute = compute_ports(ctx)
-    for nic, port in all_ports(ctx):
+    for nic, port in ctx.ports:
         if port.state == "ACTIVE" and port.phys_state in ("LinkUp", "unknown"):
             continue
         if _waiting_for_sm(port):
@@ -226,7 +163,7 @@ def _rate(port: IbPort) -> str:
 )
 def rate_below_expected(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     compute = compute_ports(ctx)
-    ports = [(n, p) for n, p in all_ports(ctx)
+    ports = [(n, p) for n, p in ctx.ports
              if (n.name, p.num) in compute and p.is_active and p.rate_gbps is not None]
     for layer in ("InfiniBand", "Ethernet"):
         group = [(n, p) for n, p in ports if p.link_layer == layer]
@@ -277,7 +214,7 @@ def port_lanes(port: IbPort) -> int | None:
 )
 def width_below(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     compute = compute_ports(ctx)
-    for nic, port in all_ports(ctx):
+    for nic, port in ctx.ports:
         if port.link_layer != "InfiniBand" or not port.is_active:
             continue
         lanes = port_lanes(port)
@@ -314,7 +251,7 @@ def width_below(ctx: Ctx, opts: dict) -> Iterable[Hit]:
 )
 def no_subnet_manager(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     compute = compute_ports(ctx)
-    for nic, port in all_ports(ctx):
+    for nic, port in ctx.ports:
         if port.link_layer != "InfiniBand":
             continue
         if _waiting_for_sm(port):
@@ -407,7 +344,7 @@ def firmware_mismatch(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     options=(Option("min_mtu", int, 4096, "minimum IB MTU in bytes", min=256, max=4096),),
 )
 def ib_mtu(ctx: Ctx, opts: dict) -> Iterable[Hit]:
-    for nic, port in all_ports(ctx):
+    for nic, port in ctx.ports:
         if port.link_layer != "InfiniBand" or not port.is_active or port.active_mtu is None:
             continue
         want = min(opts["min_mtu"], port.max_mtu or 4096)

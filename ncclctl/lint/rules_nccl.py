@@ -1,11 +1,12 @@
 """NCCL settings rules: the environment and nccl.conf files read with NCCL's own semantics (issue 5 section 3).
 
-Every value rule judges what NCCL would do with the text, using :mod:`ncclctl.ncclconf` (sources, precedence,
-line syntax, integer parsing, path levels, algorithm lists) and :mod:`ncclctl.ncclenv` (``NCCL_IB_HCA`` and
-``NCCL_SOCKET_IFNAME`` lists). A setting can come from the process environment (``env.json`` in a snapshot), from
-the user's conf file (``$NCCL_CONF_FILE`` or ``~/.nccl.conf``) or from ``/etc/nccl.conf``. Value rules look at
-every source's own definition (the first line of each file that sets the name, and the environment), not only the
-winning one: the probing shell's environment is not every job's environment, and a shadowed line in
+Every value rule judges what NCCL would do with the text, using :mod:`ncclctl.nccl` (sources, precedence and
+line syntax in ``settings``, integer parsing in ``params``, path levels and algorithm lists in ``values``, the
+``NCCL_IB_HCA`` and ``NCCL_SOCKET_IFNAME`` lists in ``lists``, the variable table in ``variables``); the node's
+settings come from the lint context (``ctx.nccl``, ``ctx.nccl_for(version)``). A setting can come from the
+process environment (``env.json`` in a snapshot), from the user's conf file (``$NCCL_CONF_FILE`` or
+``~/.nccl.conf``) or from ``/etc/nccl.conf``. Value rules look at every source's own definition (the first line
+of each file that sets the name, and the environment), not only the winning one: the probing shell's environment is not every job's environment, and a shadowed line in
 ``/etc/nccl.conf`` still applies to every job that does not set the variable itself.
 
 Subjects: a finding about a conf file line has the file's path as subject and the line number; one about a
@@ -21,19 +22,19 @@ from typing import Iterable
 from ncclctl.findings import Severity
 from ncclctl.lint.context import Ctx
 from ncclctl.lint.registry import Hit, Option, rule
-from ncclctl.ncclconf import (
-    DEFAULT_VERSION, ETC_CONF, KNOWN, RELEASES, REPLACED_BY, Resolved, Setting, algo_proto_names,
-    c_strtoll, check_algo_proto, fmt_version, known_variable, level_names, parse_version, read_level,
-    resolve, suggest_variable,
-)
-from ncclctl.ncclenv import (
+from ncclctl.nccl.lists import (
     MAX_IB_HCA_ENTRIES, MAX_IFNAME_ENTRIES, entry_matches_name, hca_selects, ifname_selects, parse_if_list,
 )
+from ncclctl.nccl.params import c_int, strtol
+from ncclctl.nccl.settings import ETC_CONF, Resolved, Setting
+from ncclctl.nccl.values import PATH_LEVELS, algo_proto_names, check_algo_proto, disables_p2p, level_names, read_level
+from ncclctl.nccl.variables import KNOWN, REPLACED_BY, known_variable, suggest_variable
+from ncclctl.nccl.version import DEFAULT, DEFAULT_TEXT, RELEASES, Version, parse
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 _VERSION_OPT = Option(
-    "nccl_version", str, fmt_version(DEFAULT_VERSION),
+    "nccl_version", str, DEFAULT_TEXT,
     "The oldest NCCL release your jobs use (its behaviour is what is judged).", choices=RELEASES)
 _INFO_OPT = Option("include_info", bool, False, "Also report the file checker's info-level findings.")
 
@@ -42,17 +43,12 @@ _INFO_OPT = Option("include_info", bool, False, "Also report the file checker's 
 
 
 def _resolved(ctx: Ctx, opts: dict | None = None) -> Resolved:
-    version = parse_version(opts.get("nccl_version", fmt_version(DEFAULT_VERSION))) if opts else DEFAULT_VERSION
-    key = ("nccl-resolved", version)
-    cached = ctx.extra.get(key)
-    if cached is None:
-        cached = resolve(ctx.node, version)
-        ctx.extra[key] = cached
-    return cached
+    """The node's settings as the release of the rule's ``nccl_version`` option reads them."""
+    return ctx.nccl_for(_version(opts)) if opts else ctx.nccl
 
 
-def _version(opts: dict) -> tuple[int, int, int]:
-    return parse_version(opts.get("nccl_version", fmt_version(DEFAULT_VERSION)))
+def _version(opts: dict) -> Version:
+    return parse(opts.get("nccl_version", DEFAULT_TEXT))
 
 
 def _show(value: str) -> str:
@@ -88,7 +84,7 @@ def _replace_entry(value: str, old: str, new: str) -> str:
     return head + ",".join(it for it in out if it)
 
 
-def _is_int_var(name: str, version) -> bool:
+def _is_int_var(name: str, version: Version) -> bool:
     info = KNOWN.get(name)
     return info is not None and info.kind == "int" and info.since <= version and (info.until is None or info.until >= version)
 
@@ -191,7 +187,7 @@ def conf_whitespace(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             continue
         body = value[:-1] if value.endswith("\r") else value  # CR: NCCL005
         if body != body.strip():
-            harmless = _is_int_var(clean, DEFAULT_VERSION)
+            harmless = _is_int_var(clean, DEFAULT)
             msg = ("white space around the value: strtoll skips it here, but the value is read as "
                    f"{body!r}" if harmless else
                    f"white space around the value is kept: NCCL sees {body!r}, not {body.strip()!r}")
@@ -217,8 +213,8 @@ def inline_comment(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         if not m:
             continue
         kept = value[:m.start()].rstrip()
-        harmless = _is_int_var(cl.name, DEFAULT_VERSION) and c_strtoll(kept).digits
-        msg = (f"the comment is part of the value {value!r}; strtoll still reads {c_strtoll(kept).value}"
+        harmless = _is_int_var(cl.name, DEFAULT) and strtol(kept).digits
+        msg = (f"the comment is part of the value {value!r}; strtoll still reads {strtol(kept).value}"
                if harmless else f"the comment is part of the value: NCCL sees {value!r}, not {kept!r}")
         yield Hit(cl.path, f"{cl.name}: {msg}", fix=f"move the comment to its own line and write line {cl.line} as "
                   f"{cl.name}={kept}", evidence=(f"line {cl.line}: {cl.raw!r}",), line=cl.line,
@@ -243,8 +239,8 @@ def conf_crlf(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         if not lines:
             continue
         first = lines[0]
-        old = version < (2, 30, 0)
-        msg = (f"{len(lines)} setting line(s) end in CR LF: NCCL {fmt_version(version)} keeps the CR at the end of "
+        old = version < Version(2, 30, 0)
+        msg = (f"{len(lines)} setting line(s) end in CR LF: NCCL {version} keeps the CR at the end of "
                f"each value ({first.name}={first.value!r})" if old else
                f"{len(lines)} setting line(s) end in CR LF: NCCL 2.30 and later strip the CR, older releases keep "
                "it in every value")
@@ -298,11 +294,11 @@ def unknown_variable(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             yield _hit(s, msg, fix=f"rename it to {best}" if best else None)
         elif info.until is not None and info.until < version:
             repl = REPLACED_BY.get(s.name)
-            yield _hit(s, f"{s.name} was last read by NCCL {fmt_version(info.until)}; NCCL {fmt_version(version)} "
+            yield _hit(s, f"{s.name} was last read by NCCL {info.until}; NCCL {version} "
                        "ignores it" + (f" (use {repl})" if repl else ""),
                        fix=f"replace it with {repl}" if repl else "remove the setting")
         elif info.since > version:
-            yield _hit(s, f"{s.name} is read from NCCL {fmt_version(info.since)} on; NCCL {fmt_version(version)} "
+            yield _hit(s, f"{s.name} is read from NCCL {info.since} on; NCCL {version} "
                        "ignores it", severity=I, fix="upgrade NCCL, or remove the setting")
 
 
@@ -329,7 +325,7 @@ def integer_value(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             v = s.value
             if v == "":
                 continue  # empty: NCCL keeps the default
-            r = c_strtoll(v)
+            r = strtol(v)
             body = v.strip()
             digits = body.lstrip("+-")
             if r.overflow:
@@ -545,7 +541,7 @@ def _hca_fixed(value: str) -> str:
 )
 def ib_hca_syntax(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     version = _version(opts)
-    limit = MAX_IB_HCA_ENTRIES if version >= (2, 18, 5) else 16
+    limit = MAX_IB_HCA_ENTRIES if version >= Version(2, 18, 5) else 16
     for s in _hca_settings(ctx):
         v = s.value
         spec = parse_if_list(v, limit)
@@ -571,11 +567,11 @@ def ib_hca_syntax(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             if len(parts) > 1 and parts[1] != "" and e.port is not None and e.port <= 0:
                 yield _hit(s, f"entry {e.text}: port {parts[1]!r} is read by atoi as {e.port}, which matches no port "
                            "(ports are numbered from 1)", fix=f"write {e.name}:1, or drop ':{parts[1]}' for all ports")
-            if len(parts) > 2 and version < (2, 30, 7) and any(parts[2:]):
+            if len(parts) > 2 and version < Version(2, 30, 7) and any(parts[2:]):
                 yield _hit(s, f"entry {e.text}: ':rail:plane' fields are read from NCCL 2.30.7 on; NCCL "
-                           f"{fmt_version(version)} ignores them", severity=I)
+                           f"{version} ignores them", severity=I)
         if spec.dropped:
-            yield _hit(s, f"{len(spec.entries) + len(spec.dropped)} entries: NCCL {fmt_version(version)} reads the "
+            yield _hit(s, f"{len(spec.entries) + len(spec.dropped)} entries: NCCL {version} reads the "
                        f"first {limit} and ignores {', '.join(spec.dropped)}", severity=W,
                        fix=f"list at most {limit} devices (use a prefix, or '^' to exclude instead)")
 
@@ -740,10 +736,8 @@ def _level_reason(value: str, version) -> str:
     if value.upper() == "NODE":
         return "NCCL has no NODE level; nvidia-smi's NODE is NCCL's PHB"
     if value.upper() in every:
-        from ncclctl.ncclconf import PATH_LEVELS
-
         since = dict(PATH_LEVELS)[value.upper()]
-        return f"{value.upper()} is accepted from NCCL {fmt_version(since)} on"
+        return f"{value.upper()} is accepted from NCCL {since} on"
     if value.upper() in ("NET", "DIS"):
         return f"{value.upper()} is not an accepted level"
     return f"it is neither a level ({' '.join(names)}) nor a number"
@@ -772,6 +766,11 @@ def path_level_invalid(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             r = read_level(s.value, version)
             if r.how == "name":
                 continue
+            if r.how == "legacy" and r.level is None:
+                yield _hit(s, f"read as the legacy number {r.legacy_value} (an int), which is outside NCCL's table of "
+                           "levels: NCCL reads past the array (undefined behaviour)",
+                           fix=f"use one of {' '.join(level_names(version))}")
+                continue
             if r.how == "legacy":
                 if s.value != str(r.legacy_value):
                     yield _hit(s, f"read as the legacy number {r.legacy_value}, which means {r.level}",
@@ -785,14 +784,13 @@ def path_level_invalid(ctx: Ctx, opts: dict) -> Iterable[Hit]:
                        f"use one of {' '.join(level_names(version))}")
     disable = res.candidates("NCCL_P2P_DISABLE")
     for s in disable:
-        r = c_strtoll(s.value)
-        if r.value == 1 or s.value.strip() in ("0", ""):
+        if disables_p2p(s.value) or s.value.strip() in ("0", ""):
             continue
-        yield _hit(s, f"only a value that reads as 1 disables P2P; strtol reads {r.value}, so it is ignored",
+        yield _hit(s, f"only a value that reads as 1 disables P2P; strtol reads {c_int(s.value)}, so it is ignored",
                    fix=_line_fix(s, "1") + ", or remove it")
     eff_disable = res.effective("NCCL_P2P_DISABLE")
     eff_level = res.effective("NCCL_P2P_LEVEL")
-    if eff_disable and eff_level and c_strtoll(eff_disable.value).value == 1:
+    if eff_disable and eff_level and disables_p2p(eff_disable.value):
         yield _hit(eff_level, f"ignored because NCCL_P2P_DISABLE=1 ({eff_disable.where}) takes precedence",
                    severity=I, fix="remove one of the two settings")
 
@@ -829,7 +827,7 @@ def algo_proto_invalid(ctx: Ctx, opts: dict) -> Iterable[Hit]:
                     names = algo_proto_names(what, version)
                     close = difflib.get_close_matches(p.token.lower(), [n.lower() for n in names], n=1, cutoff=0.6)
                     hint = f" (did you mean {next(n for n in names if n.lower() == close[0])}?)" if close else ""
-                    if p.token.lower() == "collnet" and version >= (2, 14, 0):
+                    if p.token.lower() == "collnet" and version >= Version(2, 14, 0):
                         hint = " (split into CollNetDirect and CollNetChain in 2.14)"
                     parts.append(f"unknown {'algorithm' if what == 'algo' else 'protocol'} {p.token!r}{hint}")
                 elif p.kind == "prefix":
@@ -844,16 +842,18 @@ def algo_proto_invalid(ctx: Ctx, opts: dict) -> Iterable[Hit]:
                        evidence=(f"accepted: {' '.join(algo_proto_names(what, version))}",))
 
 
-_ENUMS: dict[str, tuple[tuple[int, int, int], str, tuple[str, ...], str]] = {
+_ENUMS: dict[str, tuple[Version, str, tuple[str, ...], str]] = {
     # name: (since, match: exact | nocase | prefix | nocase-trim, values, what NCCL does otherwise)
-    "NCCL_SOCKET_FAMILY": ((2, 3, 5), "exact", ("AF_INET", "AF_INET6"), "uses whichever address family it finds first"),
-    "NCCL_IB_ADDR_FAMILY": ((2, 21, 0), "exact", ("AF_INET", "AF_INET6"), "uses AF_INET"),
-    "NCCL_NETDEVS_POLICY": ((2, 28, 0), "netdevs", ("AUTO", "ALL", "MAX:<n>"), "uses AUTO (INFO 'Unable to recognize')"),
-    "NCCL_NET_MERGE_POLICY": ((2, 30, 7), "nocase", ("ALL", "RAIL"), "warns and uses ALL"),
-    "NCCL_NET_MERGE_LEVEL": ((2, 24, 0), "prefix", ("LOC", "PORT", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS"),
+    "NCCL_SOCKET_FAMILY": (Version(2, 3, 5), "exact", ("AF_INET", "AF_INET6"),
+                           "uses whichever address family it finds first"),
+    "NCCL_IB_ADDR_FAMILY": (Version(2, 21, 0), "exact", ("AF_INET", "AF_INET6"), "uses AF_INET"),
+    "NCCL_NETDEVS_POLICY": (Version(2, 28, 0), "netdevs", ("AUTO", "ALL", "MAX:<n>"),
+                            "uses AUTO (INFO 'Unable to recognize')"),
+    "NCCL_NET_MERGE_POLICY": (Version(2, 30, 7), "nocase", ("ALL", "RAIL"), "warns and uses ALL"),
+    "NCCL_NET_MERGE_LEVEL": (Version(2, 24, 0), "prefix", ("LOC", "PORT", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS"),
                              "falls back to LOC: no NIC fusion at all"),
-    "NCCL_DEBUG": ((2, 3, 5), "nocase", ("VERSION", "WARN", "INFO", "ABORT", "TRACE"), "prints no debug output"),
-    "NCCL_LAUNCH_MODE": ((2, 3, 5), "nocase", ("PARALLEL", "GROUP"), "uses PARALLEL"),
+    "NCCL_DEBUG": (Version(2, 3, 5), "nocase", ("VERSION", "WARN", "INFO", "ABORT", "TRACE"), "prints no debug output"),
+    "NCCL_LAUNCH_MODE": (Version(2, 3, 5), "nocase", ("PARALLEL", "GROUP"), "uses PARALLEL"),
 }
 
 
@@ -864,12 +864,12 @@ def _enum_ok(kind: str, values: tuple[str, ...], v: str, version) -> bool:
         if v.upper() in values:
             return True
         # 2.30.7 reads NCCL_DEBUG through the param registry, which trims first.
-        return version >= (2, 30, 7) and v.strip().upper() in values
+        return version >= Version(2, 30, 7) and v.strip().upper() in values
     if kind == "prefix":
         return any(v.startswith(x) for x in values)
     if kind == "netdevs":
         u = v.upper()
-        return u in ("AUTO", "ALL") or (u.startswith("MAX:") and c_strtoll(v[4:], 10).value > 0)
+        return u in ("AUTO", "ALL") or (u.startswith("MAX:") and strtol(v[4:], 10).value > 0)
     return True
 
 

@@ -4,20 +4,21 @@ Grounding: host-facts.md sections 1.3 (link speeds), 1.6 (ACS), 1.7 (IOMMU), 7.1
 ``src/graph/paths.cc`` (``ncclTopoCheckP2p``, ``ncclTopoCheckGdr``, ``ncclGetLevel``) for which pairs NCCL drives
 peer-to-peer and how far apart it lets a GPU and a NIC be before it gives up on GPUDirect RDMA.
 
-The helpers at the top (NCCL path levels, the bridges where ACS acts, the PCIe links of the tree) are shared with
-the GPUDirect family.
+NCCL's settings are read through :mod:`ncclctl.nccl` (the lint context's ``ctx.nccl`` in rules, :func:`resolve` in
+the node-level helpers that tests call directly).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Iterable
 
 from ncclctl.findings import Severity
-from ncclctl.lint.context import Ctx
+from ncclctl.lint.context import Ctx, rdma_nics
 from ncclctl.lint.registry import Hit, Option, rule
 from ncclctl.model import Gpu, Nic, Node, PciDevice
+from ncclctl.nccl.settings import resolve
+from ncclctl.nccl.values import PATH_LEVELS, disables_p2p, read_level
 
 E = Severity.ERROR
 W = Severity.WARNING
@@ -26,10 +27,8 @@ I = Severity.INFO  # noqa: E741
 # --------------------------------------------------------------------------------------------------
 # NCCL path levels (src/graph/topo.cc topoPathTypeStr; order = closeness)
 
-NCCL_PATHS = ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS")
+NCCL_PATHS = tuple(name for name, _ in PATH_LEVELS)
 _NCCL_RANK = {name: i for i, name in enumerate(NCCL_PATHS)}
-# NCCL_*_LEVEL given as a number: the pre-2.8 numbering (paths.cc levelsOldToNew).
-_OLD_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS", "SYS")
 
 
 def nccl_rank(path_type: str) -> int:
@@ -39,34 +38,6 @@ def nccl_rank(path_type: str) -> int:
     if path_type == "NODE":
         return _NCCL_RANK["PHB"]
     return _NCCL_RANK[path_type]
-
-
-def c_strtol(text: str) -> int:
-    """``strtol(text, NULL, 0)`` as NCCL's integer parameters read it: leading blanks, sign, 0x hex, leading-0
-    octal, the longest valid prefix; no digits at all gives 0."""
-    m = re.match(r"\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)", text)
-    if not m:
-        return 0
-    digits = m.group(2)
-    if digits[:2].lower() == "0x":
-        value = int(digits, 16)
-    elif digits.startswith("0"):
-        value = int(digits, 8)
-    else:
-        value = int(digits, 10)
-    return -value if m.group(1) == "-" else value
-
-
-def setting(node: Node, name: str) -> str | None:
-    from ncclctl.ncclenv import effective_setting
-
-    return effective_setting(node, name)
-
-
-def int_param(node: Node, name: str, default: int) -> int:
-    """An NCCL integer parameter (NCCL_PARAM): unset -> default, else strtol semantics."""
-    raw = setting(node, name)
-    return default if raw is None else c_strtol(raw)
 
 
 @dataclass(frozen=True)
@@ -82,22 +53,19 @@ class Level:
 
 
 def user_level(node: Node, level_env: str, disable_env: str | None = None) -> Level | None:
-    """``ncclGetLevel``: ``<disable_env>=1`` means LOC; ``<level_env>`` is a path name (exact, case-sensitive)
-    or an old-style number; anything else is ignored by NCCL (None here, like unset)."""
+    """``ncclGetLevel`` (:func:`ncclctl.nccl.values.read_level`): ``<disable_env>`` reading as 1 means LOC;
+    ``<level_env>`` is a path name (exact, case-sensitive) or an old-style number; anything else is ignored by
+    NCCL (None here, like unset)."""
+    nccl = resolve(node)
     if disable_env:
-        raw = setting(node, disable_env)
-        if raw is not None and c_strtol(raw) == 1:
+        raw = nccl.value(disable_env)
+        if raw is not None and disables_p2p(raw):
             return Level("LOC", f"{disable_env}={raw}")
-    raw = setting(node, level_env)
+    raw = nccl.value(level_env)
     if raw is None:
         return None
-    for name in NCCL_PATHS:
-        if raw == name:
-            return Level(name, f"{level_env}={raw}")
-    if raw[:1].isdigit():
-        old = min(c_strtol(raw), len(_OLD_LEVELS) - 1)
-        return Level(_OLD_LEVELS[old], f"{level_env}={raw}")
-    return None
+    r = read_level(raw)
+    return Level(r.level, f"{level_env}={raw}") if r.level is not None else None
 
 
 def p2p_level(node: Node) -> Level:
@@ -116,8 +84,9 @@ def gdr_level(node: Node) -> Level:
     user = user_level(node, "NCCL_NET_GDR_LEVEL")
     if user is not None:
         return user
-    raw = setting(node, "NCCL_NET_GDR_C2C")
-    if int_param(node, "NCCL_NET_GDR_C2C", 1):
+    nccl = resolve(node)
+    raw = nccl.value("NCCL_NET_GDR_C2C")
+    if nccl.int("NCCL_NET_GDR_C2C", 1):
         # P2C only differs from PXB where a GPU has C2C links (Grace); elsewhere say PXB, as the docs do.
         c2c = any(g.c2c is not None and g.c2c.count > 0 for g in node.gpus)
         return Level("P2C" if c2c else "PXB", "default")
@@ -135,14 +104,6 @@ def gpu_nic_nccl_path(node: Node, gpu: Gpu, nic: Nic) -> str:
         if gnuma is not None and gnuma == node.numa_node_of(nic.bdf):
             return "P2C"
     return "PHB" if t == "NODE" else t
-
-
-def rdma_nics(node: Node) -> list[Nic]:
-    """RDMA NICs NCCL's IB plugin can use: placed on PCI, with an InfiniBand or Ethernet (RoCE) port."""
-    from ncclctl.paths import natural_key
-
-    out = [n for n in node.nics if n.bdf and any(p.link_layer in ("InfiniBand", "Ethernet") for p in n.ports)]
-    return sorted(out, key=lambda n: natural_key(n.name))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -663,12 +624,12 @@ def link_speed(ctx: Ctx, opts: dict) -> Iterable[Hit]:
 # GPU <-> rail NIC distance (host-facts.md 7.10; NCCL ncclTopoCheckGdr)
 
 
-def _topology_file(node: Node) -> str | None:
-    f = setting(node, "NCCL_TOPO_FILE")
+def _topology_file(ctx: Ctx) -> str | None:
+    f = ctx.nccl.value("NCCL_TOPO_FILE")
     if f:
         return f"NCCL_TOPO_FILE={f}"
-    if node.facts.virtual_topology is not None:
-        return node.facts.virtual_topology.path
+    if ctx.node.facts.virtual_topology is not None:
+        return ctx.node.facts.virtual_topology.path
     return None
 
 
@@ -699,7 +660,7 @@ def gpu_nic_distance(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         return
     level = gdr_level(node)
     if not ctx.is_bare_metal:
-        topo = _topology_file(node)
+        topo = _topology_file(ctx)
         if topo is None and level.rank < _NCCL_RANK["PHB"]:
             yield Hit(ctx.host,
                       "this VM shows flat PCIe (every GPU and NIC on its own root bus): NCCL sees every GPU<->NIC "
@@ -710,8 +671,8 @@ def gpu_nic_distance(ctx: Ctx, opts: dict) -> Iterable[Hit]:
                       evidence=tuple(f"GPU{r.gpus[0]} -> {r.nic}: {r.path}" for r in plan.rails[:4]),
                       severity=I)
         return
-    pxn_off = int_param(node, "NCCL_PXN_DISABLE", 0) == 1
-    pxn_limit = _NCCL_RANK["P2C"] if int_param(node, "NCCL_PXN_C2C", 1) else _NCCL_RANK["PXB"]
+    pxn_off = ctx.nccl.int("NCCL_PXN_DISABLE", 0) == 1
+    pxn_limit = _NCCL_RANK["P2C"] if ctx.nccl.int("NCCL_PXN_C2C", 1) else _NCCL_RANK["PXB"]
     gpus = sorted(node.gpus, key=lambda g: g.index)
     for g in gpus:
         rail = plan.gpu_rail(g.index)

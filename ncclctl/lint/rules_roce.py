@@ -17,21 +17,27 @@ port when unset; none when ``NCCL_IB_DISABLE`` is set). A traffic class set thro
 from __future__ import annotations
 
 import ipaddress
-import re
 from dataclasses import dataclass
 from typing import Iterable
 
 from ncclctl.findings import Severity
 from ncclctl.lint.context import Ctx
 from ncclctl.lint.registry import Hit, Option, rule
-from ncclctl.lint.rules_ib import _cache, all_ports, nccl_int, nccl_ports, nccl_setting, setting_text
 from ncclctl.model import Gid, IbPort, NetDev, Nic
+from ncclctl.nccl.params import c_int
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 _PROFILE = Option("profile", str, "lossless",
                   "the fabric's RoCE profile: 'lossless' (PFC + ECN on NCCL's priority) or 'lossy' (ECN/DCQCN only, "
                   "no PFC: resilient RoCE)", choices=("lossless", "lossy"))
+
+
+
+
+def _cache(ctx: Ctx) -> dict:
+    """This family's per-run memo (one lint run = one node)."""
+    return ctx.extra.setdefault("rules_roce", {})
 
 
 # --------------------------------------------------------------------------------------------------
@@ -57,18 +63,18 @@ def marking(ctx: Ctx) -> Marking:
     c = _cache(ctx)
     if "marking" in c:
         return c["marking"]
-    raw = nccl_setting(ctx, "NCCL_IB_TC")
-    v = nccl_int(raw, -1)
+    raw = ctx.nccl.value("NCCL_IB_TC")
+    v = ctx.nccl.int("NCCL_IB_TC", -1)
     # -1 (unset, empty, out of range) means NCCL_IB_TC_DEFAULT 0; the value lands in the 8-bit GRH traffic_class.
     tc = 0 if v == -1 else v & 0xFF
     if raw is None:
         text = "NCCL_IB_TC unset: TC 0"
     elif v == -1:
-        text = f"{setting_text(ctx, 'NCCL_IB_TC')}, read as the default TC 0"
+        text = f"{ctx.nccl.text('NCCL_IB_TC')}, read as the default TC 0"
     else:
-        text = setting_text(ctx, "NCCL_IB_TC") + ("" if str(tc) == raw else f", read as TC {tc}")
-    sl = nccl_int(nccl_setting(ctx, "NCCL_IB_SL"), -1)
-    fifo = nccl_int(nccl_setting(ctx, "NCCL_IB_FIFO_TC"), -1)
+        text = ctx.nccl.text("NCCL_IB_TC") + ("" if str(tc) == raw else f", read as TC {tc}")
+    sl = ctx.nccl.int("NCCL_IB_SL", -1)
+    fifo = ctx.nccl.int("NCCL_IB_FIFO_TC", -1)
     c["marking"] = Marking(tc=tc, tc_text=text, sl=0 if sl == -1 else sl & 0xF, sl_set=sl != -1,
                            fifo_tc=None if fifo == -1 else fifo & 0xFF)
     return c["marking"]
@@ -87,9 +93,9 @@ def roce_ports(ctx: Ctx, *, active_only: bool = False, physical: bool = False) -
     ``physical``: a RoCE LAG port (``mlx5_bond_0`` on ``bond0``) becomes one entry per slave of the bond, since
     PFC, trust, the DSCP map and ECN are per physical port (the bond has no DCB state); used by the QoS rules.
     """
-    selected = nccl_ports(ctx)
+    selected = ctx.nccl_ports
     out = []
-    for nic, port in all_ports(ctx):
+    for nic, port in ctx.ports:
         if port.link_layer != "Ethernet" or (nic.name, port.num) not in selected:
             continue
         if active_only and not port.is_active:
@@ -481,8 +487,7 @@ def _addr_range(text: str | None, family: str) -> tuple[bytes | None, int]:
         ip = ipaddress.IPv4Address(addr) if family == "AF_INET" else ipaddress.IPv6Address(addr)
     except ValueError:
         return None, 0
-    m = re.match(r"[ \t\n\v\f\r]*([+-]?[0-9]+)", mask_text)  # strtol(mask, NULL, 10): no digits -> 0
-    mask = int(m.group(1)) if m else 0
+    mask = c_int(mask_text, 10)  # *mask = (int)strtol(maskStrPtr, NULL, 10): no digits -> 0
     if (family == "AF_INET" and mask > 32) or (family == "AF_INET6" and mask > 128):
         return None, 0
     return ip.packed, mask
@@ -545,12 +550,12 @@ def select_gid(ctx: Ctx, nic: Nic, port: IbPort) -> GidChoice:
 
 
 def _select_gid(ctx: Ctx, port: IbPort) -> GidChoice:
-    fam_text = nccl_setting(ctx, "NCCL_IB_ADDR_FAMILY")
+    fam_text = ctx.nccl.value("NCCL_IB_ADDR_FAMILY")
     family = "AF_INET6" if fam_text == "AF_INET6" else "AF_INET"  # strcmp; anything else keeps AF_INET
-    version = nccl_int(nccl_setting(ctx, "NCCL_IB_ROCE_VERSION_NUM"), 2)
-    range_text = nccl_setting(ctx, "NCCL_IB_ADDR_RANGE") or None
+    version = ctx.nccl.int("NCCL_IB_ROCE_VERSION_NUM", 2)
+    range_text = ctx.nccl.value("NCCL_IB_ADDR_RANGE") or None
     table = {g.index: g for g in port.gids}
-    forced = nccl_int(nccl_setting(ctx, "NCCL_IB_GID_INDEX"), -1)
+    forced = ctx.nccl.int("NCCL_IB_GID_INDEX", -1)
     if forced >= 0:
         return GidChoice(forced, table.get(forced), True, family, version, range_text)
     prefix, prefixlen = _addr_range(range_text, family)

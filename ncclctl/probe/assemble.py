@@ -732,7 +732,7 @@ class _Probe:
     def _nccl_file(self, env: tuple[tuple[str, str], ...], conf_files: list[ConfFile], name: str) -> ConfFile | None:
         """The file ``name`` (NCCL_TOPO_FILE, NCCL_GRAPH_FILE) points at, found with NCCL's own precedence and
         read through the host root so a snapshot keeps it. Relative paths depend on the job's directory: not read."""
-        from ncclctl.ncclconf import resolve_sources  # noqa: PLC0415
+        from ncclctl.nccl.settings import resolve_sources  # noqa: PLC0415
 
         path = resolve_sources(env, conf_files).value(name)
         if not path or not path.startswith("/"):

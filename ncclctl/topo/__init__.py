@@ -6,6 +6,8 @@
 * :mod:`ncclctl.topo.schema` checks the structure against ``schemas/nccl-topo.xsd`` / ``nccl-graph.xsd``.
 * :mod:`ncclctl.topo.generate` writes topology files from the node model.
 
+NCCL versions (``nccl_version`` arguments) are parsed by :mod:`ncclctl.nccl.version`.
+
 The behaviour follows the reference ``nccl-format.md`` (derived from NCCL 2.30.7's source); section numbers
 in docstrings and messages refer to it.
 """
@@ -13,25 +15,21 @@ in docstrings and messages refer to it.
 from __future__ import annotations
 
 from ncclctl.topo.ncclxml import (
-    DEFAULT_NCCL_VERSION,
     IgnoredElement,
     ParseResult,
     XmlDiagnostic,
     XmlNode,
     parse_nccl_xml,
-    parse_version,
     sniff_kind,
 )
 from ncclctl.topo.validate import validate_file, validate_graph, validate_topology
 
 __all__ = [
-    "DEFAULT_NCCL_VERSION",
     "IgnoredElement",
     "ParseResult",
     "XmlDiagnostic",
     "XmlNode",
     "parse_nccl_xml",
-    "parse_version",
     "sniff_kind",
     "validate_file",
     "validate_graph",

@@ -17,28 +17,14 @@ from dataclasses import dataclass, field
 
 from ncclctl.errors import InputError, UsageError
 from ncclctl.model import Gpu, IbPort, Nic, Node, PciDevice
+from ncclctl.nccl.version import DEFAULT, Version
 from ncclctl.paths import natural_key
 from ncclctl.probe.values import GEN_SPEED_STRING, link_speed_gen
 
-DEFAULT_NCCL_VERSION = (2, 30, 7)
 MAX_ELEMENTS = 255
 MAX_VALUE_LEN = 253
 NVLINK_SENTINEL = "fffffff:ffff:ff"
 NVSWITCH_CLASS = "0x068000"
-
-
-def parse_version(text: str) -> tuple[int, int, int]:
-    """``2.30.7`` or ``2.21`` (meaning 2.21.0: the oldest release of that line, the safe reading when deciding
-    what a version cannot read)."""
-    from ncclctl.topo.ncclxml import parse_version as _parse
-
-    try:
-        version = _parse(text)
-    except InputError:
-        raise UsageError(f"not an NCCL version: {text!r}", fix="use the form 2.21 or 2.30.7") from None
-    if version[0] != 2:
-        raise UsageError(f"not an NCCL 2.x version: {text!r}", fix="use the form 2.21 or 2.30.7")
-    return version
 
 
 # --------------------------------------------------------------------------------------------------
@@ -90,7 +76,7 @@ def _check_value(name: str, value: str) -> str:
 
 @dataclass(frozen=True)
 class Options:
-    nccl_version: tuple[int, int, int] = DEFAULT_NCCL_VERSION
+    nccl_version: Version = DEFAULT
     #: Only the cpu/pci skeleton: GPU and NIC <pci> elements without <gpu>/<nic> children. NCCL matches them by
     #: bus id and fills the devices itself (the form cloud providers ship).
     minimal: bool = False
@@ -103,18 +89,14 @@ def _speed_string(gen: int | None, opts: Options, where: str) -> str:
     if gen is None:
         gen = 3  # NCCL's own fallback for unknown speeds; we write it explicitly
     v = opts.nccl_version
-    if v >= (2, 11, 0):
+    if v >= Version(2, 11, 0):
         return GEN_SPEED_STRING[gen]
     # Before 2.11 NCCL's kvDictPciGen knew only the old kernel spellings, up to "16 GT/s".
     old = {1: "2.5 GT/s", 2: "5 GT/s", 3: "8 GT/s", 4: "16 GT/s"}
     if gen not in old:
-        raise InputError(f"{where} is a PCIe Gen{gen} link, which NCCL {_v(v)} cannot express",
+        raise InputError(f"{where} is a PCIe Gen{gen} link, which NCCL {v} cannot express",
                          fix="target NCCL 2.11 or newer (--nccl-version 2.11)")
     return old[gen]
-
-
-def _v(v: tuple[int, int, int]) -> str:
-    return f"{v[0]}.{v[1]}.{v[2]}"
 
 
 def _link(node: Node, dev: PciDevice) -> tuple[int | None, int | None]:
@@ -137,7 +119,7 @@ def _link(node: Node, dev: PciDevice) -> tuple[int | None, int | None]:
 def _pci_attrs(node: Node, dev: PciDevice, opts: Options, *, busid: str | None = None) -> list[tuple[str, str]]:
     gen, width = _link(node, dev)
     attrs = [("busid", busid or dev.bdf), ("class", dev.class_code)]
-    if opts.nccl_version >= (2, 9, 0):
+    if opts.nccl_version >= Version(2, 9, 0):
         attrs += [("vendor", dev.vendor), ("device", dev.device)]
         if dev.subsystem_vendor and dev.subsystem_device:
             attrs += [("subsystem_vendor", dev.subsystem_vendor), ("subsystem_device", dev.subsystem_device)]
@@ -249,8 +231,8 @@ def _gpu_el(node: Node, gpu: Gpu, opts: Options) -> El:
     for (target, tclass), count in sorted(groups.items()):
         el.children.append(El("nvlink", [("target", target), ("count", str(count)), ("tclass", tclass)]))
     if gpu.c2c is not None:
-        if opts.nccl_version < (2, 19, 0):
-            raise InputError(f"GPU {gpu.index} is attached to its CPU over C2C, which NCCL {_v(opts.nccl_version)} "
+        if opts.nccl_version < Version(2, 19, 0):
+            raise InputError(f"GPU {gpu.index} is attached to its CPU over C2C, which NCCL {opts.nccl_version} "
                              "cannot describe", fix="target NCCL 2.19 or newer (--nccl-version 2.19)")
         el.children.append(El("c2c", [("bw", str(gpu.c2c.max_bw or 0)), ("count", str(gpu.c2c.count))]))
     return el
@@ -268,7 +250,7 @@ def _xml_parent(dev: PciDevice) -> str | None:
 
 
 def generate(node: Node, opts: Options = Options(), *, layout: "VirtualLayout | None" = None) -> bytes:
-    if opts.nccl_version < (2, 6, 0):
+    if opts.nccl_version < Version(2, 6, 0):
         raise UsageError("NCCL reads topology files from 2.6 on", fix="use --nccl-version 2.6 or newer")
     if not node.gpus:
         raise InputError("the node has no GPUs: there is nothing for NCCL to read in a topology file",

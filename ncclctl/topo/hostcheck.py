@@ -194,7 +194,7 @@ def _pairings(view: TopoView, node: Node, path: str) -> list[Finding]:
 
 def check_graph_against_host(result, node: Node, path: str, *, nets_available: int | None = None) -> list[Finding]:
     """A graph file (parsed by ncclxml) against a host: GPU devs, GPU count, net devs, node-wide use."""
-    from ncclctl.topo.ncclxml import c_strtol
+    from ncclctl.nccl.params import strtol
 
     out: list[Finding] = []
     root = result.root
@@ -202,7 +202,8 @@ def check_graph_against_host(result, node: Node, path: str, *, nets_available: i
         return out
     indices = {g.index for g in node.gpus}
     if nets_available is None:
-        from ncclctl.ncclenv import effective_setting, hca_selects
+        from ncclctl.nccl.lists import hca_selects
+        from ncclctl.nccl.settings import effective_setting
 
         ports = [(nd.nic.name, nd.port.num) for nd in net_devices(node)]
         hca = effective_setting(node, "NCCL_IB_HCA")
@@ -220,14 +221,14 @@ def check_graph_against_host(result, node: Node, path: str, *, nets_available: i
                 dev_text = el.get("dev")
                 if dev_text is None or el.name not in ("gpu", "net") or el.has("rank"):
                     continue
-                dev, _ = c_strtol(dev_text, 16)
+                dev = strtol(dev_text, 16).value
                 if el.name == "gpu" and dev not in indices:
                     out.append(_finding("NTH012", f"<gpu dev=\"{dev_text}\"> is GPU {dev}; this host has GPUs "
                                         f"{', '.join(map(str, sorted(indices))) or 'none'}", path, el.line, el.column))
                 if el.name == "net" and dev >= n_nets:
                     out.append(_finding("NTH014", f"<net dev=\"{dev_text}\"> is net {dev}; NCCL will have {n_nets} net "
                                         "device(s) on this host", path, el.line, el.column))
-            if gpus and len(gpus) != len(indices) and id(graph) not in counted and (c_strtol(graph.get("id") or "0")[0] != 3):
+            if gpus and len(gpus) != len(indices) and id(graph) not in counted and (strtol(graph.get("id") or "0").value != 3):
                 counted.add(id(graph))
                 out.append(_finding("NTH013", f"channels list {len(gpus)} GPU(s); this host has {len(indices)}",
                                     path, ch.line, ch.column))

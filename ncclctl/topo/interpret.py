@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ncclctl.errors import InputError
+from ncclctl.nccl.version import DEFAULT
 from ncclctl.topo.ncclxml import ParseResult, XmlNode, parse_nccl_xml
 
 NVSWITCH_CLASS = "0x068000"
@@ -69,7 +70,7 @@ def _int(v: str | None) -> int | None:
             return None
 
 
-def load_view(data: bytes, *, path: str, nccl_version: object = (2, 30, 7)) -> TopoView:
+def load_view(data: bytes, *, path: str, nccl_version: object = DEFAULT) -> TopoView:
     result = parse_nccl_xml(data, kind="topology", nccl_version=nccl_version, path=path)
     if result.fatal is not None:
         d = result.fatal

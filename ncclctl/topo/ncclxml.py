@@ -44,11 +44,10 @@ from typing import Iterator, Literal
 
 from ncclctl.errors import InputError
 from ncclctl.findings import Severity
+from ncclctl.nccl.params import c_int
+from ncclctl.nccl.version import DEFAULT, Version, parse
 
-Version = tuple[int, int, int]
 Kind = Literal["topology", "graph"]
-
-DEFAULT_NCCL_VERSION: Version = (2, 30, 7)
 
 MAX_ATTR_COUNT = 16
 _BOM = b"\xef\xbb\xbf"
@@ -79,56 +78,6 @@ _ENTITY = re.compile(rb"&(?:#[0-9]+|#x[0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
 
 TOPO_ELEMENTS = frozenset({"system", "cpu", "pci", "gpu", "nvlink", "c2c", "nic", "net", "pcilink"})
 GRAPH_ELEMENTS = frozenset({"graphs", "graph", "channel", "net", "gpu"})
-
-
-def parse_version(value: object) -> Version:
-    """``(2, 30, 7)``, ``"2.30.7"`` or ``"2.30"`` -> ``(2, 30, 7)`` / ``(2, 30, 0)``; InputError otherwise."""
-    if isinstance(value, tuple) and 2 <= len(value) <= 3 and all(isinstance(v, int) and v >= 0 for v in value):
-        return (value[0], value[1], value[2] if len(value) == 3 else 0)
-    if isinstance(value, str):
-        m = re.fullmatch(r"\s*v?(\d+)\.(\d+)(?:\.(\d+))?(?:-\d+)?\s*", value)
-        if m:
-            return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
-    raise InputError(f"invalid NCCL version {value!r}", fix="write it as MAJOR.MINOR.PATCH, e.g. 2.30.7")
-
-
-_HEX = "0123456789abcdefABCDEF"
-
-
-def c_strtol(s: str, base: int = 0) -> tuple[int, bool]:
-    """``strtol(s, NULL, base)`` as NCCL uses it -> (value, whether the whole string was one number).
-
-    Leading whitespace and a sign are accepted; base 0 means ``0x`` hex, leading-0 octal or decimal; base 16
-    accepts an optional ``0x``. No digits gives 0; trailing characters are ignored."""
-    i, n = 0, len(s)
-    while i < n and s[i] in " \t\n\r\f\v":
-        i += 1
-    neg = False
-    if i < n and s[i] in "+-":
-        neg = s[i] == "-"
-        i += 1
-    if base in (0, 16) and s[i:i + 2] in ("0x", "0X") and i + 2 < n and s[i + 2] in _HEX:
-        base, i = 16, i + 2
-    elif base == 0:
-        base = 8 if i < n and s[i] == "0" else 10
-    digits = {8: "01234567", 10: "0123456789", 16: _HEX}[base]
-    j = i
-    while j < n and s[j] in digits:
-        j += 1
-    if j == i:
-        return 0, False
-    if j - i > 64 and len(s[i:j].lstrip("0")) > 64:
-        # Far past 64 bits (and past Python's int-from-string digit limit): strtol saturates.
-        return (-(2**63) if neg else 2**63 - 1), j == n
-    value = int(s[i:j], base)
-    return (-value if neg else value), j == n
-
-
-def c_int(s: str) -> int:
-    """``(int)strtol(s, NULL, 0)``: clamped to a C long, then truncated to 32 bits like NCCL's ``int``."""
-    n, _ = c_strtol(s)
-    n = max(-(2**63), min(n, 2**63 - 1))
-    return (n + 2**31) % 2**32 - 2**31
 
 
 # --------------------------------------------------------------------------------------------------
@@ -243,23 +192,23 @@ class ParseResult:
 
 
 def max_str_len(version: Version) -> int:
-    return 256 if version < (2, 8, 0) else 255
+    return 256 if version < Version(2, 8, 0) else 255
 
 
 def max_subs(version: Version) -> int:
-    if version >= (2, 29, 7):
+    if version >= Version(2, 29, 7):
         return 640
-    if version >= (2, 21, 0):
+    if version >= Version(2, 21, 0):
         return 128
     return 32
 
 
 def max_nodes(kind: Kind, version: Version) -> int:
-    if version < (2, 21, 0):
+    if version < Version(2, 21, 0):
         return 1024
     if kind == "topology":
         return 256
-    return 65536 if version >= (2, 29, 7) else 4096
+    return 65536 if version >= Version(2, 29, 7) else 4096
 
 
 def _handlers(kind: Kind, version: Version) -> dict[str | None, frozenset[str]]:
@@ -274,10 +223,10 @@ def _handlers(kind: Kind, version: Version) -> dict[str | None, frozenset[str]]:
             "gpu": frozenset(),
         }
     pci = {"pci", "gpu", "nic"}
-    if version >= (2, 22, 0):
+    if version >= Version(2, 22, 0):
         pci.add("pcilink")
     gpu = {"nvlink"}
-    if version >= (2, 19, 0):
+    if version >= Version(2, 19, 0):
         gpu.add("c2c")
     return {
         None: frozenset({"system"}),
@@ -494,7 +443,7 @@ class _Reader:
         if q not in (0x22, 0x27):
             raise _Fatal("NTX006", "XML Parse : Expected (double) quote.",
                          f"attribute values must be quoted, got {show_char(q)}", open_pos)
-        new_quotes = self.version >= (2, 27, 0)
+        new_quotes = self.version >= Version(2, 27, 0)
         close_q = q if new_quotes else 0x22
         if q == 0x27:
             if new_quotes:
@@ -710,7 +659,7 @@ def check_untrusted(data: bytes, *, path: str | None = None) -> None:
 
 
 def parse_nccl_xml(data: bytes, *, kind: Kind = "topology",
-                   nccl_version: object = DEFAULT_NCCL_VERSION, path: str | None = None) -> ParseResult:
+                   nccl_version: object = DEFAULT, path: str | None = None) -> ParseResult:
     """Read ``data`` as NCCL ``nccl_version`` reads an ``NCCL_TOPO_FILE`` (kind ``topology``) or an
     ``NCCL_GRAPH_FILE`` (kind ``graph``).
 
@@ -722,7 +671,7 @@ def parse_nccl_xml(data: bytes, *, kind: Kind = "topology",
         raise InputError(f"NCCL XML must be read as bytes, got {type(data).__name__}", path=path)
     if kind not in ("topology", "graph"):
         raise InputError(f"unknown NCCL XML kind {kind!r}", fix="use 'topology' or 'graph'")
-    version = parse_version(nccl_version)
+    version = parse(nccl_version)
     check_untrusted(data, path=path)
     reader = _Reader(data, kind, version)
     try:
@@ -736,7 +685,7 @@ def _parse(reader: _Reader, data: bytes, kind: Kind, version: Version) -> ParseR
     handlers = _handlers(kind, version)
     vocabulary = TOPO_ELEMENTS if kind == "topology" else GRAPH_ELEMENTS
     subs_cap = max_subs(version)
-    subs_checked = version >= (2, 21, 0)
+    subs_checked = version >= Version(2, 21, 0)
     node_cap = max_nodes(kind, version)
     roots: list[XmlNode] = []
     ignored: list[IgnoredElement] = []
@@ -848,7 +797,7 @@ def _parse(reader: _Reader, data: bytes, kind: Kind, version: Version) -> ParseR
 
 
 def read_nccl_xml(path: str | Path, *, kind: Kind = "topology",
-                  nccl_version: object = DEFAULT_NCCL_VERSION) -> ParseResult:
+                  nccl_version: object = DEFAULT) -> ParseResult:
     """:func:`parse_nccl_xml` on a file; InputError if it cannot be read."""
     from ncclctl.inputs import read_bytes
 
@@ -863,7 +812,7 @@ def sniff_kind(data: bytes) -> Kind | None:
         data = bytes(data)
     if not isinstance(data, bytes):
         raise InputError(f"NCCL XML must be read as bytes, got {type(data).__name__}")
-    reader = _Reader(data, "topology", DEFAULT_NCCL_VERSION)
+    reader = _Reader(data, "topology", DEFAULT)
     try:
         raw = reader.get_node()
     except (_Fatal, _Refused):

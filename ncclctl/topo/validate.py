@@ -18,17 +18,15 @@ from typing import Iterable
 
 from ncclctl.errors import InputError
 from ncclctl.findings import Finding
+from ncclctl.nccl.params import strtol, strtoul
+from ncclctl.nccl.version import DEFAULT, Version, parse
 from ncclctl.topo.ncclxml import (
-    DEFAULT_NCCL_VERSION,
     IgnoredElement,
     Kind,
     ParseResult,
-    Version,
     XmlDiagnostic,
     XmlNode,
-    c_strtol,
     parse_nccl_xml,
-    parse_version,
     show_text,
     sniff_kind,
 )
@@ -78,10 +76,6 @@ def kv_lookup(value: str, keys: Iterable[str]) -> str | None:
     return None
 
 
-def fmt_version(v: Version) -> str:
-    return f"{v[0]}.{v[1]}.{v[2]}"
-
-
 # --------------------------------------------------------------------------------------------------
 # NCCL dictionaries per version
 
@@ -94,9 +88,9 @@ _IB_NAME = re.compile(r"(mlx\d+_|bnxt_re|irdma|ionic|qedr|hns_|hns\d|erdma|cxgb)
 
 def pci_gen_keys(v: Version) -> tuple[str, ...]:
     keys = ["2.5 GT/s", "5 GT/s", "8 GT/s", "16 GT/s"]
-    if v >= (2, 12, 12):
+    if v >= Version(2, 12, 12):
         keys.append("32 GT/s")
-    if v >= (2, 11, 0):
+    if v >= Version(2, 11, 0):
         keys += ["2.5 GT/s PCIe", "5.0 GT/s PCIe", "8.0 GT/s PCIe", "16.0 GT/s PCIe", "32.0 GT/s PCIe",
                  "64.0 GT/s PCIe"]
     return tuple(keys)
@@ -104,7 +98,7 @@ def pci_gen_keys(v: Version) -> tuple[str, ...]:
 
 def pci_class_keys(v: Version) -> dict[str, str]:
     keys = {"0x060400": "PCI"}
-    if v >= (2, 28, 0):
+    if v >= Version(2, 28, 0):
         keys["0x080100"] = "PCI"
     keys.update({"0x068000": "NVS", "0x068001": "CPU", "0x03": "GPU", "0x02": "NIC"})
     return keys
@@ -118,11 +112,11 @@ def pci_class_type(cls: str, v: Version) -> str:
 
 def link_type_keys(v: Version) -> tuple[str, ...]:
     keys = ["LOC", "NVL", "PIX", "PXB", "PHB", "SYS"]
-    if v >= (2, 8, 0):
+    if v >= Version(2, 8, 0):
         keys.append("NVB")
-    if v >= (2, 12, 0):
+    if v >= Version(2, 12, 0):
         keys.append("PXN")
-    if v >= (2, 27, 0):
+    if v >= Version(2, 27, 0):
         keys.append("P2C")
     return tuple(keys)
 
@@ -131,15 +125,17 @@ ARCH_KEYS = ("x86_64", "arm64", "ppc64")
 VENDOR_KEYS = {"GenuineIntel": "intel", "AuthenticAMD": "amd", "CentaurHauls": "zhaoxin", "  Shanghai  ": "zhaoxin"}
 
 # Attributes NCCL may add to a <net> itself, with the first version that adds them [inferred from §2.3.7].
-_NET_ADDED = (("keep", (2, 8, 0)), ("dev", (0, 0, 0)), ("speed", (0, 0, 0)), ("port", (0, 0, 0)),
-              ("guid", (0, 0, 0)), ("maxconn", (0, 0, 0)), ("gdr", (0, 0, 0)), ("coll", (0, 0, 0)),
-              ("latency", (2, 12, 0)), ("net", (2, 24, 0)), ("gin", (2, 29, 7)), ("rail", (2, 30, 7)),
-              ("plane", (2, 30, 7)), ("rma", (2, 30, 7)))
+_ALWAYS = Version(0, 0, 0)
+_NET_ADDED = (("keep", Version(2, 8, 0)), ("dev", _ALWAYS), ("speed", _ALWAYS), ("port", _ALWAYS), ("guid", _ALWAYS),
+              ("maxconn", _ALWAYS), ("gdr", _ALWAYS), ("coll", _ALWAYS), ("latency", Version(2, 12, 0)),
+              ("net", Version(2, 24, 0)), ("gin", Version(2, 29, 7)), ("rail", Version(2, 30, 7)),
+              ("plane", Version(2, 30, 7)), ("rma", Version(2, 30, 7)))
 
 # Attributes a version does not know: (element, attribute, first version that reads it).
-_TOPO_ATTR_SINCE = (("net", "latency", (2, 12, 0)), ("net", "gin", (2, 29, 7)), ("net", "rail", (2, 30, 7)),
-                    ("net", "plane", (2, 30, 7)), ("net", "rma", (2, 30, 7)), ("gpu", "mlopart", (2, 30, 7)),
-                    ("net", "net", (2, 24, 0)))
+_TOPO_ATTR_SINCE = (("net", "latency", Version(2, 12, 0)), ("net", "gin", Version(2, 29, 7)),
+                    ("net", "rail", Version(2, 30, 7)), ("net", "plane", Version(2, 30, 7)),
+                    ("net", "rma", Version(2, 30, 7)), ("gpu", "mlopart", Version(2, 30, 7)),
+                    ("net", "net", Version(2, 24, 0)))
 
 _EXPECTED_PATTERNS = {0: (4,), 1: (1, 2, 3), 2: (3,), 3: (5,), 4: (6,)}
 _GRAPH_NAMES = {0: "ring", 1: "tree", 2: "CollNet chain", 3: "NVLS", 4: "CollNet direct"}
@@ -244,9 +240,9 @@ def _check_roots(ctx: _Ctx, res: ParseResult, root_name: str, r_none: str, r_two
 # Topology
 
 
-def validate_topology(data: bytes, *, path: str, nccl_version: object = DEFAULT_NCCL_VERSION) -> list[Finding]:
+def validate_topology(data: bytes, *, path: str, nccl_version: object = DEFAULT) -> list[Finding]:
     """Findings for ``data`` used as ``NCCL_TOPO_FILE`` by NCCL ``nccl_version``."""
-    version = parse_version(nccl_version)
+    version = parse(nccl_version)
     res = parse_nccl_xml(data, kind="topology", nccl_version=version, path=path)
     return _validate_topology_result(res, path)
 
@@ -270,7 +266,7 @@ def _check_topo_ignored(ctx: _Ctx, res: ParseResult) -> None:
             continue
         if ig.reason == "version":
             since = "2.19" if ig.name == "c2c" else "2.22"
-            ctx.add("NTV001", f"<{name}> is read only from NCCL {since}: NCCL {fmt_version(ctx.version)} ignores "
+            ctx.add("NTV001", f"<{name}> is read only from NCCL {since}: NCCL {ctx.version} ignores "
                               "it with its subtree", ig)
         elif ig.reason == "unknown":
             extra = (" (there is no <nvs> element: NVSwitches are <nvlink tclass=\"0x068000\"> targets)"
@@ -330,8 +326,8 @@ class _TopoChecks:
                 ctx.add("NTS023", f"{_where(n)} has a rank attribute: ranks are set by NCCL at run time", n)
             for el, attr, since in _TOPO_ATTR_SINCE:
                 if n.name == el and n.has(attr) and self.v < since:
-                    ctx.add("NTV002", f"<{el}> attribute {attr} is read only from NCCL {fmt_version(since)}: "
-                                      f"NCCL {fmt_version(self.v)} ignores it", n)
+                    ctx.add("NTV002", f"<{el}> attribute {attr} is read only from NCCL {since}: "
+                                      f"NCCL {self.v} ignores it", n)
 
     # -- <cpu> -----------------------------------------------------------------------------------------
     def check_cpus(self) -> None:
@@ -343,8 +339,8 @@ class _TopoChecks:
                 ctx.add("NTS009", "<cpu> without numaid: NCCL fails with 'Attribute numaid of node cpu not "
                                   "found' (or 'could not find CPU numa ID')", cpu)
             else:
-                host = cpu.get("host_hash") if (2, 21, 0) <= v < (2, 27, 0) else None
-                key = (c_strtol(numaid)[0], host)
+                host = cpu.get("host_hash") if Version(2, 21, 0) <= v < Version(2, 27, 0) else None
+                key = (strtol(numaid).value, host)
                 if key in seen_numa:
                     first = seen_numa[key]
                     ctx.add("NTS015", f"numaid={_q(numaid)} is also used by the <cpu> at line {first.line}: both "
@@ -352,8 +348,8 @@ class _TopoChecks:
                 else:
                     seen_numa[key] = cpu
             host_hash = cpu.get("host_hash")
-            if host_hash is not None and (2, 21, 0) <= v < (2, 27, 0):
-                ctx.add("NTV007", f"host_hash={_q(host_hash)}: NCCL {fmt_version(v)} uses it as-is (2.27+ "
+            if host_hash is not None and Version(2, 21, 0) <= v < Version(2, 27, 0):
+                ctx.add("NTV007", f"host_hash={_q(host_hash)}: NCCL {v} uses it as-is (2.27+ "
                                   "overwrites it), so a value from another host splits this node into several "
                                   "systems", cpu)
             filled = id(cpu) in self.gpu_chain
@@ -363,7 +359,7 @@ class _TopoChecks:
             vendor = cpu.get("vendor")
             arch_key = kv_lookup(arch, ARCH_KEYS) if arch is not None else None
             if arch is not None and arch_key is None:
-                if v < (2, 7, 0):
+                if v < Version(2, 7, 0):
                     ctx.add("NTV008", f"arch={_q(arch)} is not in NCCL 2.6's dictionary: fatal", cpu)
                 else:
                     hint = " (write arm64 for aarch64 hosts)" if arch.startswith("aarch64") else ""
@@ -376,7 +372,7 @@ class _TopoChecks:
                 vk = kv_lookup(vendor, VENDOR_KEYS)
                 vendor_kind = VENDOR_KEYS[vk] if vk else None
                 if vk is None and x86:
-                    if v < (2, 7, 0):
+                    if v < Version(2, 7, 0):
                         ctx.add("NTV008", f"vendor={_q(vendor)} is not in NCCL 2.6's dictionary: fatal", cpu)
                     else:
                         ctx.add("NTS013", f"vendor={_q(vendor)} is not a vendor NCCL knows: the x86 CPU gets "
@@ -440,10 +436,10 @@ class _TopoChecks:
             cls = pci.get("class")
             if cls is not None:
                 if kv_lookup(cls, pci_class_keys(v)) is None:
-                    if kv_lookup(cls, pci_class_keys(DEFAULT_NCCL_VERSION)) is not None:
-                        ctx.add("NTV009", f"class={_q(cls)} is known only from NCCL 2.28; NCCL {fmt_version(v)} "
+                    if kv_lookup(cls, pci_class_keys(DEFAULT)) is not None:
+                        ctx.add("NTV009", f"class={_q(cls)} is known only from NCCL 2.28; NCCL {v} "
                                           "falls back to a PCI switch, which is the same type", pci)
-                    elif v < (2, 7, 0):
+                    elif v < Version(2, 7, 0):
                         ctx.add("NTV008", f"class={_q(cls)} is not in NCCL 2.6's dictionary: fatal", pci)
                     else:
                         ctx.add("NTS042", f"class={_q(cls)} is not in NCCL's class dictionary: treated as a PCI "
@@ -457,12 +453,12 @@ class _TopoChecks:
         if speed is not None:
             key = kv_lookup(speed, pci_gen_keys(v))
             if key is None:
-                newer = kv_lookup(speed, pci_gen_keys(DEFAULT_NCCL_VERSION))
-                if v < (2, 7, 0):
+                newer = kv_lookup(speed, pci_gen_keys(DEFAULT))
+                if v < Version(2, 7, 0):
                     ctx.add("NTV008", f"link_speed={_q(speed)} is not in NCCL 2.6's dictionary: fatal", pci)
                 elif newer is not None:
                     ctx.add("NTV003", f"link_speed={_q(speed)} is known only to newer NCCL; NCCL "
-                                      f"{fmt_version(v)} falls back to 6 Gb/s per lane (Gen3)", pci)
+                                      f"{v} falls back to 6 Gb/s per lane (Gen3)", pci)
                 else:
                     hint = ""
                     m = re.fullmatch(r"(\d+(?:\.\d+)?) GT/s", speed.strip())
@@ -475,7 +471,8 @@ class _TopoChecks:
                                   f"starts with {_q(key)}", pci)
         width = pci.get("link_width")
         if width is not None:
-            n, full = c_strtol(width)
+            num = strtol(width)
+            n, full = num.value, num.whole
             if not full or n <= 0:
                 ctx.add("NTS031", f"link_width={_q(width)}: NCCL reads {n}"
                                   + (", which it treats as x16" if n == 0 else ""), pci)
@@ -515,26 +512,27 @@ class _TopoChecks:
                                       "processes the <gpu> as a <pci> ('Attribute class of node gpu not found'), or, "
                                       "if the <gpu> has no rank, skips the whole switch", gpu)
                 busid = pci.get("busid")
-                if busid is not None and v >= (2, 30, 7) and busid_to_int(busid) & 0x3:
+                if busid is not None and v >= Version(2, 30, 7) and busid_to_int(busid) & 0x3:
                     ctx.add("NTS035", f"GPU busid={_q(busid)} has the low 2 bits set: NCCL 2.30.7+ fails ('BusId "
                                       "... has non-zero bits in MLOPart mask')", gpu)
             if gpu.has("rank"):
                 ctx.add("NTS023", f"{_where(gpu)} has rank={_q(gpu.get('rank'))}: NCCL overwrites it on its own "
                                   "GPU, and a surviving file rank collides with real ranks", gpu)
             mlopart = gpu.get("mlopart")
-            if mlopart is not None and v >= (2, 30, 7) and c_strtol(mlopart)[0] >= 2:
+            if mlopart is not None and v >= Version(2, 30, 7) and strtol(mlopart).value >= 2:
                 ctx.add("NTS036", f"{_where(gpu)} mlopart={_q(mlopart)}: NCCL fails with 'MLOPart index out of "
                                   "range (max 1)'", gpu)
             gdr = gpu.get("gdr")
-            if gdr is not None and c_strtol(gdr)[0] != 0:
+            if gdr is not None and strtol(gdr).value != 0:
                 ctx.add("NTS024", f"{_where(gpu)} gdr={_q(gdr)}: NCCL trusts it and uses GPUDirect RDMA even "
                                   "where the GPU or driver does not support it", gpu)
             dev = gpu.get("dev")
             overrides = [a for a in ("dev", "sm") if gpu.has(a)]
-            if gdr is not None and c_strtol(gdr)[0] == 0:
+            if gdr is not None and strtol(gdr).value == 0:
                 overrides.append("gdr")
             if dev is not None:
-                n, full = c_strtol(dev)
+                num = strtol(dev)
+                n, full = num.value, num.whole
                 if not full:
                     ctx.add("NTS027", f"{_where(gpu)} dev={_q(dev)} is not a number: NCCL reads {n}", gpu)
                 elif n < 0:
@@ -579,7 +577,7 @@ class _TopoChecks:
             keys = pci_class_keys(v)
             k = kv_lookup(tclass, keys)
             if k is None:
-                if v < (2, 7, 0):
+                if v < Version(2, 7, 0):
                     ctx.add("NTV008", f"tclass={_q(tclass)} is not in NCCL 2.6's dictionary: fatal", nv)
                 else:
                     ctx.add("NTS041", f"tclass={_q(tclass)} is not a known class: NCCL treats the link as going to "
@@ -601,7 +599,7 @@ class _TopoChecks:
                 ctx.add("NTS020", f"<nvlink target={_q(target)}> names a GPU that is not in the file: NCCL drops "
                                   "the link silently", nv)
                 continue
-            n, _ = c_strtol(count or "0")
+            n = strtol(count or "0").value
             links[(busid_to_int(src), tid)] = (n, nv)
         for (a, b), (n, nv) in links.items():
             back = links.get((b, a))
@@ -673,15 +671,16 @@ class _TopoChecks:
                 ctx.add("NTS039", "<net> without name: NCCL matches <net> to plugin devices by exact name, so this "
                                   "one is never used (and is trimmed)", net)
             gdr = net.get("gdr")
-            if gdr is not None and c_strtol(gdr)[0] != 0:
+            if gdr is not None and strtol(gdr).value != 0:
                 ctx.add("NTS024", f"{_where(net)} gdr={_q(gdr)}: NCCL trusts it and uses GPUDirect RDMA without "
                                   "checking plugin support", net)
             speed = net.get("speed")
             overrides = [a for a in ("speed", "port", "guid", "latency", "maxconn", "coll") if net.has(a)]
-            if gdr is not None and c_strtol(gdr)[0] == 0:
+            if gdr is not None and strtol(gdr).value == 0:
                 overrides.append("gdr")
             if speed is not None:
-                n, full = c_strtol(speed)
+                num = strtol(speed)
+                n, full = num.value, num.whole
                 if not full or n <= 0:
                     ctx.add("NTS026", f"{_where(net)} speed={_q(speed)}: NCCL reads {n} and uses 10000 Mb/s "
                                       "(1.25 GB/s) instead", net)
@@ -693,8 +692,8 @@ class _TopoChecks:
                                   "asking the net plugin", net)
             guid = net.get("guid")
             if guid is not None:
-                gval, _ = c_strtol(guid, 16)
-                port, _ = c_strtol(net.get("port") or "0")
+                gval = strtoul(guid, 16).value  # net->net.asic = strtoull(guid, NULL, 16)
+                port = strtol(net.get("port") or "0").value
                 key = (gval, port)
                 if key in ports:
                     ctx.add("NTS032", f"{_where(net)} has guid={_q(guid)} port={port} like the <net> at line "
@@ -715,9 +714,9 @@ class _TopoChecks:
 # Graph
 
 
-def validate_graph(data: bytes, *, path: str, nccl_version: object = DEFAULT_NCCL_VERSION) -> list[Finding]:
+def validate_graph(data: bytes, *, path: str, nccl_version: object = DEFAULT) -> list[Finding]:
     """Findings for ``data`` used as ``NCCL_GRAPH_FILE`` by NCCL ``nccl_version``."""
-    version = parse_version(nccl_version)
+    version = parse(nccl_version)
     res = parse_nccl_xml(data, kind="graph", nccl_version=version, path=path)
     return _validate_graph_result(res, path)
 
@@ -758,17 +757,17 @@ def _check_graphs(ctx: _Ctx, root: XmlNode) -> None:
             ctx.add("NTG004", f"<graph> lacks {', '.join(missing)}: {how}", graph)
         for a in _GRAPH_INTS:
             val = graph.get(a)
-            if val is not None and not c_strtol(val)[1]:
-                ctx.add("NTG019", f"<graph> {a}={_q(val)} is not an integer: NCCL reads {c_strtol(val)[0]}", graph)
+            if val is not None and not strtol(val).whole:
+                ctx.add("NTG019", f"<graph> {a}={_q(val)} is not an integer: NCCL reads {strtol(val).value}", graph)
         for a in _GRAPH_FLOATS:
             val = graph.get(a)
             if val is not None and not c_strtof(val)[1]:
                 ctx.add("NTG019", f"<graph> {a}={_q(val)} is not a number: NCCL reads {c_strtof(val)[0]:g}", graph)
-        if graph.has("latencyinter") and v < (2, 12, 0):
-            ctx.add("NTV002", f"<graph> attribute latencyinter is read only from NCCL 2.12: NCCL {fmt_version(v)} "
+        if graph.has("latencyinter") and v < Version(2, 12, 0):
+            ctx.add("NTV002", f"<graph> attribute latencyinter is read only from NCCL 2.12: NCCL {v} "
                               "ignores it", graph)
-        gid = c_strtol(graph.get("id") or "")[0] if graph.has("id") else None
-        pattern = c_strtol(graph.get("pattern") or "")[0] if graph.has("pattern") else None
+        gid = strtol(graph.get("id") or "").value if graph.has("id") else None
+        pattern = strtol(graph.get("pattern") or "").value if graph.has("pattern") else None
         if gid is not None:
             if gid in ids:
                 ctx.add("NTG017", f"a second <graph id=\"{gid}\"> (the first is at line {ids[gid].line}): NCCL "
@@ -781,10 +780,10 @@ def _check_graphs(ctx: _Ctx, root: XmlNode) -> None:
             if val is None:
                 continue
             if kv_lookup(val, link_type_keys(v)) is None:
-                if kv_lookup(val, link_type_keys(DEFAULT_NCCL_VERSION)) is not None:
-                    ctx.add("NTV004", f"{a}={_q(val)} is not in NCCL {fmt_version(v)}'s path-type dictionary "
+                if kv_lookup(val, link_type_keys(DEFAULT)) is not None:
+                    ctx.add("NTV004", f"{a}={_q(val)} is not in NCCL {v}'s path-type dictionary "
                                       "(NVB 2.8+, PXN 2.12+, P2C 2.27+): it falls back to LOC", graph)
-                elif v < (2, 7, 0):
+                elif v < Version(2, 7, 0):
                     ctx.add("NTV008", f"{a}={_q(val)} is not in NCCL 2.6's dictionary: fatal", graph)
                 else:
                     extra = (" (C2C, NET and DIS are path types NCCL cannot read or dump here: with "
@@ -793,13 +792,13 @@ def _check_graphs(ctx: _Ctx, root: XmlNode) -> None:
                                       f"falls back to LOC{extra}", graph)
         crossnic = graph.get("crossnic")
         if crossnic is not None:
-            cn, _ = c_strtol(crossnic)
+            cn = strtol(crossnic).value
             if cn not in (0, 1, 2):
                 ctx.add("NTG013", f"crossnic={_q(crossnic)}: NCCL knows 0, 1 and 2", graph)
             elif cn == 1:
                 ctx.add("NTG020", "crossnic=\"1\": NCCL skips this graph when NCCL_CROSS_NIC=0", graph)
         same = graph.get("samechannels")
-        if same is not None and c_strtol(same)[0] not in (0, 1):
+        if same is not None and strtol(same).value not in (0, 1):
             ctx.add("NTG018", f"samechannels={_q(same)}: expected 0 or 1", graph)
         _check_channels(ctx, graph, gid)
 
@@ -810,22 +809,22 @@ def _check_graph_kind(ctx: _Ctx, graph: XmlNode, gid: int | None, pattern: int |
         if gid not in _EXPECTED_PATTERNS:
             ctx.add("NTG010", f"<graph id=\"{gid}\">: NCCL computes ids 0 (ring), 1 (tree), 2 (CollNet chain), "
                               "3 (NVLS) and 4 (CollNet direct) only, so this graph is never used", graph)
-        elif (gid == 3 and v < (2, 18, 0)) or (gid == 4 and v < (2, 23, 0)):
-            ctx.add("NTV006", f"graph id {gid} ({_GRAPH_NAMES[gid]}) does not exist in NCCL {fmt_version(v)}: the "
+        elif (gid == 3 and v < Version(2, 18, 0)) or (gid == 4 and v < Version(2, 23, 0)):
+            ctx.add("NTV006", f"graph id {gid} ({_GRAPH_NAMES[gid]}) does not exist in NCCL {v}: the "
                               "graph is never used", graph)
         elif pattern is not None and pattern not in _EXPECTED_PATTERNS[gid]:
             ctx.add("NTG010", f"<graph id=\"{gid}\"> ({_GRAPH_NAMES[gid]}) with pattern {pattern}: NCCL expects "
                               f"{' or '.join(str(p) for p in _EXPECTED_PATTERNS[gid])}, and the file's pattern "
                               "replaces NCCL's", graph)
-    if pattern is not None and ((pattern == 5 and v < (2, 18, 0)) or (pattern == 6 and v < (2, 22, 0))):
-        ctx.add("NTV006", f"pattern {pattern} does not exist in NCCL {fmt_version(v)}", graph)
+    if pattern is not None and ((pattern == 5 and v < Version(2, 18, 0)) or (pattern == 6 and v < Version(2, 22, 0))):
+        ctx.add("NTV006", f"pattern {pattern} does not exist in NCCL {v}", graph)
 
 
 def _check_channels(ctx: _Ctx, graph: XmlNode, gid: int | None) -> None:
     v = ctx.version
     channels = [c for c in graph.children if c.name == "channel"]
     nch_s = graph.get("nchannels")
-    nch = c_strtol(nch_s)[0] if nch_s is not None else None
+    nch = strtol(nch_s).value if nch_s is not None else None
     if nch is not None:
         if nch == 0 and not channels:
             ctx.add("NTG016", "nchannels=\"0\" and no <channel>: NCCL treats this graph as not provided", graph)
@@ -861,11 +860,11 @@ def _check_channels(ctx: _Ctx, graph: XmlNode, gid: int | None) -> None:
             if el.has("rank"):
                 ctx.add("NTG012", f"<gpu rank={_q(el.get('rank'))}>: NCCL uses the rank as is and ignores dev, "
                                   "which ties the file to one node's rank numbering"
-                        + ("" if v >= (2, 30, 3) else f" (NCCL {fmt_version(v)} ignores rank: read from 2.30.3)"),
+                        + ("" if v >= Version(2, 30, 3) else f" (NCCL {v} ignores rank: read from 2.30.3)"),
                         el)
-                key = ("rank", c_strtol(el.get("rank") or "")[0])
+                key = ("rank", strtol(el.get("rank") or "").value)
             elif dev is not None:
-                key = ("dev", c_strtol(dev, 16 if v >= (2, 21, 0) else 0)[0])
+                key = ("dev", strtol(dev, 16 if v >= Version(2, 21, 0) else 0).value)
             else:
                 continue
             if key in seen:
@@ -912,7 +911,7 @@ def _check_dev(ctx: _Ctx, el: XmlNode, dev: str) -> None:
                           f"NCCL 2.20 and older; write 0x{int(s, 16):x}", el)
     else:
         ctx.add("NTG011", f"<{el.name} dev={_q(dev)}> is not a number: NCCL reads "
-                          f"{c_strtol(dev, 16)[0]} (2.21+)", el)
+                          f"{strtol(dev, 16).value} (2.21+)", el)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -920,7 +919,7 @@ def _check_dev(ctx: _Ctx, el: XmlNode, dev: str) -> None:
 
 
 def validate_bytes(data: bytes, *, path: str, kind: Kind | None = None,
-                   nccl_version: object = DEFAULT_NCCL_VERSION) -> list[Finding]:
+                   nccl_version: object = DEFAULT) -> list[Finding]:
     """Validate as ``kind``, or as the kind sniffed from the root element (``system`` / ``graphs``);
     a file whose root cannot be seen is taken as a graph file if its name contains 'graph'."""
     if kind is None:
@@ -932,7 +931,7 @@ def validate_bytes(data: bytes, *, path: str, kind: Kind | None = None,
     raise InputError(f"unknown NCCL XML kind {kind!r}", fix="use 'topology' or 'graph'")
 
 
-def validate_file(path: str | Path, *, kind: Kind | None = None, nccl_version: object = DEFAULT_NCCL_VERSION,
+def validate_file(path: str | Path, *, kind: Kind | None = None, nccl_version: object = DEFAULT,
                   xsd: bool = False) -> list[Finding]:
     """Read ``path`` and validate it (kind sniffed unless given). ``xsd=True`` adds the XSD findings of
     :func:`ncclctl.topo.schema.xsd_findings`."""

@@ -335,23 +335,23 @@ def _conf_corpus() -> list[bytes]:
 
 def _nccl_conf(data: bytes) -> Any:
     """A conf file as the probe stores it (UTF-8 text), resolved as NCCL reads it, every value interpreted."""
-    from ncclctl import ncclconf, ncclenv
     from ncclctl.model import ConfFile
+    from ncclctl.nccl import lists, params, settings, values, variables
 
     text = data.decode("utf-8", "replace")
     env = [("NCCL_DEBUG", "INFO"), ("NCCL_IB_HCA", text[:60])]
     out = []
     for version in ((2, 20, 5), (2, 30, 7)):
-        res = ncclconf.resolve_sources(env, [ConfFile("/root/.nccl.conf", text), ConfFile("/etc/nccl.conf", text)],
+        res = settings.resolve_sources(env, [ConfFile("/root/.nccl.conf", text), ConfFile("/etc/nccl.conf", text)],
                                        version)
         for name in res.names():
             value = res.value(name) or ""
-            out.append((ncclconf.load_param(value), ncclconf.read_level(value, version),
-                        ncclconf.check_algo_proto(value, "NCCL_ALGO", version),
-                        ncclconf.check_algo_proto(value, "NCCL_PROTO", version),
-                        ncclenv.parse_ib_hca(value), ncclenv.ifname_selects(value, ["eth0", "ib0", "lo"]),
-                        ncclenv.hca_selects(value, [("mlx5_0", 1), ("mlx5_10", 1), ("mlx5_1", 2)]),
-                        ncclconf.known_variable(name), ncclconf.suggest_variable(name)))
+            out.append((params.load_param(value), values.read_level(value, version),
+                        values.check_algo_proto(value, "NCCL_ALGO", version),
+                        values.check_algo_proto(value, "NCCL_PROTO", version),
+                        lists.parse_ib_hca(value), lists.ifname_selects(value, ["eth0", "ib0", "lo"]),
+                        lists.hca_selects(value, [("mlx5_0", 1), ("mlx5_10", 1), ("mlx5_1", 2)]),
+                        variables.known_variable(name), variables.suggest_variable(name)))
         res.duplicates()
         res.overridden()
     return out
@@ -523,7 +523,7 @@ def _build() -> dict[str, Target]:
         Target("node_model_json", _node_model, _node_model_corpus, kind="json"),
         Target("node_model_consumers", _node_model_consumers, _node_model_corpus, kind="json"),
         Target("nvml_json", _nvml_json, _nvml_corpus, kind="json"),
-        _guarded("nccl_conf", _nccl_conf, _conf_corpus, "ncclctl.ncclconf", "resolve_sources"),
+        _guarded("nccl_conf", _nccl_conf, _conf_corpus, "ncclctl.nccl.settings", "resolve_sources"),
         # The whole lint rule set per input (~0.1 s for a 64 KiB conf file).
         _guarded("lint_nccl_conf", _lint_with_conf, _conf_corpus, "ncclctl.lint.engine", "run", quick_count=25),
     ]

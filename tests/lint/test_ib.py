@@ -12,7 +12,9 @@ from conftest import HOSTS, run_cli
 from ncclctl.lint.context import Ctx
 
 from ncclctl.lint.registry import all_rules
-from ncclctl.lint.rules_ib import compute_ports, nccl_int, nccl_ports, port_lanes
+from ncclctl.lint.context import nccl_ports
+from ncclctl.lint.rules_ib import compute_ports, port_lanes
+from ncclctl.nccl.params import param_int as nccl_int
 from ncclctl.model import ConfFile
 from ncclctl.probe import probe
 

@@ -1,4 +1,4 @@
-"""NCCL settings family: NCCL's own reading of env and nccl.conf (ncclconf), the list syntaxes (ncclenv), the probe's
+"""NCCL settings family: NCCL's own reading of env and nccl.conf (nccl.settings), the list syntaxes (nccl.lists), the probe's
 NCCL_TOPO_FILE / NCCL_GRAPH_FILE facts, the family on every host fixture (a golden table), and the CLI."""
 
 from __future__ import annotations
@@ -16,17 +16,24 @@ from ncclctl.lint.context import Ctx
 from ncclctl.lint.engine import Config, run
 from ncclctl.lint.registry import all_rules
 from ncclctl.model import ConfFile, Node
-from ncclctl.ncclconf import (
-    KNOWN, RELEASES, c_atoi, c_strtoll, check_algo_proto, fmt_version, load_param, read_conf, read_level,
-    resolve_sources, suggest_variable,
-)
-from ncclctl.ncclenv import effective_setting, hca_selects, ifname_selects, parse_ib_hca
+from ncclctl.nccl.lists import hca_selects, ifname_selects, parse_ib_hca
+from ncclctl.nccl.params import c_atoi, load_param
+from ncclctl.nccl.params import strtol as c_strtoll
+from ncclctl.nccl.settings import effective_setting, read_conf, resolve_sources
+from ncclctl.nccl.values import check_algo_proto, read_level
+from ncclctl.nccl.variables import KNOWN, suggest_variable
+from ncclctl.nccl.version import RELEASES
 from ncclctl.probe import probe
 from ncclctl.probe.hostroot import Recorder
 
 from conftest import HOSTS, host_names, run_cli
 
 NCCL_IDS = tuple(r.id for r in all_rules() if r.family == "nccl")
+
+
+def fmt_version(v) -> str:
+    """A release as written in the release list (a Version prints as MAJOR.MINOR.PATCH)."""
+    return str(v)
 
 # --------------------------------------------------------------------------------------------------
 # The family on every host fixture: exactly these (rule, subject) pairs, nothing else.

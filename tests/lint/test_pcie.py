@@ -9,7 +9,8 @@ import json
 import pytest
 
 from ncclctl.lint.registry import all_rules
-from ncclctl.lint.rules_pcie import acs_bridges, c_strtol, cmdline_iommu, user_level
+from ncclctl.lint.rules_pcie import acs_bridges, cmdline_iommu, user_level
+from ncclctl.nccl.params import c_int as c_strtol
 from ncclctl.model import ConfFile
 
 from conftest import HOSTS, run_cli

@@ -11,9 +11,10 @@ import shutil
 import pytest
 
 from conftest import HOSTS, host_names, run_cli
-from ncclctl.conf import ConfPlan, Setting, plan_conf, render
+from ncclctl.nccl.confgen import ConfPlan, Setting, plan_conf, render
 from ncclctl.errors import InputError, UsageError
-from ncclctl.ncclenv import effective_setting, hca_selects
+from ncclctl.nccl.lists import hca_selects
+from ncclctl.nccl.settings import effective_setting
 from ncclctl.probe import probe
 from ncclctl.rails import plan_rails
 

@@ -6,13 +6,13 @@ import pytest
 
 from ncclctl.errors import InputError
 from ncclctl.findings import Severity
+from ncclctl.nccl.params import strtol
+from ncclctl.nccl.version import parse as parse_version
 from ncclctl.topo.ncclxml import (
     XmlNode,
-    c_strtol,
     max_nodes,
     max_subs,
     parse_nccl_xml,
-    parse_version,
     read_nccl_xml,
     sniff_kind,
 )
@@ -283,6 +283,12 @@ def test_input_errors() -> None:
     with pytest.raises(InputError):
         read_nccl_xml("/nonexistent/topo.xml")
     assert parse_version("2.30") == (2, 30, 0) and parse_version("v2.21.5-1") == (2, 21, 5)
+
+
+def c_strtol(text: str, base: int = 0) -> tuple[int, bool]:
+    """The reader's use of strtol: (value, whether the whole string was one number)."""
+    r = strtol(text, base)
+    return r.value, r.whole
 
 
 @pytest.mark.parametrize("text,base,expected", [

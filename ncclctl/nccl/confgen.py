@@ -1,6 +1,7 @@
 """``/etc/nccl.conf`` derived from the node model (pure: a Node in, settings and bytes out).
 
-What NCCL reads (``misc/param.cc:setEnvFile``; nccl-format.md section 5.1): one ``NAME=VALUE`` per line, applied
+What NCCL reads (``src/misc/param.cc:setEnvFile``, modelled in :mod:`ncclctl.nccl.settings`; nccl-format.md
+section 5.1): one ``NAME=VALUE`` per line, applied
 with ``setenv(name, value, 0)`` (the process environment and the user's file win); no trimming, no quote removal,
 no ``export``; lines starting with ``#`` are skipped from 2.26 on (before that they set a variable named
 ``#...``); name and value are cut at 1023 characters. So the file holds bare ``NAME=value`` lines, nothing else,
@@ -28,17 +29,18 @@ from dataclasses import dataclass
 
 from ncclctl.errors import InputError, UsageError
 from ncclctl.model import NetDev, Node
+from ncclctl.nccl.version import DEFAULT, Version
 from ncclctl.paths import natural_key
 from ncclctl.rails import RailPlan, plan_rails
 
 #: NCCL skips '#' lines in conf files from this release on (earlier ones set a variable named '#...').
-COMMENTS_SINCE = (2, 26, 0)
+COMMENTS_SINCE = Version(2, 26, 0)
 #: NCCL_IB_HCA entries (MAX_IB_DEVS): 32 from 2.18.5, 16 before.
-_IB_HCA_MAX = ((2, 18, 5), 32, 16)
+_IB_HCA_MAX = (Version(2, 18, 5), 32, 16)
 #: setEnvFile copies at most 1023 characters of a name and of a value.
 _FIELD_MAX = 1023
 #: NCCL_IB_GID_INDEX defaults to -1 (auto: RoCE v2, AF_INET) from 2.21; before that to 0.
-_GID_AUTO_SINCE = (2, 21, 0)
+_GID_AUTO_SINCE = Version(2, 21, 0)
 #: The conventional lossless-RoCE data DSCP (AF31, priority 3 under the default DSCP>>3 map).
 PREFERRED_DSCP = 26
 
@@ -69,7 +71,7 @@ class ConfPlan:
 
 
 def plan_conf(node: Node, *, topo_file: str | None = None, compute_nics: tuple[str, ...] | None = None,
-              socket_ifname: str | None = None, nccl_version: tuple[int, int, int] = (2, 30, 7)) -> ConfPlan:
+              socket_ifname: str | None = None, nccl_version: Version = DEFAULT) -> ConfPlan:
     """The settings for ``node``, in the order they are written."""
     settings: list[Setting] = []
     warnings: list[str] = []
@@ -94,7 +96,7 @@ def plan_conf(node: Node, *, topo_file: str | None = None, compute_nics: tuple[s
     return ConfPlan(settings=tuple(settings), warnings=tuple(warnings))
 
 
-def render(plan: ConfPlan, *, comments: bool = False, nccl_version: tuple[int, int, int] = (2, 30, 7)) -> bytes:
+def render(plan: ConfPlan, *, comments: bool = False, nccl_version: Version = DEFAULT) -> bytes:
     """The file: ``NAME=value`` lines (LF), with ``#`` comment lines only when asked and understood."""
     if comments:
         check_comments(nccl_version)
@@ -110,7 +112,7 @@ def render(plan: ConfPlan, *, comments: bool = False, nccl_version: tuple[int, i
     return ("\n".join(lines) + "\n").encode() if lines else b""
 
 
-def check_comments(nccl_version: tuple[int, int, int]) -> None:
+def check_comments(nccl_version: Version) -> None:
     """Refuse comment lines for an NCCL that would read them as variables."""
     if nccl_version < COMMENTS_SINCE:
         raise UsageError(f"NCCL {'.'.join(map(str, nccl_version))} does not skip '#' lines in nccl.conf (2.26 and "
@@ -132,7 +134,7 @@ def check_setting(name: str, value: str) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-def _ib_hca(node: Node, rails: RailPlan, version: tuple[int, int, int], warnings: list[str]) -> list[Setting]:
+def _ib_hca(node: Node, rails: RailPlan, version: Version, warnings: list[str]) -> list[Setting]:
     if not rails.rails:
         why = "the node has no GPUs" if not node.gpus else "the node has no RDMA NIC ports"
         warnings.append(f"NCCL_IB_HCA not set: {why}")
@@ -159,7 +161,7 @@ def _socket_ifname(node: Node, rails: RailPlan, override: str | None, warnings: 
         return [Setting("NCCL_SOCKET_IFNAME", f"={name}", "given with --socket-ifname (exact name)")]
     rail_netdevs = {r.netdev for r in rails.rails if r.netdev}
     rdma_netdevs = {p.netdev for n in node.nics for p in n.ports if p.netdev} | {d for n in node.nics for d in n.netdevs}
-    candidates: list[tuple[tuple, NetDev]] = []
+    candidates: list[tuple[tuple[int, int, tuple[object, ...]], NetDev]] = []
     for nd in node.netdevs:
         if nd.name in rail_netdevs or not _usable_socket_if(nd):
             continue
@@ -198,7 +200,7 @@ def _usable_socket_if(nd: NetDev) -> bool:
     return not nd.name.startswith(_INTERNAL_PREFIXES)
 
 
-def _roce(node: Node, rails: RailPlan, version: tuple[int, int, int], warnings: list[str]) -> list[Setting]:
+def _roce(node: Node, rails: RailPlan, version: Version, warnings: list[str]) -> list[Setting]:
     roce = [r for r in rails.rails if r.link_layer == "Ethernet"]
     if not roce:
         return []

@@ -1,4 +1,5 @@
-"""NCCL environment semantics that lint and generators share (nccl-format.md §5; misc/utils.cc).
+"""The ``NCCL_IB_HCA`` / ``NCCL_SOCKET_IFNAME`` list syntax and matching (nccl-format.md §5; ``src/misc/utils.cc``
+``parseStringList``/``matchIfList``, ``src/transport/net_ib/init.cc``, ``src/misc/socket.cc``).
 
 ``NCCL_IB_HCA``: ``[^][=]name[:port[:rail[:plane]]][,...]``. ``^`` (first) excludes, ``=`` (after ``^`` if both)
 makes every name exact, otherwise each name is a *prefix* (``mlx5_1`` also selects ``mlx5_10``...). ``:port`` is
@@ -14,12 +15,15 @@ starts with a space. ``^`` and ``=`` are looked at once, at the very start of th
 part of a name.
 
 How NCCL finds a variable's value (environment, then the user's conf file, then ``/etc/nccl.conf``) lives in
-:mod:`ncclctl.ncclconf`; :func:`effective_setting` is the short form.
+:mod:`ncclctl.nccl.settings`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
+
+from ncclctl.nccl.params import c_atoi
 
 #: MAX_IB_DEVS (src/include/net_ib/common.h: 32 since 2.18.5, 16 before) and MAX_IFS (src/include/socket.h).
 MAX_IB_HCA_ENTRIES = 32
@@ -46,8 +50,6 @@ class HcaSpec:
 
 
 def _field(tok: str | None) -> int | None:
-    from ncclctl.ncclconf import c_atoi
-
     if tok is None or tok == "":
         return None
     v = c_atoi(tok)
@@ -72,7 +74,7 @@ def parse_if_list(value: str, max_entries: int = MAX_IB_HCA_ENTRIES) -> HcaSpec:
         if len(entries) >= max_entries:
             dropped.append(item)
             continue
-        fields = parts[1:] + [None] * 3  # type: ignore[list-item]
+        fields: list[str | None] = [*parts[1:], None, None, None]
         entries.append(HcaEntry(name=parts[0], port=_field(fields[0]), rail=_field(fields[1]),
                                 plane=_field(fields[2]), text=item))
     return HcaSpec(exclude=exclude, exact=exact, entries=tuple(entries), dropped=tuple(dropped))
@@ -108,9 +110,13 @@ def ifname_selects(value: str, names: list[str]) -> list[str]:
     return [n for n in names if (not spec.entries or _matches(spec, n, None)) != spec.exclude]
 
 
-def effective_setting(node, name: str) -> str | None:
-    """A variable as NCCL resolves it on the host: process environment, then NCCL_CONF_FILE or ~/.nccl.conf,
-    then /etc/nccl.conf; each conf line ``NAME=VALUE`` verbatim (no trimming, no quotes removed), first writer wins."""
-    from ncclctl.ncclconf import resolve
-
-    return resolve(node).value(name)
+def ib_ports(ports: Iterable[tuple[str, int]], ib_hca: str | None, ib_disable: int = 0) -> frozenset[tuple[str, int]]:
+    """The (device, port) pairs NCCL's IB plugin keeps (if they are ACTIVE) out of the RDMA ``ports``: none when
+    ``NCCL_IB_DISABLE`` (``ib_disable``, as read) is non-zero (NCCL then uses sockets), every one when
+    ``NCCL_IB_HCA`` is unset or empty, else those :func:`hca_selects` keeps."""
+    port_list = list(ports)
+    if ib_disable != 0:
+        return frozenset()
+    if not ib_hca:
+        return frozenset(port_list)
+    return frozenset(hca_selects(ib_hca, port_list))
