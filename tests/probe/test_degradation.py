@@ -33,7 +33,7 @@ def test_without_nvml_gpus_come_from_pci_class(tree):
     assert [n.name for n in node.nics] == [n.name for n in full.nics]
     assert any(u.source == "nvml" for u in node.unavailable)
     text = run_cli("probe", "--root", str(tree))
-    assert text.returncode == 0 and "not seen:" in text.stdout and "nvml: NotCaptured" in text.stdout
+    assert text.returncode == 0 and "not seen:" in text.stdout and "nvml: the snapshot has no NVML answers (nvml.json)" in text.stdout
 
 
 def test_nvml_init_failure_is_reported(tree):
