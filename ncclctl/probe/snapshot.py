@@ -21,6 +21,7 @@ from ncclctl.probe.assemble import probe
 from ncclctl.probe.commands import LiveRunner, RecordedRunner, RecordingRunner, slug
 from ncclctl.probe.hostroot import Recorder
 from ncclctl.probe.nvml import LiveNvml, RecordedNvml
+from ncclctl.probe.redact import redact_files as _redact
 
 _BDF_COMPONENT = re.compile(r"^[0-9a-f]{4,5}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 
@@ -255,71 +256,6 @@ def _write_tar(tree: str, target: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-
-
-# --------------------------------------------------------------------------------------------------
-# Redaction: GUIDs, MACs (and the EUI-64 GIDs derived from them), hostnames, GPU serials and UUIDs are
-# replaced consistently in every file, so the redacted snapshot still probes to a coherent model.
-
-
-def _fake_hex(value: str, n: int, salt: str) -> str:
-    import hashlib
-    return hashlib.sha256((salt + value).encode()).hexdigest()[:n]
-
-
-def _redaction_map(node: Node) -> list[tuple[re.Pattern[str], str]]:
-    subs: list[tuple[str, str]] = []
-    for nic in node.nics:
-        for guid in (nic.node_guid, nic.sys_image_guid):
-            if guid:
-                g = guid[2:].lower().rjust(16, "0")
-                fake = "02" + _fake_hex(g, 14, "guid")
-                subs.append((g, fake))
-                subs.append((":".join(g[i:i + 4] for i in range(0, 16, 4)), ":".join(fake[i:i + 4] for i in range(0, 16, 4))))
-                # Byte-wise spelling, as in the port-GUID tail of a 20-byte IPoIB hardware address.
-                subs.append((":".join(g[i:i + 2] for i in range(0, 16, 2)), ":".join(fake[i:i + 2] for i in range(0, 16, 2))))
-    for nd in node.netdevs:
-        mac = (nd.address or "").lower()
-        if re.fullmatch(r"([0-9a-f]{2}:){5}[0-9a-f]{2}", mac) and mac != "00:00:00:00:00:00":
-            fake_b = bytes.fromhex("02" + _fake_hex(mac, 10, "mac"))
-            real_b = bytes.fromhex(mac.replace(":", ""))
-            subs.append((mac, ":".join(f"{b:02x}" for b in fake_b)))
-            for src, dst in ((real_b, fake_b),):
-                eui_src = bytes([src[0] ^ 2]) + src[1:3] + b"\xff\xfe" + src[3:]
-                eui_dst = bytes([dst[0] ^ 2]) + dst[1:3] + b"\xff\xfe" + dst[3:]
-                hs, hd = eui_src.hex(), eui_dst.hex()
-                subs.append((hs, hd))
-                subs.append((":".join(hs[i:i + 4] for i in range(0, 16, 4)), ":".join(hd[i:i + 4] for i in range(0, 16, 4))))
-    if node.hostname and node.hostname not in ("unknown", "localhost"):
-        subs.append((node.hostname, "host-" + _fake_hex(node.hostname, 8, "host")))
-    for g in node.gpus:
-        if g.serial:
-            subs.append((g.serial, "0" * len(g.serial)))
-        if g.uuid and g.uuid.startswith("GPU-"):
-            u = g.uuid[4:]
-            fake = _fake_hex(u, 32, "uuid")
-            fake_u = f"{fake[:8]}-{fake[8:12]}-{fake[12:16]}-{fake[16:20]}-{fake[20:32]}"
-            subs.append((u, fake_u))
-    subs.sort(key=lambda s: -len(s[0]))
-    return [(re.compile(re.escape(src), re.IGNORECASE), dst) for src, dst in subs if src]
-
-
-def _redact(files: dict[str, bytes], links: dict[str, str], node: Node) -> dict[str, bytes]:
-    table = _redaction_map(node)
-    out = {}
-    for path, data in files.items():
-        if path.endswith("/config"):
-            out[path] = data
-            continue
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            out[path] = data
-            continue
-        for pattern, dst in table:
-            text = pattern.sub(dst, text)
-        out[path] = text.encode()
-    return out
 
 
 __all__ = ["SnapshotResult", "capture", "snapshot", "write_tree"]
