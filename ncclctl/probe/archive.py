@@ -208,10 +208,18 @@ def opened_root(path: str) -> Iterator[str]:
         return
     if not os.path.lexists(path):
         raise InputError("no such host root", path=path, fix="pass a fixture folder or a snapshot .tar.gz")
+    from ncclctl.errors import NcclctlError
+
     tmp = tempfile.mkdtemp(prefix="ncclctl-root-")
     try:
         extract_tar(path, tmp)
-        yield tmp
+        try:
+            yield tmp
+        except NcclctlError as exc:
+            # Name the member inside the archive (node.tar.gz!/sys/...), not the temporary folder that is gone.
+            if exc.path and str(exc.path).startswith(tmp + "/"):
+                exc.path = f"{path}!{str(exc.path)[len(tmp):]}"
+            raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

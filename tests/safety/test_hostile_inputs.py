@@ -248,10 +248,14 @@ def _snapshot_tar(tmp_path: Path) -> Path:
     return out
 
 
-def _with_extra(good: Path, out: Path, extra: list[tuple[tarfile.TarInfo, bytes | None]]) -> Path:
+def _with_extra(good: Path, out: Path, extra: list[tuple[tarfile.TarInfo, bytes | None]],
+                replace: bool = False) -> Path:
     members = []
+    drop = {i.name for i, _ in extra} if replace else set()
     with tarfile.open(good) as src:
         for m in src.getmembers():
+            if m.name in drop:
+                continue
             members.append((m, src.extractfile(m).read() if m.isfile() else None))
     return _tar(out, members + extra)
 
@@ -342,6 +346,17 @@ def test_truncated_archive_is_refused(tmp_path: Path) -> None:
     cut.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     refused(run("probe", "--root", str(cut), env={"TMPDIR": str(tmpdir)}), cut)
     assert _leftovers(tmpdir) == []
+
+
+def test_errors_inside_an_archive_name_the_member_not_the_temp_folder(tmp_path: Path) -> None:
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    bad = b"quiet \xfa splash\n"
+    arch = _with_extra(_snapshot_tar(tmp_path), tmp_path / "x.tar.gz", [(_info("proc/cmdline", size=len(bad)), bad)],
+                       replace=True)
+    p = run("probe", "--root", str(arch), env={"TMPDIR": str(tmpdir)})
+    refused(p, f"{arch}!/proc/cmdline", "not UTF-8")
+    assert "ncclctl-root-" not in p.stderr and _leftovers(tmpdir) == []
 
 
 def test_absolute_link_in_an_archive_reads_from_the_snapshot_root(tmp_path: Path) -> None:
