@@ -25,6 +25,7 @@ from ncclctl.lint.context import Ctx
 from ncclctl.lint.registry import Hit, Option, rule
 from ncclctl.model import Gid, IbPort, NetDev, Nic
 from ncclctl.nccl.params import c_int
+from ncclctl.nccl.values import ib_tc_for_dscp
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 
@@ -201,7 +202,7 @@ def _tc_for(nd: NetDev, prio: int) -> tuple[int, int]:
     """A DSCP that maps to ``prio`` on this port (26 when it does, the conventional RoCE class) and its TC."""
     dmap, _ = _dscp_map(nd)
     dscp = 26 if dmap.get(26) == prio else min((d for d, p in dmap.items() if p == prio), default=prio * 8)
-    return dscp, dscp << 2 | 2
+    return dscp, ib_tc_for_dscp(dscp)
 
 
 # --------------------------------------------------------------------------------------------------

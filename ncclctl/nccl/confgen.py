@@ -16,7 +16,7 @@ The settings:
   ports (and interfaces of non-rail RDMA NICs last). The model has no IP addresses, so a VLAN sub-interface is
   never preferred over its parent; ``--socket-ifname`` overrides.
 * RoCE rails: ``NCCL_IB_GID_INDEX``, the RoCE v2 IPv4-mapped GID index, when one index is right on every active
-  rail; ``NCCL_IB_TC`` = DSCP << 2 for a DSCP that every rail netdev (trust dscp) maps to a priority with PFC on
+  rail; ``NCCL_IB_TC`` = DSCP << 2 | ECT(0) (:func:`~ncclctl.nccl.values.ib_tc_for_dscp`: 26 -> 106) for a DSCP that every rail netdev (trust dscp) maps to a priority with PFC on
   (DSCP 26, the usual AF31 -> priority 3, when it qualifies; else the lowest). With trust pcp and RoCE over a VLAN,
   ``NCCL_IB_SL`` = the PFC priority (the SL becomes the VLAN PCP). Without QoS data, or when the rails disagree,
   nothing is guessed: the setting is left out with a warning.
@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from ncclctl.errors import InputError, UsageError
 from ncclctl.model import NetDev, Node
+from ncclctl.nccl.values import ib_tc_for_dscp
 from ncclctl.nccl.version import DEFAULT, Version
 from ncclctl.paths import natural_key
 from ncclctl.rails import RailPlan, plan_rails
@@ -276,8 +277,9 @@ def _roce(node: Node, rails: RailPlan, version: Version, warnings: list[str]) ->
             return out
         dscp = PREFERRED_DSCP if PREFERRED_DSCP in candidates else min(candidates)
         prio = dict(netdevs[0].qos.dscp2prio or ()).get(dscp, dscp >> 3)  # type: ignore[union-attr]
-        out.append(Setting("NCCL_IB_TC", str(dscp << 2),
-                           f"DSCP {dscp} (TC = DSCP << 2) maps to priority {prio}, which has PFC on ({names})"))
+        out.append(Setting("NCCL_IB_TC", str(ib_tc_for_dscp(dscp)),
+                           f"DSCP {dscp} (TC = DSCP << 2, ECN bits ECT(0)) maps to priority {prio}, which has PFC "
+                           f"on ({names})"))
         return out
     if trusts == {"pcp"}:
         vlan_gid = [h for h, name in gid_netdev.items() if name and _kind(node, name) == "vlan"]

@@ -3,6 +3,8 @@
 * ``NCCL_P2P_LEVEL`` / ``NCCL_NET_GDR_LEVEL`` (and the ``NCCL_P2P_DISABLE`` switch in front of the first):
   ``src/graph/paths.cc:ncclGetLevel`` with the names of ``topoPathTypeStr`` (``src/graph/topo.cc``).
 * ``NCCL_ALGO`` / ``NCCL_PROTO``: ``src/graph/tuning.cc:parseList``.
+* ``NCCL_IB_TC``: the GRH traffic class byte (``net_ib``: ``ah_attr.grh.traffic_class``), DSCP in the top six
+  bits and ECN in the low two: :func:`ib_tc_for_dscp`.
 
 Each with the release that changed it.
 """
@@ -128,3 +130,21 @@ def check_algo_proto(value: str, what: str, version: Version = DEFAULT) -> list[
 
 def algo_proto_names(what: str, version: Version = DEFAULT) -> tuple[str, ...]:
     return _available(ALGORITHMS if what == "algo" else PROTOCOLS, version)
+
+
+# --------------------------------------------------------------------------------------------------
+# NCCL_IB_TC (net_ib: qpAttr.ah_attr.grh.traffic_class = NCCL_IB_TC)
+
+#: The ECN bits ncclctl puts in NCCL_IB_TC: ECT(0), so the packets are ECN-capable even where the NIC does not
+#: set the bits itself (DCQCN needs switches to mark, not drop). 106 for DSCP 26 is the value NVIDIA's RoCE
+#: guides and most deployments use; 104 (no ECN bits) gives the same DSCP and priority.
+IB_TC_ECN_BITS = 0b10
+
+
+def ib_tc_for_dscp(dscp: int) -> int:
+    """The ``NCCL_IB_TC`` that marks RoCE traffic with ``dscp``: ``dscp << 2 | ECT(0)`` (26 -> 106).
+
+    The one place that turns a DSCP into a traffic class: ``conf generate`` and the RoCE lint fixes agree."""
+    if not 0 <= dscp < 64:
+        raise ValueError(f"DSCP {dscp} is not 0-63")
+    return dscp << 2 | IB_TC_ECN_BITS

@@ -39,12 +39,12 @@ def test_roce_settings_follow_the_qos_config():
     # GID 3 is the RoCE v2 ::ffff:10.200.x.12 GID on every rail; PFC is on priority 3 only, trust dscp with the
     # default map, so DSCP 26 (AF31) lands in priority 3: TC = 26 << 2.
     assert plan.get("NCCL_IB_GID_INDEX") == "3"
-    assert plan.get("NCCL_IB_TC") == "104"
+    assert plan.get("NCCL_IB_TC") == "106"
     for nic in node.nics:
         gid = next(g for g in nic.ports[0].gids if g.index == 3)
         assert gid.type == "RoCE v2" and gid.is_ipv4_mapped
     nd = node.netdev("ens1np0")
-    assert dict(nd.qos.dscp2prio)[104 >> 2] == 3 and nd.qos.pfc_enabled[3]
+    assert dict(nd.qos.dscp2prio)[106 >> 2] == 3 and nd.qos.pfc_enabled[3]
 
 
 def _with_qos(node, **changes):
@@ -57,10 +57,10 @@ def test_tc_uses_a_pfc_priority_other_than_3():
     node = probe(str(HOSTS / "hgx-h100-roce"))
     pfc5 = _with_qos(node, pfc_enabled=(False,) * 5 + (True,) + (False,) * 2)
     plan = plan_conf(pfc5)
-    assert plan.get("NCCL_IB_TC") == str(40 << 2), "lowest DSCP mapped to priority 5 under DSCP>>3"
+    assert plan.get("NCCL_IB_TC") == str(40 << 2 | 2), "lowest DSCP mapped to priority 5 under DSCP>>3"
     # A custom map: only DSCP 46 goes to priority 5.
     custom = tuple((d, 5 if d == 46 else 0) for d in range(64))
-    assert plan_conf(_with_qos(pfc5, dscp2prio=custom)).get("NCCL_IB_TC") == str(46 << 2)
+    assert plan_conf(_with_qos(pfc5, dscp2prio=custom)).get("NCCL_IB_TC") == str(46 << 2 | 2)
 
 
 def test_tc_left_out_when_pfc_is_off_or_trust_is_pcp_or_unknown():
@@ -74,10 +74,10 @@ def test_tc_left_out_when_pfc_is_off_or_trust_is_pcp_or_unknown():
     assert any("trust pcp" in w and "untagged" in w for w in pcp.warnings)
     # Inbox mlx5 (dcb only): trust dscp from the DCB APP table's DSCP entries, no doubt to report.
     inbox = plan_conf(probe(str(HOSTS / "pcie-server")))
-    assert inbox.get("NCCL_IB_TC") == "104" and not any("trust mode" in w for w in inbox.warnings)
+    assert inbox.get("NCCL_IB_TC") == "106" and not any("trust mode" in w for w in inbox.warnings)
     # Trust unknown (no APP table recorded): read as dscp with the default map, as the RoCE lint rules do.
     unknown = plan_conf(_with_qos(probe(str(HOSTS / "pcie-server")), trust=None, dscp2prio=None))
-    assert unknown.get("NCCL_IB_TC") == "104" and any("trust mode" in w for w in unknown.warnings)
+    assert unknown.get("NCCL_IB_TC") == "106" and any("trust mode" in w for w in unknown.warnings)
 
 
 def test_sl_under_trust_pcp_when_roce_runs_over_a_vlan():
@@ -234,3 +234,22 @@ def test_installed_conf_reads_back_and_lints_clean(host, tmp_path):
     roce_rules = tuple(r.id for r in all_rules() if r.family == "roce")
     found = [f for f in run(ctx, only=roce_rules) if f.severity.value != "info"]
     assert not found, "\n".join(f"{f.rule} {f.subject}: {f.message}" for f in found)
+
+
+def test_one_nccl_ib_tc_recommendation(tmp_path):
+    """conf generate and the ROCE001 fix recommend the same NCCL_IB_TC for the same DSCP (one function)."""
+    from ncclctl.nccl.values import ib_tc_for_dscp
+
+    assert ib_tc_for_dscp(26) == 106 and ib_tc_for_dscp(24) == 98 and ib_tc_for_dscp(0) == 2
+    for bad in (-1, 64):
+        with pytest.raises(ValueError):
+            ib_tc_for_dscp(bad)
+    conf = run_cli("conf", "generate", "--root", str(HOSTS / "hgx-h100-roce"))
+    assert re.search(r"^NCCL_IB_TC=106$", conf.stdout, re.M), conf.stdout
+    # The same host with NCCL's traffic left in TC 0 (priority 0, no PFC): ROCE001's fix names the same value.
+    tree = tmp_path / "host"
+    shutil.copytree(HOSTS / "hgx-h100-roce", tree, symlinks=True)
+    (tree / "env.json").write_text(json.dumps({"NCCL_IB_TC": "0"}))
+    lint = run_cli("lint", "--root", str(tree), "-r", "ROCE001", "-f", "json")
+    fixes = " ".join(f.get("fix") or "" for f in json.loads(lint.stdout)["findings"])
+    assert set(re.findall(r"NCCL_IB_TC=(\d+)", fixes)) == {"106"}, fixes
