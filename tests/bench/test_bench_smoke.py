@@ -23,7 +23,7 @@ def test_bench_smoke_prints_every_figure(tmp_path: Path) -> None:
     assert lines[0].startswith("ncclctl benchmark (smoke, 1 run;"), out
     header = lines[1].split()
     assert header[:3] == ["figure", "wall", "peak"], out
-    for needle in ("python -c pass (peer: bare start-up)", "ncclctl --version", "probe --root dgx-h100",
+    for needle in ("python -c pass (peer: bare start-up, same interpreter)", "ncclctl --version", "probe --root dgx-h100",
                    "topo generate --root dgx-h100", "topo validate dgx-h100.xml --root dgx-h100",
                    "lint --root dgx-h100", "probe (live host)", "fleet lint 20 snapshots", "per node",
                    "ibnetdiscover parse only, 512 nodes", "fabric rails, 512 nodes x 8 rails",
