@@ -250,10 +250,11 @@ def test_yaml_aliases_are_not_expanded():
         text += f"x{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]\n"
     t0 = time.perf_counter()
     for parse in (parse_config, parse_profile):
-        with pytest.raises(InputError, match="unknown key 'x'"):
+        # refused either by the config checks or, since the alias-bomb cap in ncclctl.yamlio, before them
+        with pytest.raises(InputError, match="unknown key 'x'|alias bomb"):
             parse(text, path="laughs.yaml")
     nested = "ignore:\n  - &l0 [a, a, a, a, a, a, a, a, a]\n" + "".join(
         f"  - &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]\n" for i in range(1, 10))
-    with pytest.raises(InputError, match="an ignore entry is a mapping"):
+    with pytest.raises(InputError, match="an ignore entry is a mapping|alias bomb"):
         parse_config(nested, path="laughs.yaml")
     assert time.perf_counter() - t0 < 5
