@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import os
 import sys
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -224,12 +224,74 @@ class ValidateFormat(str, enum.Enum):
     text = "text"
     json = "json"
     sarif = "sarif"
+    junit = "junit"
 
 
 class FailOn(str, enum.Enum):
     error = "error"
     warning = "warning"
     info = "info"
+
+
+# Options of every command that reports findings (lint, fleet lint, topo/rings validate, fabric load/rails).
+SHOW_INFO_OPTION = typer.Option(False, "--show-info", help="Text output: also print info findings (hidden by default; "
+                                "the summary line counts them). JSON, SARIF and JUnit always carry them.")
+CONFIG_HELP = "Rule configuration: severities, off, per-host ignores (default: ./.ncclctl.yaml if present)."
+RULE_HELP = "Report only this rule (id or slug; repeat or comma-separate)."
+
+# The command that runs the rules of each scope (for "wrong command" hints).
+SCOPE_COMMAND = {"node": "ncclctl lint", "fleet": "ncclctl fleet lint", "file": "ncclctl topo validate",
+                 "fabric": "ncclctl fabric rails"}
+
+
+def _rule_or_usage(key: str):
+    from ncclctl.errors import UsageError
+    from ncclctl.registry import get, suggest
+
+    rule = get(key)
+    if rule is None:
+        close = suggest(key)
+        raise UsageError(f"no such rule: {key!r}", fix=(f"did you mean {close}? " if close else "")
+                         + "'ncclctl rules' lists the rule ids and slugs")
+    return rule
+
+
+def _select_rules(keys: Optional[List[str]], scopes: tuple[str, ...], command: str) -> Optional[tuple]:
+    """``--rule`` values (ids or slugs, repeated or comma-separated) as rule ids; None when not given. A rule of
+    another scope is a usage error that names the command running it."""
+    if not keys:
+        return None
+    from ncclctl.errors import UsageError
+
+    ids = []
+    for item in keys:
+        for key in item.split(","):
+            if not key.strip():
+                continue
+            r = _rule_or_usage(key.strip())
+            if r.scope not in scopes:
+                raise UsageError(f"{r.id} is a {r.scope} rule: {command} does not run it",
+                                 fix=f"run it with {SCOPE_COMMAND.get(r.scope, 'another command')} "
+                                     "('ncclctl rules' says where each rule runs)")
+            ids.append(r.id)
+    return tuple(dict.fromkeys(ids))
+
+
+def _load_config(explicit: Optional[str]):
+    """The configuration file (``--config F``, else ./.ncclctl.yaml when present) and its parsed config."""
+    from ncclctl.lint.config import discover, load_config
+
+    path = discover(explicit)
+    return path, load_config(path)
+
+
+def _emit_report(rep, fmt: str, show_info: bool) -> None:
+    """Print ``rep`` through the report door; exit 1 when a finding reaches ``--fail-on``."""
+    from ncclctl import report
+
+    _out(report.render(rep, fmt, show_info=show_info))
+    if not rep.ok:
+        raise typer.Exit(int(ExitCode.FINDINGS))
 
 
 def _read_file(path: str) -> bytes:
@@ -249,56 +311,42 @@ def topo_validate(
     fmt: ValidateFormat = typer.Option(ValidateFormat.text, "--format", "-f", help="Output format."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding reaches this severity."),
     xsd: bool = typer.Option(True, "--xsd/--no-xsd", help="Also check structure against the XSD schema."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
+    rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help=RULE_HELP, metavar="ID"),
+    show_info: bool = SHOW_INFO_OPTION,
 ) -> None:
     """Validate a topology or graph file exactly as NCCL reads it (and against a host with --root/--live)."""
-    from ncclctl import report
     from ncclctl.findings import Severity
-    from ncclctl.topo import rules as topo_rules
     from ncclctl.nccl.version import parse_option as parse_version
-    from ncclctl.topo.validate import validate_bytes
+    from ncclctl.report import Report
+    from ncclctl.topo.filecheck import check_file
 
     if root is not None and live:
         from ncclctl.errors import UsageError
 
         raise UsageError("give --root or --live, not both")
+    only = _select_rules(rule, ("file",), "topo validate")
+    cfg_path, cfg = _load_config(config)
     version = parse_version(nccl_version)
     data = _read_file(file)
-    findings = validate_bytes(data, path=file, nccl_version=version)
-    kind = None
-    from ncclctl.topo.ncclxml import sniff_kind
+    nodes: list = []
 
-    kind = sniff_kind(data)
-    if xsd and kind is not None:
-        from ncclctl.topo.schema import xsd_findings
+    def load_node():
+        nodes.append(_load_node(root, None))
+        return nodes[-1]
 
-        findings += xsd_findings(data, kind, file)
-    if (root is not None or live) and kind in ("topology", "graph"):
-        from ncclctl.topo import hostcheck
-        from ncclctl.topo.interpret import interpret
-        from ncclctl.topo.ncclxml import parse_nccl_xml
+    kind, findings = check_file(data, file, nccl_version=version, xsd=xsd,
+                                load_node=load_node if (root is not None or live) else None)
+    # Per-host ignores match the host the file is checked against, else the machine running the command.
+    import socket
 
-        result = parse_nccl_xml(data, kind=kind, nccl_version=version)
-        if result.ok and result.root is not None:
-            node = _load_node(root, None)
-            if kind == "topology" and result.root.name == "system":
-                findings += hostcheck.check_against_host(interpret(result), node, file)
-            elif kind == "graph" and result.root.name == "graphs":
-                findings += hostcheck.check_graph_against_host(result, node, file)
-                findings += hostcheck.graph_file_in_etc(node)
-    threshold = Severity(fail_on.value)
-    if fmt is ValidateFormat.json:
-        from ncclctl.render import dumps
-
-        _out(dumps(report.json_doc(findings, file=file, kind=kind, nccl_version=".".join(map(str, version)),
-                                   ok=not report.fails(findings, threshold))))
-    elif fmt is ValidateFormat.sarif:
-        from ncclctl.render import dumps
-
-        _out(dumps(report.sarif(findings, rules=topo_rules.RULES)))
-    else:
-        _out(report.text(findings))
-    if report.fails(findings, threshold):
-        raise typer.Exit(int(ExitCode.FINDINGS))
+    findings = cfg.apply(findings, nodes[0].hostname if nodes else socket.gethostname())
+    if only is not None:
+        findings = [f for f in findings if f.rule in only]
+    rep = Report(findings=tuple(findings), subject=file, fail_on=Severity(fail_on.value), name="ncclctl topo validate",
+                 fields=(("file", file), ("kind", kind), ("nccl_version", ".".join(map(str, version))),
+                         ("config", cfg_path)))
+    _emit_report(rep, fmt.value, show_info)
 
 
 class ShowFormat(str, enum.Enum):
@@ -420,6 +468,9 @@ def rings_validate(
     nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Validate for this NCCL version.", metavar="X.Y[.Z]"),
     fmt: ValidateFormat = typer.Option(ValidateFormat.text, "--format", "-f", help="Output format."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding reaches this severity."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
+    rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help=RULE_HELP, metavar="ID"),
+    show_info: bool = SHOW_INFO_OPTION,
 ) -> None:
     """Validate a graph file as NCCL reads it (structure, types, channel counts) and against a host."""
     from ncclctl.errors import InputError
@@ -428,7 +479,8 @@ def rings_validate(
     if sniff_kind(_read_file(file)) == "topology":
         raise InputError("this is a topology file (<system>), not a graph file", path=file,
                          fix="use 'ncclctl topo validate' for topology files")
-    topo_validate(file, root=root, live=live, nccl_version=nccl_version, fmt=fmt, fail_on=fail_on, xsd=True)
+    topo_validate(file, root=root, live=live, nccl_version=nccl_version, fmt=fmt, fail_on=fail_on, xsd=True,
+                  config=config, rule=rule, show_info=show_info)
 
 
 # Command groups that live in their own modules register themselves on `app` when imported (they import only

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
 import enum
 
 from ncclctl import JSON_SCHEMA_VERSION
-from ncclctl.cli import BACKUP_OPTION, CHECK_OPTION, DIFF_OPTION, FOLLOW_OPTION, FailOn, ValidateFormat, _out, app
-from ncclctl.errors import ExitCode
+from ncclctl.cli import (BACKUP_OPTION, CHECK_OPTION, CONFIG_HELP, DIFF_OPTION, FOLLOW_OPTION, RULE_HELP,
+                         SHOW_INFO_OPTION, FailOn, ValidateFormat, _out, app)
 
 fabric_app = typer.Typer(help="The fabric: load ibnetdiscover/iblinkinfo/LLDP, check rail cabling, order hosts for "
                               "rings, synthesize test fabrics.",
@@ -132,22 +132,20 @@ def _stages():
     return stage
 
 
-def _report(findings, fmt: ValidateFormat, fail_on: FailOn, *, header: str, doc: dict) -> None:
-    from ncclctl import report
-    from ncclctl.fabric.rules import RULES
+def _report(findings, fmt: ValidateFormat, fail_on: FailOn, *, header: str, doc: dict, subject: str,
+            config: Optional[str], rule: Optional[List[str]], show_info: bool, command: str) -> None:
+    from ncclctl.cli import _emit_report, _load_config, _select_rules
     from ncclctl.findings import Severity
-    from ncclctl.render import dumps
+    from ncclctl.report import Report
 
-    threshold = Severity(fail_on.value)
-    failed = report.fails(findings, threshold)
-    if fmt is ValidateFormat.json:
-        _out(dumps(report.json_doc(findings, ok=not failed, **doc)))
-    elif fmt is ValidateFormat.sarif:
-        _out(dumps(report.sarif(findings, rules=RULES)))
-    else:
-        _out(header + report.text(findings))
-    if failed:
-        raise typer.Exit(int(ExitCode.FINDINGS))
+    only = _select_rules(rule, ("fabric",), command)
+    cfg_path, cfg = _load_config(config)
+    findings = cfg.apply(findings)  # per-host ignores match each finding's host
+    if only is not None:
+        findings = [f for f in findings if f.rule in only]
+    rep = Report(findings=tuple(findings), subject=subject, fail_on=Severity(fail_on.value), header=header,
+                 fields=(*doc.items(), ("config", cfg_path)), name=f"ncclctl {command}")
+    _emit_report(rep, fmt.value, show_info)
 
 
 @fabric_app.command("load")
@@ -156,6 +154,9 @@ def fabric_load(
     inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help=INVENTORY_HELP, metavar="INV"),
     fmt: ValidateFormat = typer.Option(ValidateFormat.text, "--format", "-f", help="Output format."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding reaches this severity."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
+    rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help=RULE_HELP, metavar="ID"),
+    show_info: bool = SHOW_INFO_OPTION,
 ) -> None:
     """Read a fabric (ibnetdiscover, ibnetdiscover -p, iblinkinfo, or the inventory hosts' LLDP) and summarise it."""
     from ncclctl.fabric.graph import KINDS
@@ -176,7 +177,9 @@ def fabric_load(
              + (f", {summary['other_links']} other" if summary["other_links"] else "") + ")",
              "rates: " + (", ".join(f"{label} x{n}" for label, n in summary["rates"].items()) or "none"),
              f"hosts: {len(hosts)}" + (f": {compress(hosts)}" if hosts else "")]
-    _report(inp.findings, fmt, fail_on, header="\n".join(lines) + "\n", doc=doc)
+    _report(inp.findings, fmt, fail_on, header="\n".join(lines) + "\n", doc=doc,
+            subject=fabric_file or inventory or "fabric", config=config, rule=rule, show_info=show_info,
+            command="fabric load")
 
 
 @fabric_app.command("rails")
@@ -187,12 +190,17 @@ def fabric_rails(
     expect_rate: Optional[str] = typer.Option(None, "--expect-rate", help="Expected HCA link: Gb/s (400, 400G) or width+speed (4xNDR); default: the fabric's majority.", metavar="RATE"),
     fmt: ValidateFormat = typer.Option(ValidateFormat.text, "--format", "-f", help="Output format."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding reaches this severity."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
+    rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help=RULE_HELP, metavar="ID"),
+    show_info: bool = SHOW_INFO_OPTION,
 ) -> None:
     """Detect the rail layout (which leaf serves which rail of which group) and check every host's cabling."""
     from ncclctl.fabric.layout import layout_doc, layout_text
 
     lay = _layout(fabric_file, inventory, rails, expect_rate)
-    _report(lay.findings, fmt, fail_on, header=layout_text(lay), doc=layout_doc(lay))
+    _report(lay.findings, fmt, fail_on, header=layout_text(lay), doc=layout_doc(lay),
+            subject=fabric_file or inventory or "fabric", config=config, rule=rule, show_info=show_info,
+            command="fabric rails")
 
 
 class OrderFormat(str, enum.Enum):

@@ -1,6 +1,6 @@
 """Findings: the frozen values every check (topology validation, lint, fabric) produces.
 
-Checks yield findings; formatters turn them into text, JSON, SARIF or JUnit. A finding never carries
+Checks yield findings; :mod:`ncclctl.report` turns them into text, JSON, SARIF, JUnit or Nagios output. A finding never carries
 formatting. ``subject`` names what the finding is about: a host, a device (``mlx5_0``, ``0000:19:00.0``,
 ``GPU3``) or a file; ``line``/``column`` locate it in a file when there is one.
 """
@@ -22,17 +22,6 @@ class Severity(str, enum.Enum):
 
 
 @dataclass(frozen=True)
-class TableRule:
-    """A check of a fixed-table family (topology/graph XML, fabric): its id, one severity, a title and the fix.
-    The node lint rules carry more (options, documentation) and live in :mod:`ncclctl.lint.registry`."""
-
-    id: str
-    severity: Severity
-    title: str
-    fix: str
-
-
-@dataclass(frozen=True)
 class Finding:
     rule: str
     severity: Severity
@@ -42,6 +31,9 @@ class Finding:
     column: int | None = None
     fix: str | None = None
     evidence: tuple[str, ...] = field(default=())
+    # The host the finding is about when its subject does not say it (a fabric finding's subject is the fabric
+    # file): what per-host config ignores match. Not part of the JSON (the message names the host).
+    host: str | None = None
 
     def location(self) -> str:
         loc = self.subject

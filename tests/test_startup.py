@@ -5,10 +5,12 @@ import sys
 
 import pytest
 
-HEAVY = ("lxml", "yaml", "pynvml", "ncclctl.probe", "ncclctl.topo", "jsonschema", "pydantic")
+HEAVY = ("lxml", "yaml", "pynvml", "ncclctl.probe", "ncclctl.topo", "jsonschema", "pydantic",
+         "ncclctl.registry", "ncclctl.lint", "ncclctl.report", "ncclctl.fabric")
 
 
-@pytest.mark.parametrize("args", [["--version"], ["--help"], ["topo", "--help"], ["probe", "--help"]])
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["topo", "--help"], ["probe", "--help"], ["lint", "--help"],
+                                  ["fabric", "--help"]])
 def test_no_heavy_imports(args):
     result = subprocess.run([sys.executable, "-X", "importtime", "-m", "ncclctl", *args],
                             capture_output=True, text=True, timeout=60)

@@ -163,10 +163,11 @@ def rate_label(width: str | None, speed: str | None, rate: float | None) -> str:
 
 
 def finding(rule_id: str, message: str, *, subject: str, line: int | None = None, severity=None,
-            evidence: tuple[str, ...] = ()) -> Finding:
+            evidence: tuple[str, ...] = (), host: str | None = None) -> Finding:
+    """A fabric finding; ``host``: the host it is about, when there is one (per-host config ignores)."""
     r = RULES[rule_id]
     return Finding(rule=rule_id, severity=severity or r.severity, message=message, subject=subject, line=line,
-                   fix=r.fix, evidence=evidence)
+                   fix=r.fix, evidence=evidence, host=host)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -580,7 +581,7 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
             if len(toks) == 2:
                 findings.append(finding(
                     "FAB014", f"{host} {hca}: the fabric describes GUID {guid} as {desc!r}, the node model of {host} "
-                              "has it; the model wins", subject=src, line=line))
+                              "has it; the model wins", subject=src, line=line, host=host))
         if host is None:
             unknown.append((guid, desc, line))
             continue
@@ -589,7 +590,7 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
             if expected is not None and expected != guid:
                 findings.append(finding(
                     "FAB014", f"{host} {hca}: the fabric's GUID is {guid}, the host's node model says {expected}",
-                    subject=src, line=line))
+                    subject=src, line=line, host=host))
         eps = out.get(host)
         if eps is None:
             eps = out[host] = {}

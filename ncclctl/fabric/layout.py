@@ -146,7 +146,7 @@ def analyze(inp: FabricInput, *, rails: int | None = None, expect_rate: str | No
                 if k not in tset and ep.link is not None:
                     findings.append(finding(
                         "FAB009", f"{h} {ep.hca} port {ep.port}: linked, but not one of the rails the other hosts "
-                                  f"have ({', '.join(table)})", subject=src, line=ep.line))
+                                  f"have ({', '.join(table)})", subject=src, line=ep.line, host=h))
         else:
             keys = tuple(sorted(mine, key=natural_key))[: rails or None]
         rail_keys[h] = keys
@@ -325,34 +325,36 @@ def analyze(inp: FabricInput, *, rails: int | None = None, expect_rate: str | No
                "group": grp.name if grp else None}
         if ep is None:
             subject, line = where(h, None)
-            findings.append(finding("FAB003", f"{h} {hca} (rail {k}): not in the fabric", subject=subject, line=line))
+            findings.append(finding("FAB003", f"{h} {hca} (rail {k}): not in the fabric", subject=subject, line=line,
+                                    host=h))
             problems.append({**rec, "problem": "absent", "line": line, "expected": _swd(g, exp_leaf)})
             return
         link = ep.link
         if link is None:
             findings.append(finding(
                 "FAB002", f"{h} {hca} port {ep.port} (rail {k}): no link"
-                          + (f"; expected on {_sw(g, exp_leaf)}" if exp_leaf else ""), subject=src, line=ep.line))
+                          + (f"; expected on {_sw(g, exp_leaf)}" if exp_leaf else ""), subject=src, line=ep.line,
+                host=h))
             problems.append({**rec, "problem": "down", "line": ep.line, "expected": _swd(g, exp_leaf)})
             return
         if exp_leaf is not None and link[0] != exp_leaf:
             findings.append(finding(
                 "FAB001", f"{h} {hca} port {ep.port} (rail {k}): cabled to {_sw(g, link[0])} port {link[1]}; "
                           f"expected {_sw(g, exp_leaf)}, the rail-{k} leaf of {grp.name}",  # type: ignore[union-attr]
-                subject=src, line=link[5]))
+                subject=src, line=link[5], host=h))
             problems.append({**rec, "problem": "miscabled", "line": link[5], "expected": _swd(g, exp_leaf),
                              "actual": {**(_swd(g, link[0]) or {}), "port": link[1]}})
         wn = _width_num(link[2])
         if exp_wn is not None and wn is not None and wn < exp_wn:
             findings.append(finding(
                 "FAB005", f"{h} {hca} port {ep.port} (rail {k}): link is {rate_label(link[2], link[3], link[4])}, "
-                          f"expected width {exp_width}", subject=src, line=link[5]))
+                          f"expected width {exp_width}", subject=src, line=link[5], host=h))
             problems.append({**rec, "problem": "narrow", "line": link[5], "width": link[2],
                              "expected_width": exp_width, "rate_gbps": link[4]})
         elif exp_rate is not None and link[4] is not None and link[4] < exp_rate:
             findings.append(finding(
                 "FAB004", f"{h} {hca} port {ep.port} (rail {k}): link is {rate_label(link[2], link[3], link[4])}, "
-                          f"expected {exp_rate:g} Gb/s", subject=src, line=link[5]))
+                          f"expected {exp_rate:g} Gb/s", subject=src, line=link[5], host=h))
             problems.append({**rec, "problem": "slow", "line": link[5], "rate_gbps": link[4],
                              "expected_rate_gbps": exp_rate})
 

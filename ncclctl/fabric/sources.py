@@ -83,5 +83,5 @@ def load_input(fabric_file: str | None, inventory: str | None) -> FabricInput:
         if name not in eps:
             what = "RDMA NIC with an Ethernet port (no LLDP data)" if path is None else "HCA in the fabric"
             findings.append(finding("FAB008", f"inventory host {name} has no {what}", subject=inventory,
-                                    line=info.line))
+                                    line=info.line, host=name))
     return FabricInput(graph=graph, inventory_path=inventory, hosts=hosts, endpoints=eps, findings=findings)

@@ -1,4 +1,6 @@
-"""The lint configuration file ``.ncclctl.yaml`` (schema: ``schemas/ncclctl-config.schema.json``)::
+"""The rule configuration file ``.ncclctl.yaml`` (schema: ``schemas/ncclctl-config.schema.json``), read by every
+command that reports findings (lint, fleet lint, topo/rings validate, fabric load/rails) for every rule of the
+registry (:mod:`ncclctl.registry`)::
 
     extends: default            # or strict: default-off rules on, stricter severities
     rules:
@@ -346,8 +348,8 @@ def json_schema() -> dict:
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://ncclctl.invalid/schemas/ncclctl-config.schema.json",
-        "title": "ncclctl lint configuration (.ncclctl.yaml)",
-        "description": "Generated from the rule registry by ncclctl; see docs/lint.md.",
+        "title": "ncclctl rule configuration (.ncclctl.yaml)",
+        "description": "Generated from the rule registry by ncclctl (every rule: node, fleet, file, fabric); see docs/lint.md.",
         "type": ["object", "null"],
         "additionalProperties": False,
         "properties": {

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 from ncclctl.findings import Finding, Severity, sort_key
@@ -63,6 +63,22 @@ class Config:
 
     def ignored(self, host: str, rule_id: str) -> bool:
         return any(fnmatch.fnmatchcase(host, glob) and rule_id in ids for glob, ids in self.ignores)
+
+    def apply(self, findings: Iterable[Finding], host: str | None = None) -> list[Finding]:
+        """The config on findings that checks outside this engine created by rule id (file and fabric rules, see
+        :mod:`ncclctl.registry`): a rule set ``off`` is dropped, a per-host ``ignore`` drops the rule for the
+        finding's host (``Finding.host``, else ``host``), a configured severity replaces the finding's own.
+        Table rules are on by default and have no strict severity, so nothing else applies."""
+        out = []
+        for f in findings:
+            rc = self.rule_config(f.rule)
+            if rc.disabled:
+                continue
+            who = f.host or host
+            if who is not None and self.ignored(who, f.rule):
+                continue
+            out.append(replace(f, severity=rc.severity) if rc.severity not in (None, f.severity) else f)
+        return out
 
 
 DEFAULT_CONFIG = Config()

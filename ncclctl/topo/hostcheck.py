@@ -153,6 +153,46 @@ def check_against_host(view: TopoView, node: Node, path: str) -> list[Finding]:
     return out
 
 
+def confirmed_values(view: TopoView, node: Node) -> frozenset[tuple[int, int, str]]:
+    """The init-only attributes (rule NTS025) whose value is what NCCL would detect on this host, as (line,
+    column, attribute) of their <gpu>/<net> element: ``dev`` and ``sm`` of a GPU this host has at that bus id,
+    ``speed``, ``port``, ``guid`` and ``maxconn`` of a NIC as NCCL's IB plugin reports it here. What
+    :func:`check_against_host` compares and finds equal (a differing value is NTH007, NTH008 or NTH010)."""
+    out: set[tuple[int, int, str]] = set()
+    host_gpus = {g.bdf: g for g in node.gpus}
+    for g in view.gpus:
+        hg = host_gpus.get(_canonical(g.busid) or "")
+        if hg is None:
+            continue
+        where = (g.node.line, g.node.column)
+        if g.dev is not None and g.dev == hg.index:
+            out.add((*where, "dev"))
+        if g.sm is not None and hg.sm is not None and g.sm == hg.sm:
+            out.add((*where, "sm"))
+    host_nets = {nd.nic.name: nd for nd in net_devices(node)}
+    for n in view.nets:
+        nd = host_nets.get(n.name or "")
+        if nd is None:
+            continue
+        where = (n.node.line, n.node.column)
+        host = {"port": str(nd.nccl_port)}
+        if nd.port.rate_gbps:
+            host["speed"] = str(int(round(nd.port.rate_gbps * 1000)))
+        if nd.nic.max_qp:
+            host["maxconn"] = str(nd.nic.max_qp)
+        for attr, value in host.items():
+            if (n.attrs.get(attr) or "").strip() == value:
+                out.add((*where, attr))
+        guid = n.attrs.get("guid")
+        if guid is not None and nd.nic.sys_image_guid:
+            try:
+                if int(guid, 16) == int(nd.nic.sys_image_guid, 16):
+                    out.add((*where, "guid"))
+            except ValueError:
+                pass
+    return frozenset(out)
+
+
 def _pairings(view: TopoView, node: Node, path: str) -> list[Finding]:
     """Each GPU's nearest NICs in the file against the host (bare metal: PCIe; VMs: NUMA locality)."""
     out: list[Finding] = []
@@ -246,5 +286,5 @@ def graph_file_in_etc(node: Node) -> list[Finding]:
     return out
 
 
-__all__ = ["check_against_host", "check_graph_against_host", "graph_file_in_etc"]
+__all__ = ["check_against_host", "check_graph_against_host", "confirmed_values", "graph_file_in_etc"]
 _ = gpu_gpu

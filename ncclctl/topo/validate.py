@@ -3,7 +3,7 @@
 The file is first read with :mod:`ncclctl.topo.ncclxml`, which reproduces NCCL's own reader: every fatal
 construct becomes an ``NTX`` error finding. If NCCL would read the file, the tree is then checked against
 what NCCL does with it (``NTS`` topology rules, ``NTG`` graph rules, ``NTV`` rules for the target NCCL
-version). Rule ids, severities and fixes live in :mod:`ncclctl.topo.rules`; section numbers refer to the
+version). Rule ids, severities and fixes are rows of the rule registry (:mod:`ncclctl.registry.file_rules`); section numbers refer to the
 reference ``nccl-format.md``.
 
 Nothing here raises for bad content: a file always yields findings. Only input that is not bytes, an
@@ -146,9 +146,11 @@ _GRAPH_NAMES = {0: "ring", 1: "tree", 2: "CollNet chain", 3: "NVLS", 4: "CollNet
 
 
 class _Ctx:
-    def __init__(self, path: str, version: Version) -> None:
+    def __init__(self, path: str, version: Version, confirmed: frozenset[tuple[int, int, str]] = frozenset()) -> None:
         self.path = path
         self.version = version
+        # (line, column, attribute) of init-only values the host check found equal to what NCCL detects (NTS025)
+        self.confirmed = confirmed
         self.findings: list[Finding] = []
         self._seen: set[tuple] = set()
 
@@ -240,15 +242,19 @@ def _check_roots(ctx: _Ctx, res: ParseResult, root_name: str, r_none: str, r_two
 # Topology
 
 
-def validate_topology(data: bytes, *, path: str, nccl_version: object = DEFAULT) -> list[Finding]:
-    """Findings for ``data`` used as ``NCCL_TOPO_FILE`` by NCCL ``nccl_version``."""
+def validate_topology(data: bytes, *, path: str, nccl_version: object = DEFAULT,
+                      confirmed: frozenset[tuple[int, int, str]] = frozenset()) -> list[Finding]:
+    """Findings for ``data`` used as ``NCCL_TOPO_FILE`` by NCCL ``nccl_version``. ``confirmed``: (line, column,
+    attribute) of init-only values a host check found equal to what NCCL would detect on that host
+    (:func:`ncclctl.topo.hostcheck.confirmed_values`); NTS025 does not report them."""
     version = parse(nccl_version)
     res = parse_nccl_xml(data, kind="topology", nccl_version=version, path=path)
-    return _validate_topology_result(res, path)
+    return _validate_topology_result(res, path, confirmed)
 
 
-def _validate_topology_result(res: ParseResult, path: str) -> list[Finding]:
-    ctx = _Ctx(path, res.version)
+def _validate_topology_result(res: ParseResult, path: str,
+                              confirmed: frozenset[tuple[int, int, str]] = frozenset()) -> list[Finding]:
+    ctx = _Ctx(path, res.version, confirmed)
     if _lexical(ctx, res):
         return ctx.result()
     _check_roots(ctx, res, "system", "NTS001", "NTS002")
@@ -542,6 +548,7 @@ class _TopoChecks:
                                       f"{devs[n].line}: NVML indices are unique", gpu)
                 else:
                     devs[n] = gpu
+            overrides = [a for a in overrides if (gpu.line, gpu.column, a) not in ctx.confirmed]
             if overrides:
                 ctx.add("NTS025", f"{_where(gpu)} sets {', '.join(overrides)}: NCCL uses these values instead of "
                                   "detecting them", gpu)
@@ -687,6 +694,7 @@ class _TopoChecks:
                 elif n < 1000:
                     ctx.add("NTS026", f"{_where(net)} speed={_q(speed)} Mb/s is {n / 8000:g} GB/s: speed is in "
                                       f"Mb/s (400 Gb/s is 400000)", net)
+            overrides = [a for a in overrides if (net.line, net.column, a) not in ctx.confirmed]
             if overrides:
                 ctx.add("NTS025", f"{_where(net)} sets {', '.join(overrides)}: NCCL uses these values instead of "
                                   "asking the net plugin", net)
@@ -919,15 +927,17 @@ def _check_dev(ctx: _Ctx, el: XmlNode, dev: str) -> None:
 
 
 def validate_bytes(data: bytes, *, path: str, kind: Kind | None = None,
-                   nccl_version: object = DEFAULT) -> list[Finding]:
+                   nccl_version: object = DEFAULT,
+                   confirmed: frozenset[tuple[int, int, str]] = frozenset()) -> list[Finding]:
     """Validate as ``kind``, or as the kind sniffed from the root element (``system`` / ``graphs``);
-    a file whose root cannot be seen is taken as a graph file if its name contains 'graph'."""
+    a file whose root cannot be seen is taken as a graph file if its name contains 'graph'. ``confirmed``: see
+    :func:`validate_topology`."""
     if kind is None:
         kind = sniff_kind(data) or ("graph" if "graph" in Path(path).name.lower() else "topology")
     if kind == "graph":
         return validate_graph(data, path=path, nccl_version=nccl_version)
     if kind == "topology":
-        return validate_topology(data, path=path, nccl_version=nccl_version)
+        return validate_topology(data, path=path, nccl_version=nccl_version, confirmed=confirmed)
     raise InputError(f"unknown NCCL XML kind {kind!r}", fix="use 'topology' or 'graph'")
 
 

@@ -1,4 +1,5 @@
-"""Files generated from the rule registry stay current: the config and profile JSON Schemas, the README rule index.
+"""Files generated from the rule registry stay current: the config and profile JSON Schemas, the README rule index,
+the rule tables in docs/*.md.
 
 After adding or changing a rule, regenerate them with::
 
@@ -11,8 +12,9 @@ import json
 
 import pytest
 
-from ncclctl.lint import config, expect, output
-from ncclctl.lint.registry import all_rules
+from ncclctl.lint import config, expect
+from ncclctl.registry import FAMILY_TABLE, all_rules
+from ncclctl.registry import docs as output
 
 from conftest import REPO, run_cli
 
@@ -66,3 +68,36 @@ def test_readme_block_is_what_rules_markdown_prints():
     assert block == "\n" + res.stdout
     for r in all_rules():
         assert f"| {r.id} | `{r.slug}` |" in res.stdout
+
+
+DOCS = sorted((REPO / "docs").glob("*.md"))
+
+
+@pytest.mark.parametrize("path", DOCS, ids=[p.name for p in DOCS])
+def test_docs_rule_tables_are_current(path, request):
+    text = path.read_text(encoding="utf-8")
+    want = output.replace_family_tables(text, all_rules(), path=str(path))
+    if _update(request):
+        if want != text:
+            path.write_text(want, encoding="utf-8")
+        return
+    assert text == want, (f"the rule tables in docs/{path.name} are stale; run: python3 -m pytest -q "
+                          "tests/lint/test_generated.py --update-golden")
+
+
+def test_every_family_has_a_docs_table():
+    tabled: dict[str, list[str]] = {}
+    for path in DOCS:
+        for family in output.tabled_families(path.read_text(encoding="utf-8")):
+            tabled.setdefault(family, []).append(path.name)
+    assert sorted(tabled) == sorted(f.name for f in FAMILY_TABLE), "every rule family needs one generated docs table"
+    assert all(len(v) == 1 for v in tabled.values()), tabled
+    for r in all_rules():
+        assert f"| {r.id} | `{r.slug}` |" in (REPO / "docs" / tabled[r.family][0]).read_text(encoding="utf-8")
+
+
+def test_table_markers_are_checked():
+    with pytest.raises(ValueError, match="unknown rule family nosuch"):
+        output.replace_family_tables("<!-- rules-table: nosuch -->\n<!-- rules-table:end -->\n", all_rules())
+    with pytest.raises(ValueError, match="has no"):
+        output.replace_family_tables("<!-- rules-table: pcie -->\nno end\n", all_rules())

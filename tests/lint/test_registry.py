@@ -1,4 +1,5 @@
-"""Meta-tests over the whole rule registry: ids, slugs, families, docs, severities, options, modules, explain."""
+"""Meta-tests over the whole rule registry (node, fleet, file and fabric rules): ids, slugs, families, scopes,
+docs, severities, options, modules, explain, config."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import re
 import pytest
 
 from ncclctl.findings import Severity
-from ncclctl.lint import output
-from ncclctl.lint.registry import (FAMILIES, FAMILY_MODULES, FLEET_FAMILIES, OPTION_TYPES, all_rules, get,
-                                   missing_modules, suggest)
+from ncclctl.lint.config import parse_config
+from ncclctl.registry import (FAMILIES, FAMILY_MODULES, FAMILY_SCOPES, FLEET_FAMILIES, OPTION_TYPES, SCOPES,
+                              TABLE_SCOPES, all_rules, get, missing_modules, no_check, suggest)
+from ncclctl.registry import docs as output
+from ncclctl.registry.grading import GRADED
 
 from conftest import run_cli
 
@@ -52,9 +55,16 @@ def test_rule_metadata(rule):
         assert isinstance(text, str) and len(text.strip()) >= 30, f"{rule.id}: doc.{name} is missing or too short"
         assert text.strip() != rule.title, f"{rule.id}: doc.{name} repeats the title"
     assert len(set(parts.values())) == 4, f"{rule.id}: what/why/detect/fix must say different things"
-    assert rule.scope == ("fleet" if rule.family in FLEET_FAMILIES else "node")
+    assert rule.scope in SCOPES and rule.scope == FAMILY_SCOPES[rule.family]
+    if rule.family in FLEET_FAMILIES:
+        assert rule.scope == "fleet"
     assert rule.needs_expect == (rule.family == "expect"), f"{rule.id}: only EXP rules need --expect"
-    assert callable(rule.check)
+    if rule.scope in TABLE_SCOPES:  # a validator creates its findings by id
+        assert rule.check is no_check and rule.default_enabled and not rule.options and rule.strict_severity is None
+        assert rule.checked_by.startswith("ncclctl/") and rule.checked_by.endswith(".py"), rule.checked_by
+    else:
+        assert callable(rule.check) and rule.checked_by.startswith("ncclctl.")
+    assert rule.graded is None or (rule.graded.strip() and "(" not in rule.graded), rule.graded
 
 
 @pytest.mark.parametrize("rule", [r for r in RULES if r.options], ids=[r.id for r in RULES if r.options])
@@ -85,6 +95,36 @@ def test_explain_renders_every_rule(rule):
     assert get(rule.id) is rule and get(rule.slug) is rule and get(rule.id.lower()) is rule
 
 
+def test_grading_notes_name_registered_rules():
+    assert set(GRADED) <= set(IDS)
+
+
+def test_every_scope_but_log_has_rules():
+    assert {r.scope for r in RULES} == set(SCOPES) - {"log"}
+
+
+def test_table_rules_keep_their_ids():
+    """File and fabric rule ids are stable (tests, configs and users depend on them)."""
+    from ncclctl.fabric.rules import RULES as FABRIC
+    from ncclctl.topo.rules import RULES as FILE
+
+    assert len(FILE) == 115 and len(FABRIC) == 14
+    assert {f"NTX{i:03d}" for i in [*range(1, 26), 90, 91]} | {f"NTS{i:03d}" for i in range(1, 43)} \
+        | {f"NTG{i:03d}" for i in range(1, 22)} | {f"NTV{i:03d}" for i in range(1, 11)} \
+        | {f"NTH{i:03d}" for i in range(1, 16)} == set(FILE)
+    assert {f"FAB{i:03d}" for i in range(1, 15)} == set(FABRIC)
+    assert all(FILE[rid] is get(rid) for rid in FILE) and all(FABRIC[rid] is get(rid) for rid in FABRIC)
+
+
+@pytest.mark.parametrize("rule", RULES, ids=IDS)
+def test_config_accepts_every_rule(rule):
+    """Every rule, of every scope, can be set to a severity, turned off and ignored per host in .ncclctl.yaml."""
+    other = "info" if rule.severity is not Severity.INFO else "error"
+    cfg = parse_config(f"rules:\n  {rule.slug}: {other}\nignore:\n  - {{hosts: 'dev-*', rules: [{rule.id}]}}\n")
+    assert cfg.rule_config(rule.id).severity is Severity(other) and cfg.ignored("dev-1", rule.id)
+    assert parse_config(f"rules: {{{rule.id}: off}}\n").rule_config(rule.id).disabled is True
+
+
 def test_lookup_and_suggestions():
     assert get("no-such-rule") is None
     assert suggest("GPU04") == "GPU004"
@@ -99,9 +139,25 @@ def test_rules_cli_lists_every_rule_in_every_format():
         assert re.search(rf"^{r.id}\s+{re.escape(r.slug)}\s+{r.family}\s+{r.severity.value}\s", text.stdout, re.M)
     doc = json.loads(run_cli("rules", "--format", "json").stdout)
     assert [d["id"] for d in doc["rules"]] == IDS
-    assert {d["runs"] for d in doc["rules"]} <= {"always", "strict", "--expect", "fleet"}
+    assert {d["runs"] for d in doc["rules"]} <= set(output.RUNS)
+    assert {d["scope"] for d in doc["rules"]} == {"node", "fleet", "file", "fabric"}
     md = run_cli("rules", "-f", "markdown").stdout
     assert md.count("\n| ") == len(RULES) + 1
+
+
+@pytest.mark.parametrize("scope", SCOPES)
+def test_rules_cli_filters_by_scope_and_family(scope):
+    doc = json.loads(run_cli("rules", "--scope", scope, "--format", "json").stdout)
+    assert [d["id"] for d in doc["rules"]] == [r.id for r in RULES if r.scope == scope]
+    text = run_cli("rules", "--scope", scope).stdout
+    assert text.splitlines()[-2].startswith(f"{sum(r.scope == scope for r in RULES)} rule")
+
+
+def test_rules_cli_family_filter_and_bad_family():
+    doc = json.loads(run_cli("rules", "--family", "host-match", "-f", "json").stdout)
+    assert [d["id"] for d in doc["rules"]] == [f"NTH{i:03d}" for i in range(1, 16)]
+    res = run_cli("rules", "--family", "topo")
+    assert res.returncode == 2 and "no such rule family: 'topo'" in res.stderr and "topology" in res.stderr
 
 
 def test_explain_cli():
@@ -110,6 +166,13 @@ def test_explain_cli():
     doc = json.loads(run_cli("explain", "exp007", "--format", "json").stdout)
     assert doc["id"] == "EXP007" and [o["name"] for o in doc["options"]] == ["ignore", "unexpected"]
     assert doc["options"][0]["type"] == "list of str"
+    for rid in ("NTX001", "NTS025", "NTG006", "NTV005", "NTH007", "NTX090", "FAB002", "fabric-miscabled"):
+        res = run_cli("explain", rid)
+        assert res.returncode == 0, res.stderr
+        assert all(label in res.stdout for label in ("What:", "Why:", "Detect:", "Fix:"))
+    doc = json.loads(run_cli("explain", "FAB004", "--format", "json").stdout)
+    assert doc["scope"] == "fabric" and doc["graded"] == "warning on switch-to-switch links"
+    assert "warning on switch-to-switch links" in run_cli("explain", "FAB004").stdout
     res = run_cli("explain", "GPU04")
     assert res.returncode == 2
     assert "no such rule: 'GPU04'" in res.stderr and "did you mean GPU004?" in res.stderr

@@ -1,0 +1,103 @@
+"""The fabric rules (``ncclctl fabric load``, ``fabric rails``), as table rows.
+
+The checks stay where they are (:mod:`ncclctl.fabric.graph`, :mod:`ncclctl.fabric.layout`,
+:mod:`ncclctl.fabric.sources`) and create findings by id through :func:`ncclctl.fabric.graph.finding`.
+
+Every fabric finding's ``subject`` is a file (the fabric file, or the inventory for hosts and LLDP data) and its
+``line`` the line the evidence sits on, so text output reads ``FILE:LINE: severity: FABnnn: message`` and SARIF
+points at the line. Messages start with the host and HCA they are about.
+"""
+
+from __future__ import annotations
+
+from ncclctl.findings import Severity
+from ncclctl.registry import Rule, table
+
+E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+
+_GRAPH = "ncclctl/fabric/graph.py"
+_LAYOUT = "ncclctl/fabric/layout.py"
+_SOURCES = "ncclctl/fabric/sources.py"
+
+_WHY_RAIL = ("NCCL's rail-optimised rings and trees assume that every host's rail-k HCA reaches the rail-k leaf "
+             "of its group at full rate. A link that breaks this turns a rail's traffic into spine crossings or "
+             "drops the rail: collectives slow down to the worst link, and a missing HCA can make jobs fail to "
+             "start or hang.")
+_WHY_DATA = ("The rail checks can only judge what the discovery describes: HCAs that cannot be tied to a host and "
+             "rail, or a discovery that is inconsistent, hide real cabling faults from them (and usually point at "
+             "a host or switch that needs attention itself).")
+_DETECT_LAYOUT = ("ncclctl fabric rails reads ibnetdiscover (with or without -p), iblinkinfo, or the hosts' LLDP "
+                  "neighbours (RoCE), detects the rail layout from what most hosts do (which leaf serves which rail "
+                  "of which group), and compares every host's HCA links with it (ncclctl/fabric/layout.py).")
+_DETECT_GRAPH = ("ncclctl fabric load (and every fabric command) reads the discovery into a graph of switches, "
+                 "HCAs and links and checks it while reading: GUIDs, node descriptions and both ends of every link "
+                 "(ncclctl/fabric/graph.py).")
+
+# id, slug, severity, title, what it finds, fix, why, how detected, where the check lives, grading note
+_ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None], ...] = (
+    ("FAB001", "fabric-miscabled", E, "miscabled: a rail HCA reaches a switch other than its group's leaf for that rail",
+     "A host's rail-k HCA reaches a switch other than the rail-k leaf of its group.",
+     "Move the cable to the expected leaf (swapped pairs usually need both cables of the host moved).",
+     _WHY_RAIL, _DETECT_LAYOUT, _LAYOUT, None),
+    ("FAB002", "fabric-link-down", E, "link down: the HCA port has no link",
+     "The HCA is in the fabric (or the host's node model) but its port has no link.",
+     "Check the cable and transceiver; ibstat on the host shows the port state.",
+     _WHY_RAIL, _DETECT_LAYOUT, _LAYOUT, None),
+    ("FAB003", "fabric-hca-absent", E, "HCA absent: a rail HCA of the host is not in the fabric",
+     "A rail HCA the host should have (the rail table, or what every other host has) is not in the fabric.",
+     "Check that the HCA is seated and its driver loaded (ibstat), then rediscover the fabric.",
+     _WHY_RAIL, _DETECT_LAYOUT, _LAYOUT, None),
+    ("FAB004", "fabric-link-slow", E, "link slower than expected",
+     "An HCA link runs slower than expected: --expect-rate, else the rate most HCA links of the fabric have.",
+     "Reseat or replace the cable/transceiver; check the port speed settings on the switch (mlxlink).",
+     _WHY_RAIL, _DETECT_LAYOUT, _LAYOUT, "warning on switch-to-switch links"),
+    ("FAB005", "fabric-link-narrow", E, "link narrower than expected",
+     "An HCA link trained with fewer lanes than expected (for example 2x instead of 4x).",
+     "A lane is down or the cable is a split cable; reseat or replace it (mlxlink shows the lanes).",
+     _WHY_RAIL, _DETECT_LAYOUT, _LAYOUT, "warning on switch-to-switch links"),
+    ("FAB006", "fabric-duplicate-guid", E, "duplicate GUID",
+     "Two node blocks of the discovery, or two hosts' HCAs, carry the same GUID.",
+     "Two devices share a GUID (cloned firmware or VM images); give each a unique GUID.",
+     "The subnet manager routes by GUID and LID: two devices with one GUID get one of them unreachable or "
+     "misrouted, and the rail checks cannot tell which cable belongs to which host.", _DETECT_GRAPH, _GRAPH, None),
+    ("FAB007", "fabric-unknown-node", W, "unknown node description: the HCA names no known host",
+     "An HCA whose node description names no host (not '<host> <hca>', or a host not in the inventory).",
+     "Run rdma-ndd (node description '<hostname> <hca>') on every host, or add the host to the inventory.",
+     _WHY_DATA, _DETECT_GRAPH, _GRAPH, None),
+    ("FAB008", "fabric-host-missing", E, "inventory host missing from the fabric",
+     "A host of the inventory has no HCA in the fabric (or no LLDP neighbour data).",
+     "Check the host's cables and that its HCAs are up, or remove it from the inventory.",
+     _WHY_RAIL, "ncclctl compares the inventory's hosts with the hosts the fabric's node descriptions (or LLDP "
+     "data) name (ncclctl/fabric/sources.py).", _SOURCES, None),
+    ("FAB009", "fabric-unexpected-hca", W, "unexpected HCA: not one of the rails the other hosts have",
+     "A linked HCA whose name is not one of the rails the other hosts have.",
+     "Check the host's HCA naming (udev rules) or give its node model in the inventory.",
+     _WHY_DATA, _DETECT_LAYOUT, _LAYOUT, None),
+    ("FAB010", "fabric-dangling-links", W, "links point at GUIDs the file does not describe",
+     "Links of the discovery point at GUIDs that no node block of the file describes.",
+     "The output looks truncated; run ibnetdiscover again and keep the whole output.",
+     _WHY_DATA, _DETECT_GRAPH, _GRAPH, None),
+    ("FAB011", "fabric-inconsistent-link", E, "inconsistent link ends",
+     "The two ends of a link name different peers, or a port is listed twice.",
+     "The file was edited or merged from two discoveries; run ibnetdiscover again.",
+     _WHY_DATA, _DETECT_GRAPH, _GRAPH, None),
+    ("FAB012", "fabric-duplicate-node-desc", E, "duplicate node description",
+     "Several HCAs claim the same host and HCA name in their node descriptions.",
+     "Set a unique node description per HCA: '<hostname> <hca>' (rdma-ndd does this).",
+     _WHY_DATA, _DETECT_GRAPH, _GRAPH, None),
+    ("FAB013", "fabric-not-rail-optimized", I, "not rail-optimized: a leaf serves several rails of a group",
+     "One leaf serves several rails of a group (a top-of-rack design); all rail checks still apply.",
+     "Nothing to fix if the fabric is meant to be top-of-rack; rail-pinned rings gain nothing here.",
+     "Rail-pinned rings and NCCL's PXN assume one leaf per rail; on a top-of-rack fabric they gain nothing, "
+     "and host orders or graph files made for rails do not apply.", _DETECT_LAYOUT, _LAYOUT, None),
+    ("FAB014", "fabric-guid-mismatch", W, "HCA GUID differs between the fabric and the host model",
+     "The HCA GUID in the fabric differs from the GUID in the host's node model (snapshot).",
+     "The node description is stale or copied; re-run rdma-ndd, or refresh the host's snapshot.",
+     _WHY_DATA, "With an inventory that names the hosts' snapshots or models, ncclctl compares each host's HCA "
+     "GUIDs with the fabric's (ncclctl/fabric/graph.py).", _GRAPH, None),
+)
+
+RULES: tuple[Rule, ...] = tuple(
+    table(rule_id, slug, severity, title, what=what, why=why, detect=detect, fix=fix, checked_by=module, graded=graded)
+    for rule_id, slug, severity, title, what, fix, why, detect, module, graded in _ROWS
+)

@@ -1,0 +1,494 @@
+"""The file rules: NCCL topology (``NCCL_TOPO_FILE``) and graph (``NCCL_GRAPH_FILE``) XML checks, as table rows.
+
+Families (section numbers refer to the reference ``nccl-format.md``):
+
+* ``NTX`` (nccl-xml): lexical rules and size limits of NCCL's byte-level XML reader (both file kinds), and the
+  XSD checks (NTX090/NTX091);
+* ``NTS`` (topology): topology-file semantics;
+* ``NTG`` (graph): graph-file semantics;
+* ``NTV`` (nccl-version): constructs a given NCCL version does not understand (or understands differently);
+* ``NTH`` (host-match): the file compared with a host (a ``--root`` fixture or the live host).
+
+The checks stay where they are (:mod:`ncclctl.topo.ncclxml`, :mod:`ncclctl.topo.validate`,
+:mod:`ncclctl.topo.hostcheck`, :mod:`ncclctl.topo.schema`) and create findings by id through
+:func:`ncclctl.topo.rules.rule`. Each row gives the id, slug, default severity, title and fix; the documentation's
+*why* and *how detected* come from the family (below) unless a row has its own, and *what* is the title in its
+family's context. Rule ids are stable: tests, configs and users depend on them.
+"""
+
+from __future__ import annotations
+
+from ncclctl.findings import Severity
+from ncclctl.registry import Rule, table
+
+E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+
+_READER = "ncclctl/topo/ncclxml.py"
+_VALIDATE = "ncclctl/topo/validate.py"
+_HOST = "ncclctl/topo/hostcheck.py"
+_SCHEMA = "ncclctl/topo/schema.py"
+
+# prefix -> (context appended to the title for "what", why, how detected, where the checks live)
+_FAMILY_DOC: dict[str, tuple[str, str, str, str]] = {
+    "NTX": (
+        "in a topology or graph file, as NCCL's own reader sees it",
+        "NCCL reads topology and graph files with its own small byte-level reader (src/graph/xml.cc), not with an "
+        "XML library. Constructs any XML parser accepts can make that reader fail, which aborts communicator "
+        "initialisation, or make it read other names and values than the author wrote; its fixed-size buffers "
+        "drop what does not fit without a warning.",
+        "ncclctl reads the file byte by byte the way NCCL's reader does for the target --nccl-version "
+        "(ncclctl/topo/ncclxml.py) and reports the construct with its line and column: the fatal one where NCCL "
+        "would stop, and every lenient one NCCL would misread.",
+        _READER,
+    ),
+    "NTS": (
+        "in a topology file, NCCL_TOPO_FILE",
+        "NCCL builds its topology from NCCL_TOPO_FILE first and fills in only what the file leaves out. A wrong, "
+        "ignored or incomplete element changes the paths NCCL computes between GPUs, NICs and CPUs: slower rings "
+        "and trees, GPUDirect RDMA off, traffic on the wrong NIC, or an init failure. Most of these mistakes are "
+        "silent.",
+        "After NCCL's reader accepts the file, ncclctl walks the tree NCCL keeps and checks every element and "
+        "attribute against what NCCL's topology code (src/graph/xml.cc, topo.cc) does with it, for the target "
+        "--nccl-version (ncclctl/topo/validate.py).",
+        _VALIDATE,
+    ),
+    "NTG": (
+        "in a graph file, NCCL_GRAPH_FILE",
+        "NCCL_GRAPH_FILE replaces NCCL's own search for rings and trees: the channels in the file are used as "
+        "written. A malformed graph fails communicator init or is dropped (NCCL searches as usual, and the file "
+        "silently does nothing); a wrong one pins a slow or invalid channel layout on every job that reads it.",
+        "ncclctl checks the graphs > graph > channel > net/gpu tree against what NCCL's graph loader "
+        "(src/graph/search.cc, ncclTopoGetGraphFromXml) requires and how it reads each value, for the target "
+        "--nccl-version (ncclctl/topo/validate.py).",
+        _VALIDATE,
+    ),
+    "NTV": (
+        "for the NCCL version given with --nccl-version",
+        "Each NCCL release reads these files a little differently: elements, attributes, dictionary values and "
+        "quoting that a later release added are ignored, misread or fatal in an older one. A file that works on "
+        "one release can silently mean something else, or break init, on another.",
+        "The file is read and checked as the release given with --nccl-version reads it (default 2.30.7; give "
+        "the oldest NCCL your jobs use), from the per-version history in the reference nccl-format.md §6.",
+        _VALIDATE,
+    ),
+    "NTH": (
+        "the file compared with the host that uses it",
+        "A topology or graph file is right only for the hardware it describes: NCCL trusts the file's bus ids, "
+        "NUMA placement, GPU indices and NIC attributes as written. A file copied from another host, or written "
+        "before a hardware change, makes NCCL trim devices, bind threads to the wrong cores, pair GPUs with distant "
+        "NICs, or fail init.",
+        "With --root DIR (a snapshot or fixture) or --live, ncclctl probes the host and compares the file with it: "
+        "devices by bus id, NUMA nodes and cpumaps, NVML indices and compute capability, NVLink counts, and the IB "
+        "plugin's view of the NICs (ncclctl/topo/hostcheck.py). Lint runs the same comparison on the files that "
+        "NCCL_TOPO_FILE and NCCL_GRAPH_FILE name (NCCL020, NCCL022).",
+        _HOST,
+    ),
+}
+
+# Rows whose check lives outside the family's module, or whose documentation says more than the family's.
+_EXTRA: dict[str, dict[str, str]] = {
+    "NTS003": {"checked_by": _READER},
+    "NTG003": {"checked_by": _READER},
+    "NTV005": {"checked_by": _READER},
+    "NTV010": {"checked_by": _READER},
+    "NTS025": {
+        "why": "dev, sm, gdr (on <gpu>) and speed, port, guid, latency, maxconn, coll, gdr (on <net>) are read once "
+               "at init and used instead of what NCCL would detect or ask the net plugin. A value that is right "
+               "for this host is harmless (ncclctl topo generate writes them as the host reports them); a value "
+               "copied from another host silently misleads NCCL's path and bandwidth model.",
+        "detect": "Every such attribute on <gpu> and <net> is listed. With --root/--live the values are compared "
+                  "with the host: those equal to what NCCL would detect there are not reported (a wrong one is "
+                  "NTH007, NTH008 or NTH010).",
+    },
+    "NTH015": {
+        "why": "NCCL_GRAPH_FILE in /etc/nccl.conf applies to every job on the node, including jobs on fewer GPUs "
+               "or another GPU order, for which the graph is wrong: they fail at init ('dev not found') or run a "
+               "channel layout made for something else.",
+        "detect": "With --root/--live, ncclctl reads the host's /etc/nccl.conf (as NCCL does: the first "
+                  "NCCL_GRAPH_FILE= line) when it validates a graph file.",
+    },
+    "NTX090": {
+        "checked_by": _SCHEMA,
+        "why": "The schemas describe the structure NCCL understands. A mismatch usually means an element or "
+               "attribute NCCL ignores or reads differently; the NCCL-based rules (NTS, NTG) say what NCCL does "
+               "with it, this rule catches what they do not model.",
+        "detect": "The file is validated with lxml against schemas/nccl-topo.xsd or schemas/nccl-graph.xsd "
+                  "(--xsd, on by default; --no-xsd skips it).",
+    },
+    "NTX091": {
+        "checked_by": _SCHEMA,
+        "why": "Nothing is wrong for NCCL by itself: NCCL's reader is more lenient than XML, so a file NCCL reads "
+               "can still be unreadable to a general XML parser, and the structural XSD check cannot run.",
+        "detect": "lxml refuses to parse the file (for example a TAB-indented or unquoted construct NCCL accepts); "
+                  "the NCCL-based rules still run on NCCL's reading of it.",
+    },
+}
+
+_ROWS: tuple[tuple[str, str, Severity, str, str], ...] = (
+    # --- NTX: NCCL's byte-level reader and its limits (§1.1) -----------------------------------------
+    ('NTX001', 'tab-before-element', E,
+     "TAB before '<': NCCL skips only space, LF and CR between elements",
+     'Indent with spaces only; replace every TAB outside attribute values with spaces.'),
+    ('NTX002', 'newline-in-start-tag', E,
+     'newline inside a start tag: NCCL needs each start tag on one line',
+     'Write the element name and all its attributes on a single line, separated by single spaces.'),
+    ('NTX003', 'xml-declaration', E,
+     "<?xml ...?> declaration: NCCL's reader cannot parse it",
+     'Delete the <?xml ...?> line; NCCL files carry no XML declaration.'),
+    ('NTX004', 'utf8-bom', E,
+     'UTF-8 byte-order mark at the start of the file',
+     "Save the file as UTF-8 without BOM (the first byte must be '<', a space or a newline)."),
+    ('NTX005', 'text-outside-tags', E,
+     "text outside tags: NCCL expects '<' after whitespace between elements",
+     'Remove text content and anything after the root element; use <!-- --> for notes.'),
+    ('NTX006', 'unquoted-attribute', E,
+     'unquoted attribute value',
+     'Quote every attribute value with double quotes: name="value".'),
+    ('NTX007', 'unexpected-end-of-file', E,
+     'unexpected end of file inside a tag or value (e.g. an unclosed or mismatched quote)',
+     "Close every quoted value with the same quote character and end every tag with '>'."),
+    ('NTX008', 'malformed-self-closing-tag', E,
+     "malformed self-closing tag ('/' not directly followed by '>')",
+     "Write self-closing tags as <name .../> with no space between '/' and '>'."),
+    ('NTX009', 'closing-tag-trailing-chars', E,
+     "closing tag with trailing characters (e.g. '</x >')",
+     'Write closing tags exactly as </name>.'),
+    ('NTX010', 'closing-tag-mismatch', E,
+     'closing tag does not match the open element',
+     'Close elements in reverse order of opening; check the element names.'),
+    ('NTX011', 'element-not-closed', E,
+     'element not closed before the end of the file',
+     'Add the missing </name> or write the element as <name .../>.'),
+    ('NTX012', 'comment-not-terminated', E,
+     "comment not terminated with '-->'",
+     "End the comment with '-->' (NCCL's reader looks for exactly that sequence)."),
+    ('NTX013', 'equals-in-element-name', E,
+     "'=' inside an element name (NCCL: 'Unexpected value with name')",
+     "Separate the element name from attributes with a space (not a TAB), and do not put '=' in the first word of a comment."),
+    ('NTX014', 'malformed-start-tag', E,
+     "malformed start tag: NCCL expected '>'",
+     "Separate attributes with exactly one space and end the tag with '>' or '/>'."),
+    ('NTX015', 'attribute-value-too-long', E,
+     'attribute value of 254 characters or more',
+     'Shorten the value to at most 253 characters.'),
+    ('NTX016', 'xml-name-too-long', E,
+     'element or attribute name too long',
+     'Shorten the name to at most 253 characters (254 in NCCL 2.6-2.7).'),
+    ('NTX017', 'too-many-attributes', E,
+     'more than 16 attributes on one element: NCCL drops the 17th and later',
+     'Remove unneeded attributes so that at most 16 remain.'),
+    ('NTX018', 'too-many-children', E,
+     "more child elements than NCCL's per-element limit (MAX_SUBS)",
+     'Reduce the number of children of this element (640 in 2.29.7+, 128 in 2.21-2.29.3, 32 before).'),
+    ('NTX019', 'too-many-elements', E,
+     "more elements than NCCL's node slots (255 usable in a topology file)",
+     'Remove elements NCCL would trim anyway (unused switches, NICs and GPUs) so the file fits.'),
+    ('NTX020', 'stray-closing-tag', E,
+     'closing tag at top level with no open element',
+     'Remove the stray closing tag (or add the opening tag it was meant to close).'),
+    ('NTX021', 'extra-spaces-in-tag', W,
+     'extra spaces in a start tag create empty-name attributes',
+     "Separate the name and attributes with exactly one space and put no space before '>'."),
+    ('NTX022', 'attribute-without-value', W,
+     "attribute without '=': NCCL stores it with an empty value",
+     'Give the attribute a quoted value (name="value") or remove it.'),
+    ('NTX023', 'duplicate-attribute', W,
+     'attribute given twice: NCCL uses the first occurrence',
+     'Keep one occurrence of the attribute.'),
+    ('NTX024', 'entity-reference', W,
+     'entity reference in a value: NCCL does not decode entities',
+     "Write the literal character instead of '&amp;', '&lt;' etc. (NCCL values are read verbatim)."),
+    ('NTX025', 'nul-byte', W,
+     'NUL byte in a name or value: NCCL truncates the string there',
+     'Remove the NUL byte (save the file as plain UTF-8 text).'),
+    # --- NTS: topology semantics (§2) -----------------------------------------------------------------
+    ('NTS001', 'topo-no-system-root', E,
+     'no <system> root: NCCL loads zero nodes and silently auto-detects',
+     'Make <system version="1"> the root element.'),
+    ('NTS002', 'topo-several-roots', E,
+     'more than one top-level element: only the first <system> is used',
+     'Keep a single root element; merge the others into it.'),
+    ('NTS003', 'topo-system-version', E,
+     '<system> version missing or not 1',
+     'Set version="1" on <system> (the only version NCCL reads).'),
+    ('NTS004', 'element-ignored-position', W,
+     'known element in a position NCCL ignores (with its whole subtree)',
+     'Move the element under a valid parent (see the hierarchy in nccl-format.md §2.1).'),
+    ('NTS005', 'unknown-element', W,
+     'unknown element: NCCL ignores it with its whole subtree',
+     'Remove the element or fix its name (there is no <nvs> element; NVSwitches are nvlink targets).'),
+    ('NTS006', 'pci-without-busid', E,
+     '<pci> without busid',
+     'Add busid="dddd:bb:dd.f" (lowercase hex, 4-digit domain).'),
+    ('NTS007', 'pci-missing-attributes', E,
+     '<pci> without class, link_speed or link_width where NCCL will not fill them',
+     "Add class, link_speed and link_width (NCCL fills them only on the local GPU's chain)."),
+    ('NTS008', 'pci-incomplete-attributes', W,
+     '<pci> with an incomplete attribute set (filled per rank: fusion duplicates)',
+     'Give every <pci> busid, class, link_speed and link_width.'),
+    ('NTS009', 'cpu-without-numaid', E,
+     '<cpu> without numaid',
+     'Add numaid="N" (the NUMA node number, -1 if unknown).'),
+    ('NTS010', 'cpu-missing-attributes', E,
+     '<cpu> without arch, vendor (x86) or familyid/modelid (Intel, Zhaoxin) where NCCL will not fill them',
+     "Add arch, vendor, familyid and modelid (NCCL fills them only on the local GPU's chain)."),
+    ('NTS011', 'cpu-incomplete-attributes', W,
+     '<cpu> with an incomplete attribute set (filled per rank: fusion duplicates)',
+     'Give every <cpu> numaid, affinity, arch, vendor, familyid and modelid.'),
+    ('NTS012', 'cpu-arch-unknown', W,
+     '<cpu> arch not one of x86_64, arm64, ppc64',
+     'Use arch="arm64" for aarch64 hosts, "x86_64" or "ppc64" otherwise.'),
+    ('NTS013', 'cpu-vendor-unknown', W,
+     'x86 <cpu> with an unknown vendor (inter-CPU bandwidth becomes 5000 GB/s)',
+     "Use GenuineIntel, AuthenticAMD, CentaurHauls or '  Shanghai  '."),
+    ('NTS014', 'duplicate-pci-busid', E,
+     'two <pci> elements with the same bus id',
+     'Give every <pci> a unique busid.'),
+    ('NTS015', 'duplicate-cpu-numaid', E,
+     'two <cpu> elements with the same numaid',
+     'Give every <cpu> a unique numaid; merge their children.'),
+    ('NTS016', 'nvlink-without-count', E,
+     '<nvlink> without count',
+     'Add count="N" (the number of NVLinks to that target).'),
+    ('NTS017', 'nvlink-without-target', E,
+     '<nvlink> with neither tclass nor target, or a GPU tclass without target',
+     'Add target="<busid>" and tclass (0x068000 NVSwitch, 0x0302xx GPU, 0x068001 CPU).'),
+    ('NTS018', 'nvlink-without-tclass', W,
+     '<nvlink> without tclass: NCCL looks the target up in sysfs, else assumes NVSwitch',
+     'Add tclass (0x068000 NVSwitch, 0x0302xx GPU, 0x068001 CPU).'),
+    ('NTS019', 'nvlink-asymmetric', W,
+     'asymmetric GPU-GPU nvlink (the reverse link is missing or has another count)',
+     'Describe every GPU-GPU NVLink on both GPUs with the same count.'),
+    ('NTS020', 'nvlink-target-missing', W,
+     '<nvlink> to a GPU target that is not in the file: NCCL silently drops the link',
+     'Fix the target busid or add the target GPU.'),
+    ('NTS021', 'pcilink-asymmetric', W,
+     'asymmetric <pcilink> or pcilink to a switch not in the file',
+     'Add the reverse <pcilink> on the target switch; fix unknown targets.'),
+    ('NTS022', 'keep-attribute', E,
+     'keep attribute in an input file: NCCL keeps the whole subtree untrimmed',
+     'Remove every keep attribute (NCCL sets keep itself when it dumps a topology).'),
+    ('NTS023', 'topo-rank-attribute', W,
+     'rank attribute in a topology file (overwritten or colliding with real ranks)',
+     'Remove rank attributes; NCCL sets them.'),
+    ('NTS024', 'gdr-forced-on', W,
+     'gdr="1" forces GPUDirect RDMA on without checking support',
+     'Remove gdr and let NCCL detect it (gdr="0" to force it off is fine).'),
+    ('NTS025', 'init-only-override', I,
+     'init-only attribute overrides what NCCL would detect',
+     'Omit the attribute to let NCCL detect the value, or validate the file against its host (--root/--live) '
+     'to confirm the values.'),
+    ('NTS026', 'net-speed-suspicious', W,
+     'suspicious <net> speed (Mb/s expected; <= 0 becomes 10000)',
+     'Write speed in Mb/s, e.g. 400000 for 400 Gb/s, or omit it.'),
+    ('NTS027', 'gpu-dev-suspicious', W,
+     'suspicious <gpu> dev (duplicate, negative or not a number)',
+     "Use each GPU's NVML index exactly once, or omit dev."),
+    ('NTS028', 'busid-not-canonical', W,
+     "bus id not in NCCL's canonical form (lowercase, 4-digit domain): never matched",
+     'Write bus ids as dddd:bb:dd.f in lowercase hex with a 4-digit domain.'),
+    ('NTS029', 'ib-nic-busid-function', W,
+     'IB NIC <pci> bus id with function not .0 or device not 00',
+     "Use the …:bb:00.0 form that the IB plugin reports for the NIC's PCI device."),
+    ('NTS030', 'link-speed-unknown', W,
+     "link_speed is not one of NCCL's known strings",
+     'Use a kernel string exactly, e.g. "16.0 GT/s PCIe", "32.0 GT/s PCIe", "64.0 GT/s PCIe".'),
+    ('NTS031', 'link-width-invalid', W,
+     'link_width is not a positive integer (0 or empty means x16)',
+     'Write the link width as a decimal integer, e.g. 16.'),
+    ('NTS032', 'net-guid-port-shared', W,
+     'several <net> elements share the same (guid, port)',
+     'Give each physical port a unique guid+port pair.'),
+    ('NTS033', 'gpu-under-pci-switch', E,
+     '<gpu> directly under a PCI switch: NCCL processes it as a <pci> and fails or skips',
+     'Wrap the GPU in its own <pci busid=... class="0x0302.."> element.'),
+    ('NTS034', 'nic-pci-other-children', W,
+     '<pci> holding a <nic>: its other children are ignored',
+     'Move the other children to another <pci>; one <nic> per NIC <pci>.'),
+    ('NTS035', 'gpu-busid-low-bits', E,
+     'GPU bus id with the low 2 bits set (NCCL 2.30.7+: fatal MLOPart check)',
+     "Use the GPU's real bus id (function 0, 4, 8 or c)."),
+    ('NTS036', 'mlopart-out-of-range', E,
+     '<gpu> mlopart index >= 2 (fatal)',
+     'Use mlopart 0, 1 or -1, or omit it (NCCL sets it).'),
+    ('NTS037', 'pcilink-not-under-switch', E,
+     '<pcilink> under a <pci> that does not become a PCI switch (fatal)',
+     'Put <pcilink> only under PCI switch elements (class 0x060400 without <nic>/<gpu>).'),
+    ('NTS038', 'leaf-missing-attribute', E,
+     'leaf element without a required attribute (pcilink target, c2c bw/count)',
+     'Add the missing attribute (pcilink: target; c2c: bw and count).'),
+    ('NTS039', 'net-without-name', W,
+     '<net> without name: no net plugin device can match it',
+     'Add name="<device>" exactly as the plugin reports it (e.g. mlx5_0).'),
+    ('NTS040', 'net-attribute-overflow', E,
+     "<net> with so many attributes that NCCL's own additions overflow its 17 slots",
+     'Remove unknown or unneeded attributes from <net>.'),
+    ('NTS041', 'nvlink-tclass-unknown', W,
+     '<nvlink> tclass not a known class (treated as an NVSwitch)',
+     'Use 0x068000 (NVSwitch), 0x0302xx (GPU) or 0x068001 (CPU).'),
+    ('NTS042', 'pci-class-unknown', I,
+     "<pci> class not in NCCL's dictionary (treated as a PCI switch)",
+     'Use the sysfs class value, e.g. 0x060400 for a bridge.'),
+    # --- NTG: graph semantics (§4) --------------------------------------------------------------------
+    ('NTG001', 'graph-no-graphs-root', E,
+     'no <graphs> root (empty graph file): no graph is loaded',
+     'Make <graphs version="1"> the root element, or unset NCCL_GRAPH_FILE.'),
+    ('NTG002', 'graph-several-roots', E,
+     'more than one top-level element: only the first <graphs> is used',
+     'Keep a single <graphs> root; merge the graphs of the others into it.'),
+    ('NTG003', 'graph-version', E,
+     '<graphs> version missing or not 1',
+     'Set version="1" on <graphs> (the only version NCCL reads).'),
+    ('NTG004', 'graph-missing-attribute', E,
+     '<graph> without a required attribute',
+     'Give every <graph> id, pattern, crossnic, nchannels, speedintra, speedinter, typeintra, typeinter and samechannels.'),
+    ('NTG005', 'graph-path-type-unknown', E,
+     "typeintra/typeinter not in NCCL's path-type dictionary (falls back to LOC)",
+     'Use one of LOC NVL NVB PIX PXB P2C PXN PHB SYS.'),
+    ('NTG006', 'graph-nchannels-mismatch', E,
+     'nchannels differs from the number of <channel> elements',
+     'Set nchannels to the number of <channel> children.'),
+    ('NTG007', 'graph-too-many-channels', E,
+     'too many channels (ring/tree > 32, any graph > 64)',
+     'Keep ring and tree graphs at 32 channels or fewer.'),
+    ('NTG008', 'channel-gpu-count', E,
+     'channels list different numbers of GPUs (or none)',
+     'List every local GPU exactly once in every channel (NVLS: at least one).'),
+    ('NTG009', 'channel-net-count', E,
+     'a channel has a <net> count other than 0 or 2, or channels disagree',
+     'Give every channel either no <net> (single node) or exactly two (first and last).'),
+    ('NTG010', 'graph-id-pattern', W,
+     'graph id/pattern pairing NCCL does not expect',
+     'Use id 0 with pattern 4, id 1 with 1/2/3, id 2 with 3, id 3 with 5, id 4 with 6.'),
+    ('NTG011', 'graph-dev-notation', W,
+     'dev written as decimal >= 10 or hex without 0x (read differently across 2.21)',
+     'Write dev as 0x-prefixed hex (0xa) or a single digit 0-9.'),
+    ('NTG012', 'graph-rank-attribute', W,
+     "rank attribute in a graph file (ties it to one node's rank numbering)",
+     'Remove rank attributes so each node maps dev to its own ranks.'),
+    ('NTG013', 'graph-crossnic-invalid', E,
+     'crossnic not 0, 1 or 2',
+     'Set crossnic to 0, 1 or 2 (0: each channel enters and leaves on the same NIC).'),
+    ('NTG014', 'channel-dev-missing', E,
+     '<net> or <gpu> in a channel without dev',
+     'Add dev (0x-prefixed hex) to every <net> and <gpu>.'),
+    ('NTG015', 'channel-gpu-repeated', W,
+     'the same GPU appears twice in one channel',
+     'List every local GPU exactly once per channel.'),
+    ('NTG016', 'graph-placeholder', I,
+     'graph with nchannels=0 and no channels: NCCL searches this graph normally',
+     'Remove the placeholder graph or fill it.'),
+    ('NTG017', 'graph-duplicate-id', W,
+     'several <graph> elements with the same id: the last one wins',
+     'Keep one <graph> per id; delete or merge the others.'),
+    ('NTG018', 'graph-samechannels-invalid', W,
+     'samechannels not 0 or 1',
+     'Set samechannels to 0 or 1 (1: every channel uses the same GPU order).'),
+    ('NTG019', 'graph-number-invalid', W,
+     'numeric graph attribute is not a number (NCCL reads 0)',
+     'Write the attribute as a decimal number (NCCL reads anything else as 0).'),
+    ('NTG020', 'graph-crossnic-ignored', I,
+     'crossnic=1: this graph is ignored when NCCL_CROSS_NIC=0',
+     'Use crossnic="0" if the graph must also apply with NCCL_CROSS_NIC=0.'),
+    ('NTG021', 'graph-element-ignored', W,
+     'element NCCL ignores in a graph file (unknown name or wrong position)',
+     'Use only graphs > graph > channel > net/gpu.'),
+    # --- NTV: version-specific (§6) -------------------------------------------------------------------
+    ('NTV001', 'version-element-unknown', W,
+     'element not understood by the target NCCL version (ignored)',
+     'Remove it, or target a newer NCCL.'),
+    ('NTV002', 'version-attribute-unknown', W,
+     'attribute not understood by the target NCCL version (ignored)',
+     'Remove it, or target a newer NCCL.'),
+    ('NTV003', 'version-link-speed-unknown', W,
+     'link_speed string unknown to the target NCCL version (falls back to Gen3)',
+     'Use the "N GT/s" form understood by older versions, or target a newer NCCL.'),
+    ('NTV004', 'version-path-type-unknown', E,
+     'graph path type unknown to the target NCCL version (falls back to LOC)',
+     'Use a type the target version knows (NVB 2.8+, PXN 2.12+, P2C 2.27+).'),
+    ('NTV005', 'version-single-quotes-misread', E,
+     'single-quoted value: NCCL before 2.27 reads it up to the next double quote',
+     'Use double quotes around every attribute value.'),
+    ('NTV006', 'version-graph-unknown', W,
+     'graph id or pattern unknown to the target NCCL version',
+     'Use ids/patterns the target version supports (NVLS 2.18+, CollNet direct 2.22/2.23+).'),
+    ('NTV007', 'version-host-hash', W,
+     'host_hash in the file is used as-is by NCCL 2.21-2.26',
+     'Remove host_hash (a value copied from another host splits the node into several systems).'),
+    ('NTV008', 'version-dictionary-fatal', E,
+     'value not in an NCCL 2.6 dictionary: fatal in 2.6',
+     'Use a dictionary value, or target NCCL 2.7+.'),
+    ('NTV009', 'version-newer-value', I,
+     'value understood only by newer NCCL versions (same effect through the fallback)',
+     'No action needed; newer versions recognise it.'),
+    ('NTV010', 'version-single-quotes', I,
+     'single-quoted value: needs NCCL 2.27 or later',
+     'Use double quotes for files shared with older NCCL versions.'),
+    # --- NTH: the file against a host (hostcheck.py, --root/--live) -----------------------------------
+    ('NTH001', 'host-device-absent', E,
+     'the file names a GPU or NIC this host does not have: NCCL trims that subtree silently',
+     'Regenerate the file on this host (ncclctl topo generate), or fix the bus id / device name.'),
+    ('NTH002', 'host-device-not-in-file', W,
+     'a GPU or active RDMA NIC of this host is missing from the file: NCCL places it from sysfs',
+     'Regenerate the file so every GPU and compute NIC is described where the layout intends.'),
+    ('NTH003', 'host-busid-spelling', E,
+     'bus-id spelling NCCL will not match (upper case or 8-digit domain) for a device of this host',
+     'Write bus ids as sysfs does: lower case with a 4-digit domain, e.g. 0000:1b:00.0.'),
+    ('NTH004', 'host-cpu-affinity', E,
+     "<cpu affinity> differs from this host's NUMA node cpumap: NCCL binds threads to the wrong cores",
+     'Copy /sys/devices/system/node/node<N>/cpumap verbatim, or regenerate the file.'),
+    ('NTH005', 'host-numa-placement', E,
+     'a GPU or NIC sits under a <cpu numaid> other than its NUMA node on this host',
+     'Move the device under the <cpu> of its real NUMA node (sysfs numa_node), or regenerate the file.'),
+    ('NTH006', 'host-gpu-nic-pairing', W,
+     "GPU/NIC pairing differs from this host's real PCIe locality",
+     'Pair each GPU with the NIC nearest to it on the host (ncclctl probe --format matrix).'),
+    ('NTH007', 'host-gpu-dev', E,
+     "<gpu dev> differs from the NVML index of that GPU on this host: NCCL uses the file's value as-is",
+     'Use the nvidia-smi index of the GPU at that bus id, or drop dev and let NCCL detect it.'),
+    ('NTH008', 'host-gpu-sm', W,
+     "<gpu sm> differs from the GPU's compute capability on this host",
+     "Use major*10+minor of the GPU's compute capability, or drop sm."),
+    ('NTH009', 'host-nvlink-count', W,
+     'NVLink counts differ from the active links on this host',
+     'Regenerate the file, or check the NVLinks (ncclctl probe) if links are down.'),
+    ('NTH010', 'host-net-attributes', W,
+     "<net> speed/port/guid differ from what NCCL's IB plugin reports on this host",
+     'Drop the attribute to let NCCL fill it, or regenerate the file.'),
+    ('NTH011', 'host-numa-absent', W,
+     'the file declares a NUMA node this host does not have',
+     "Use the host's NUMA node ids (ls /sys/devices/system/node)."),
+    ('NTH012', 'host-graph-gpu-dev', E,
+     "graph <gpu dev> is not an NVML GPU index of this host: 'dev not found' fails communicator init",
+     "Use the host's GPU indices (nvidia-smi -L), or regenerate with ncclctl rings graph."),
+    ('NTH013', 'host-graph-gpu-count', W,
+     'graph channels list a different number of GPUs than this host has',
+     'A graph file describes one GPU count; communicators over other GPU sets (ncclCommSplit) break. Regenerate it.'),
+    ('NTH014', 'host-graph-net-dev', E,
+     "graph <net dev> is not a net device NCCL will have on this host: 'Could not find NET' fails init",
+     'Number nets as the IB plugin does (active ports in PCI order, after NCCL_IB_HCA), or regenerate the file.'),
+    ('NTH015', 'host-graph-file-in-etc', W,
+     'NCCL_GRAPH_FILE is set in /etc/nccl.conf: every job on the node reads it, including ones on fewer GPUs',
+     'Set NCCL_GRAPH_FILE per job (environment) for experiments only, not node-wide.'),
+    # --- XSD (schema.py) ------------------------------------------------------------------------------
+    ('NTX090', 'xsd-mismatch', W,
+     'structure does not match the XSD schema',
+     'See the message; the schemas live in schemas/nccl-topo.xsd and schemas/nccl-graph.xsd.'),
+    ('NTX091', 'xsd-skipped', I,
+     'XSD validation skipped: a general XML parser cannot read this file',
+     "Nothing to do if the NCCL-based findings are clean; NCCL's reader is more lenient than XML."),
+)
+
+
+def _what(title: str, context: str) -> str:
+    return f"{title[0].upper()}{title[1:]} ({context})."
+
+
+def _register(rule_id: str, slug: str, severity: Severity, title: str, fix: str) -> Rule:
+    context, why, detect, module = _FAMILY_DOC[rule_id[:3]]
+    extra = _EXTRA.get(rule_id, {})
+    return table(rule_id, slug, severity, title, what=_what(title, context), why=extra.get("why", why),
+                 detect=extra.get("detect", detect), fix=fix, checked_by=extra.get("checked_by", module))
+
+
+RULES: tuple[Rule, ...] = tuple(_register(*row) for row in _ROWS)

@@ -1,0 +1,101 @@
+"""Grouping of repeated findings for the human formats (text, Nagios).
+
+Findings of one rule and severity whose message and fix are the same except for device names (interfaces, RDMA
+devices, GPUs, PCI bus ids, GUIDs) become one :class:`Group`: one line that names every location, shows the first
+finding's message and says how many are alike. Seven ROCE001 findings "ensNnp0 (mlx5_N port 1): ... no PFC" on
+seven interfaces are one line naming the seven interfaces; twenty NTS025 infos on twenty ``<gpu>`` elements are
+one line with the twenty line numbers.
+
+Only findings that really say the same thing are grouped: apart from its own subject, a finding may name at most
+:data:`MAX_VARYING` devices (its RDMA device, say). A PCI001 finding that lists the GPU pairs behind its switch
+port names many, and stays on its own line: its list is the point. Machine formats (JSON, SARIF, JUnit) never
+group.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from ncclctl.findings import Finding
+
+#: Device names a finding may name besides its subject and still be grouped with its likes.
+MAX_VARYING = 2
+
+_DEVICE = re.compile(
+    r"(?<![A-Za-z0-9_:.])(?:"
+    r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F]"  # PCI bus id (domain:bus:device.function)
+    r"|GPU\d+"  # GPU index label
+    r"|[a-z][a-z0-9]*_[a-z0-9_]*\d"  # RDMA device: mlx5_0, mlx5_bond_0, bnxt_re0
+    r"|(?:en|eth|ib|bond)[a-z0-9]*\d[a-z0-9]*(?:\.\d+)?"  # netdev: ens1np0, enp29s0f0np0, eth0, ib0, bond0.100
+    r"|0x[0-9a-fA-F]{8,}"  # GUID
+    r")(?![A-Za-z0-9_])"
+)
+
+
+@dataclass(frozen=True)
+class Group:
+    """Findings that say the same thing about different devices (or lines): ``members[0]`` is shown."""
+
+    members: tuple[Finding, ...]
+
+    @property
+    def first(self) -> Finding:
+        return self.members[0]
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def location(self) -> str:
+        """Every member's location; members in one file share the file name: ``f.xml:19:11,27:11``."""
+        first = self.first
+        if len(self.members) == 1:
+            return first.location()
+        if all(m.subject == first.subject and m.line is not None for m in self.members):
+            return first.subject + ":" + ",".join(m.location()[len(first.subject) + 1:] for m in self.members)
+        return ", ".join(dict.fromkeys(m.location() for m in self.members))
+
+    def message(self) -> str:
+        if len(self.members) == 1:
+            return self.first.message
+        return f"{self.first.message} [{len(self.members)} alike; shown for {self.first.location()}]"
+
+
+def _mask(text: str, subject: str) -> tuple[str, frozenset[str]]:
+    """``text`` with device names (and the subject) replaced by a placeholder; the device names other than the
+    subject."""
+    names: set[str] = set()
+
+    def repl(m: re.Match) -> str:
+        if m.group(0) != subject:
+            names.add(m.group(0))
+        return "\0"
+
+    if subject:
+        text = re.sub(r"(?<![A-Za-z0-9_])" + re.escape(subject) + r"(?![A-Za-z0-9_])", "\0", text)
+    return _DEVICE.sub(repl, text), frozenset(names)
+
+
+def _key(f: Finding) -> tuple | None:
+    msg, names = _mask(f.message, f.subject)
+    fix, fix_names = _mask(f.fix or "", f.subject)
+    if len(names | fix_names) > MAX_VARYING:
+        return None
+    return (f.rule, f.severity, msg, fix)
+
+
+def group(findings: Sequence[Finding] | Iterable[Finding]) -> list[Group]:
+    """``findings`` (in the order given) as groups, each at its first member's place."""
+    order: list[list[Finding]] = []
+    by_key: dict[tuple, list[Finding]] = {}
+    for f in findings:
+        key = _key(f)
+        if key is not None and key in by_key:
+            by_key[key].append(f)
+            continue
+        members = [f]
+        order.append(members)
+        if key is not None:
+            by_key[key] = members
+    return [Group(tuple(m)) for m in order]

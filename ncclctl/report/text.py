@@ -1,0 +1,111 @@
+"""Text output: grep-able finding lines (grouped, infos hidden unless asked), then one summary line.
+
+::
+
+    LOCATION: severity: RULE: message
+        fix: what to do
+    SUBJECT: 1 error, 2 warnings, 20 info (50 rules run; info hidden, --show-info shows it)
+
+Infos are hidden unless ``show_info`` on every destination (terminal, pipe, file): the text a script greps is the
+text a person saw, and the summary line always says how many infos there are and that they are hidden. JSON,
+SARIF and JUnit keep every finding.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from ncclctl.findings import Finding, Severity, sort_key
+from ncclctl.report import HIDDEN_NOTE, Report, count_phrase, counts, fails, plural, summary_line
+from ncclctl.report.group import Group, group
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ncclctl.lint.fleet import FleetResult
+
+
+def visible(findings: Iterable[Finding], show_info: bool) -> list[Finding]:
+    return [f for f in findings if show_info or f.severity is not Severity.INFO]
+
+
+def group_lines(groups: Sequence[Group], prefix: str = "", *, host: str | None = None) -> list[str]:
+    """Two lines per group: ``LOCATION: severity: RULE: message`` and its fix. With ``host`` (fleet text), the
+    location is prefixed with the host unless it is the host."""
+    lines = []
+    for g in groups:
+        loc = g.location()
+        if host is not None:
+            loc = host if loc == host else f"{host}: {loc}"
+        f = g.first
+        lines.append(f"{prefix}{loc}: {f.severity.value}: {f.rule}: {g.message()}")
+        if f.fix:
+            lines.append(f"    fix: {f.fix}")
+    return lines
+
+
+def finding_lines(findings: Iterable[Finding], prefix: str = "") -> list[str]:
+    """Every finding on its own line, ungrouped (JUnit bodies)."""
+    return group_lines([Group((f,)) for f in sorted(findings, key=sort_key)], prefix)
+
+
+def text(report: Report, *, show_info: bool = False) -> str:
+    shown = visible(sorted(report.findings, key=sort_key), show_info)
+    c = counts(report.findings)
+    lines = [report.header.rstrip("\n")] if report.header else []
+    lines += group_lines(group(shown))
+    notes = []
+    if report.rules_run is not None:
+        notes.append(f"{plural(len(report.rules_run), 'rule')} run")
+    if c["info"] and not show_info:
+        notes.append(HIDDEN_NOTE)
+    lines.append(summary_line(report.subject, c, notes))
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------------
+# A fleet
+
+
+def fleet_summary(result: FleetResult, fail_on: Severity) -> dict[str, Any]:
+    all_f = result.findings()
+    loaded = [h for h in result.hosts if h.error is None]
+    return {
+        "hosts": len(result.hosts),
+        "clean": sum(1 for h in loaded if not h.findings),
+        "with_findings": sum(1 for h in loaded if h.findings),
+        "failing": sum(1 for h in loaded if fails(h.findings, fail_on)),
+        "unreadable": len(result.hosts) - len(loaded),
+        **counts(all_f),
+    }
+
+
+def fleet_text(result: FleetResult, fail_on: Severity, *, show_info: bool = False) -> str:
+    lines = []
+    for h in result.hosts:
+        if h.error is not None:
+            e = h.error
+            loc = ":".join(str(x) for x in (e.get("path"), e.get("line")) if x is not None)
+            lines.append(f"{h.host}: error: cannot load {loc or h.source}: {e.get('message')}"
+                         + (f" (fix: {e['fix']})" if e.get("fix") else ""))
+            continue
+        lines += group_lines(group(visible(sorted(h.findings, key=sort_key), show_info)), host=h.host)
+    s = fleet_summary(result, fail_on)
+    rows = []
+    for h in result.hosts:
+        if h.error is not None:
+            rows.append((h.host, "-", "-", "-", "unreadable"))
+        elif h.findings:
+            c = counts(h.findings)
+            rows.append((h.host, str(c["error"]), str(c["warning"]), str(c["info"]),
+                         "FAIL" if fails(h.findings, fail_on) else "ok"))
+    if lines:
+        lines.append("")
+    if rows:
+        header = ("HOST", "ERRORS", "WARNINGS", "INFO", "STATUS")
+        widths = [max(len(r[i]) for r in rows + [header]) for i in range(5)]
+        for r in [header] + rows:
+            lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    hidden = f" ({HIDDEN_NOTE})" if s["info"] and not show_info else ""
+    lines.append(f"{plural(s['hosts'], 'host')}: {s['clean']} clean, {s['with_findings']} with findings "
+                 f"({s['failing']} at or above {fail_on.value}), {s['unreadable']} unreadable; "
+                 f"{count_phrase(s)}{hidden}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,51 @@
+"""Check one topology or graph file the way ``ncclctl topo validate`` does: NCCL's reader and the file rules, the
+XSD, and (with a host) the file against that host.
+
+With a host, the init-only values the host check finds equal to what NCCL detects there are not reported as
+NTS025: a file ``ncclctl topo generate`` just wrote for a host validates clean against that host.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from ncclctl.findings import Finding
+from ncclctl.nccl.version import DEFAULT, parse
+from ncclctl.topo.ncclxml import Kind, sniff_kind
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ncclctl.model import Node
+
+
+def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: bool = True,
+               load_node: Callable[[], Node] | None = None) -> tuple[Kind | None, list[Finding]]:
+    """The kind sniffed from the root element and every finding for ``data`` (read from ``path``). With
+    ``load_node``, the file is also checked against that host, which is probed only when NCCL would read the
+    file."""
+    from ncclctl.topo.validate import validate_bytes
+
+    version = parse(nccl_version)
+    kind = sniff_kind(data)
+    confirmed: frozenset[tuple[int, int, str]] = frozenset()
+    against_host: list[Finding] = []
+    if load_node is not None and kind in ("topology", "graph"):
+        from ncclctl.topo import hostcheck
+        from ncclctl.topo.interpret import interpret
+        from ncclctl.topo.ncclxml import parse_nccl_xml
+
+        result = parse_nccl_xml(data, kind=kind, nccl_version=version)
+        if result.ok and result.root is not None:
+            node = load_node()
+            if kind == "topology" and result.root.name == "system":
+                view = interpret(result)
+                against_host = hostcheck.check_against_host(view, node, path)
+                confirmed = hostcheck.confirmed_values(view, node)
+            elif kind == "graph" and result.root.name == "graphs":
+                against_host = hostcheck.check_graph_against_host(result, node, path)
+                against_host += hostcheck.graph_file_in_etc(node)
+    findings = validate_bytes(data, path=path, nccl_version=version, confirmed=confirmed)
+    if xsd and kind is not None:
+        from ncclctl.topo.schema import xsd_findings  # lxml is imported only here
+
+        findings += xsd_findings(data, kind, path)
+    return kind, findings + against_host

@@ -1,0 +1,82 @@
+"""Grouping of repeated findings (ncclctl.report.group): what is alike is one line, what differs stays apart."""
+
+from __future__ import annotations
+
+from ncclctl.findings import Finding, Severity
+from ncclctl.report.group import MAX_VARYING, group
+
+E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+
+
+def roce(ifname: str, dev: str, prio: int = 3) -> Finding:
+    return Finding("ROCE001", E, f"{ifname} ({dev} port 1): NCCL's RoCE traffic lands on priority {prio}, which has "
+                   "no PFC", ifname, fix=f"mlnx_qos -i {ifname} --pfc 0,0,0,1,0,0,0,0")
+
+
+def test_seven_interfaces_are_one_line_naming_them():
+    found = [roce(f"ens{i}np0", f"mlx5_{i - 1}") for i in (1, 2, 3, 4, 5, 7, 8)] + [roce("ens6np0", "mlx5_5", 0)]
+    groups = group(found)
+    assert [len(g) for g in groups] == [7, 1]
+    g = groups[0]
+    assert g.location() == "ens1np0, ens2np0, ens3np0, ens4np0, ens5np0, ens7np0, ens8np0"
+    assert g.message().startswith("ens1np0 (mlx5_0 port 1): ") and g.message().endswith(
+        "[7 alike; shown for ens1np0]")
+    assert groups[1].message() == found[-1].message  # priority 0 is another statement: its own line
+
+
+def test_findings_in_one_file_list_their_lines():
+    found = [Finding("NTS025", I, f'<gpu> of "0000:{b:02x}:00.0" sets dev, sm: NCCL uses these values', "/t.xml",
+                     line, 9) for b, line in ((0x1b, 10), (0x43, 31), (0x52, 46))]
+    (g,) = group(found)
+    assert g.location() == "/t.xml:10:9,31:9,46:9" and "[3 alike; shown for /t.xml:10:9]" in g.message()
+
+
+def test_a_finding_that_lists_many_devices_is_never_grouped():
+    pairs = "GPU0<->GPU1 (PIX), GPU0<->GPU2 (PIX), GPU0<->mlx5_0 (PIX)"
+    found = [Finding("PCI001", E, f"port {p} has ACS redirect on the path of {pairs}", p) for p in
+             ("0000:18:00.0", "0000:18:04.0")]
+    assert MAX_VARYING < 4 and [len(g) for g in group(found)] == [1, 1]
+
+
+def test_numbers_and_words_are_not_device_names():
+    a = Finding("EXP008", E, "GPU5 has 16 active NVLinks, the profile expects 18", "GPU5")
+    b = Finding("EXP008", E, "GPU6 has 17 active NVLinks, the profile expects 18", "GPU6")
+    c = Finding("PCI004", W, "link trained at Gen3, supports Gen4", "0000:17:00.0")
+    d = Finding("PCI004", W, "link trained at Gen2, supports Gen4", "0000:18:00.0")
+    assert [len(g) for g in group([a, b, c, d])] == [1, 1, 1, 1]
+
+
+def test_rule_severity_and_fix_must_match():
+    a = Finding("IB001", E, "mlx5_3 port 1 is DOWN", "mlx5_3", fix="enable it")
+    assert [len(g) for g in group([a, Finding("IB001", W, "mlx5_4 port 1 is DOWN", "mlx5_4", fix="enable it")])] == [1, 1]
+    assert [len(g) for g in group([a, Finding("IB003", E, "mlx5_4 port 1 is DOWN", "mlx5_4", fix="enable it")])] == [1, 1]
+    assert [len(g) for g in group([a, Finding("IB001", E, "mlx5_4 port 1 is DOWN", "mlx5_4", fix="replace it")])] \
+        == [1, 1]
+    assert [len(g) for g in group([a, Finding("IB001", E, "mlx5_4 port 1 is DOWN", "mlx5_4", fix="enable it")])] \
+        == [2]
+
+
+def test_subject_is_masked_as_a_whole_token_only():
+    # host1's subject must not eat the "host1" inside "host10": the two name different peers.
+    a = Finding("FLT003", W, "host1 differs from host10", "host1")
+    b = Finding("FLT003", W, "host2 differs from host20", "host2")
+    assert [len(g) for g in group([a, b])] == [1, 1]
+    c = Finding("FLT003", W, "host3 differs from host10", "host3")
+    assert [len(g) for g in group([a, c])] == [2]
+
+
+def test_hostile_subjects_and_messages():
+    odd = ["", "a(b", "[x]*", "\\1", "|", "\0", "GPU\n3", "é✓", "x" * 10_000]
+    found = [Finding("NCCL001", W, f"{s} set twice: {s}", s) for s in odd]
+    groups = group(found)
+    assert sum(len(g) for g in groups) == len(found)
+    for g in groups:
+        assert isinstance(g.location(), str) and isinstance(g.message(), str)
+
+
+def test_many_findings_group_in_order_and_lose_none():
+    found = [roce(f"ens{i}np0", f"mlx5_{i}") for i in range(2_000)]
+    found += [Finding("GDR002", I, f"host{i}: DMA-BUF only", f"host{i}") for i in range(2_000)]
+    groups = group(found)
+    assert [g.first.rule for g in groups] == ["ROCE001", "GDR002"] and sum(map(len, groups)) == 4_000
+    assert groups[0].members == tuple(found[:2_000])
