@@ -198,3 +198,21 @@ def build_graphs(node: Node, plan: RailPlan | None = None) -> tuple[El, dict]:
 def generate_graph(node: Node, plan: RailPlan | None = None) -> bytes:
     root, _ = build_graphs(node, plan)
     return serialize(root)
+
+
+def graph_file(node: Node, compute_nics: tuple[str, ...] | None = None) -> tuple[bytes, dict]:
+    """``ncclctl rings graph``: the graph file's bytes for ``node`` and the channel plan (``info``)."""
+    plan = plan_rails(node, compute_nics)
+    tree, info = build_graphs(node, plan)
+    return serialize(tree), info
+
+
+def require_graph_file(path: str) -> None:
+    """InputError when ``path`` is a topology file given to ``rings validate``."""
+    from ncclctl.inputs import read_bytes
+    from ncclctl.topo.ncclxml import sniff_kind
+
+    data = read_bytes(path, "xml")
+    if data is not None and sniff_kind(data) == "topology":
+        raise InputError("this is a topology file (<system>), not a graph file", path=path,
+                         fix="use 'ncclctl topo validate' for topology files")

@@ -44,3 +44,16 @@ def compare(node: Node, text: str, *, source: str) -> list[dict]:
         if label not in present:
             out.append({"row": label, "column": label, "smi": "missing", "model": "present"})
     return out
+
+
+def compare_file(node: Node, path: str) -> tuple[dict, str]:
+    """``probe --compare-smi FILE``: read the captured ``nvidia-smi topo -m`` output through the input door and
+    compare; ``(JSON document, text)``. ``doc["same"]`` says whether they agree."""
+    from ncclctl import JSON_SCHEMA_VERSION
+    from ncclctl.inputs import read_text
+
+    differences = compare(node, read_text(path, "cmd"), source=path)
+    doc = {"schema_version": JSON_SCHEMA_VERSION, "file": path, "same": not differences, "differences": differences}
+    text = "".join(f"{d['row']} x {d['column']}: nvidia-smi says {d['smi']}, the model says {d['model']}\n"
+                   for d in differences) or f"{path} agrees with the probed topology\n"
+    return doc, text

@@ -75,7 +75,7 @@ def _untracked() -> set[str]:
 def test_quickstart_runs_and_leaves_the_repository_clean(tmp_path: Path) -> None:
     """The quickstart's offline blocks (not the one meant for a real node) run as written, and write nothing into
     the repository."""
-    blocks = [b for b in _blocks("Quickstart (no GPU needed)") if "--root" in b]
+    blocks = [b for b in _blocks("Quickstart (no GPU needed)") if "fixtures/" in b]  # not the live-node block
     assert len(blocks) >= 2, blocks
     before = _untracked()
     lines = [_split_comment(x)[0] for b in blocks for x in b.splitlines() if x.strip()]
@@ -86,5 +86,10 @@ def test_quickstart_runs_and_leaves_the_repository_clean(tmp_path: Path) -> None
                           env={**os.environ, "TMPDIR": str(tmp_path), "NO_COLOR": "1"})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
-    assert _untracked() == before, sorted(_untracked() - before)
+    # The files the quickstart writes land in its temp folder, not in the repository (checked by name: other
+    # tests running beside this one may create and remove files of their own).
+    new = {line[3:] for line in _untracked() - before}
+    for name in ("model.json", "dgx-h100.xml", "vm.xml"):
+        assert not (REPO / name).exists() and name not in new, name
+    assert (tmp_path / "model.json").is_file()
 

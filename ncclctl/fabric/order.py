@@ -175,3 +175,18 @@ def order_text(o: Order, lay: Layout) -> str:
     if o.excluded:
         lines.append(f"left out (no linked rail HCA): {compress(o.excluded)}")
     return "\n".join(lines) + "\n"
+
+
+def render_order(o, lay, fmt: str) -> str:
+    """``fabric order -f FMT``: text (summary and cost model), hostfile, slurm (tree), slurm-block or json."""
+    if fmt == "hostfile":
+        return hostfile(o)
+    if fmt == "slurm":
+        return slurm_tree(o, lay)
+    if fmt == "slurm-block":
+        return slurm_block(o, lay)
+    if fmt == "json":
+        from ncclctl.render import dumps
+
+        return dumps(order_doc(o, lay))
+    return order_text(o, lay)

@@ -85,3 +85,25 @@ def load_input(fabric_file: str | None, inventory: str | None) -> FabricInput:
             findings.append(finding("FAB008", f"inventory host {name} has no {what}", subject=inventory,
                                     line=info.line, host=name))
     return FabricInput(graph=graph, inventory_path=inventory, hosts=hosts, endpoints=eps, findings=findings)
+
+
+def load_summary(inp: FabricInput) -> tuple[str, dict]:
+    """``ncclctl fabric load``: the summary as text lines and as the JSON document's ``fabric`` field."""
+    from ncclctl.fabric.graph import KINDS
+    from ncclctl.fabric.hostlist import compress
+    from ncclctl.paths import natural_key
+
+    summary = inp.graph.summary()
+    hosts = sorted(inp.endpoints, key=natural_key)
+    linked = sum(1 for eps in inp.endpoints.values() for ep in eps.values() if ep.link is not None)
+    doc = {"fabric": {**summary, "hosts": len(hosts), "host_names": compress(hosts), "hca_ports_linked": linked}}
+    lines = [f"fabric: {summary['source']} ({KINDS.get(summary['kind'], summary['kind'])})",
+             f"switches: {summary['switches']} ("
+             + ", ".join(f"{n} {name}" for name, n in summary["layers"].items()) + ")",
+             f"HCAs: {summary['hcas']}, {linked} HCA port(s) linked",
+             f"links: {summary['links']} ({summary['hca_links']} HCA-switch, {summary['switch_links']} switch-switch"
+             + (f", {summary['other_links']} other" if summary["other_links"] else "") + ")",
+             "rates: " + (", ".join(f"{label} x{n}" for label, n in summary["rates"].items()) or "none"),
+             f"hosts: {len(hosts)}" + (f": {compress(hosts)}" if hosts else "")]
+    return "\n".join(lines) + "\n", doc
+

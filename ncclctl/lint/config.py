@@ -32,7 +32,7 @@ from ncclctl.lint.registry import Rule, all_rules, get, suggest
 
 DEFAULT_NAME = ".ncclctl.yaml"
 SCHEMA_FILE = "schemas/ncclctl-config.schema.json"
-_FIX = f"see docs/lint.md and {SCHEMA_FILE}"
+_FIX = "see docs/lint.md and 'ncclctl schema ncclctl-config'"
 _TOP_KEYS = ("extends", "rules", "ignore")
 _RULE_KEYS = ("severity", "options", "disable")
 _IGNORE_KEYS = ("hosts", "rules")

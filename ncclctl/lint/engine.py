@@ -136,3 +136,29 @@ def run(ctx: Ctx, config: Config = DEFAULT_CONFIG, *, only: tuple[str, ...] | No
             out.append(crashed(rule, exc, host))
     out.sort(key=sort_key)
     return out
+
+
+#: Rule families that look at GPUs, NICs and the PCIe paths between them (the others check settings and profiles).
+HARDWARE_FAMILIES = frozenset({"pcie", "gpudirect", "gpu", "infiniband", "roce"})
+
+
+def lint_report(node: Any, config: Config, *, source: str | None, only: tuple[str, ...] | None = None,
+                profile: dict | None = None, fail_on: str = "error", config_path: str | None = None,
+                expect_path: str | None = None) -> Any:
+    """``ncclctl lint``: run the node rules on ``node`` and return one :class:`~ncclctl.report.Report` (the
+    findings, the rules that ran, the fields the JSON document names)."""
+    from ncclctl.report import Report
+
+    ctx = Ctx(node=node, expect=profile, source=source, offline=source is not None)
+    findings = run(ctx, config, only=only)
+    ran = selected(config, only=only, has_expect=profile is not None, host=node.hostname)
+    notes: tuple[str, ...] = ()
+    if not node.gpus and not node.nics:
+        # A clean result here is not a clean bill of health: the hardware rules had nothing to look at.
+        idle = [r for r in ran if r.family in HARDWARE_FAMILIES]
+        if idle:
+            notes = (f"no GPUs and no RDMA NICs: {len(idle)} of {len(ran)} rules had nothing to check",)
+    return Report(findings=tuple(findings), subject=node.hostname, fail_on=Severity(fail_on), notes=notes,
+                  rules_run=tuple(r.id for r in ran), host=node.hostname, source=source, name="ncclctl lint",
+                  fields=(("host", node.hostname), ("source", source), ("config", config_path),
+                          ("extends", config.extends), ("expect", expect_path)))

@@ -28,7 +28,7 @@ from ncclctl.errors import InputError
 
 PROFILE_VERSION = 1
 SCHEMA_FILE = "schemas/expect.schema.json"
-_FIX = f"see docs/lint.md (expected-state profiles) and {SCHEMA_FILE}"
+_FIX = "see docs/lint.md (expected-state profiles) and 'ncclctl schema expect'"
 
 _NAME_RE = r"^[A-Za-z0-9_.-]+$"
 _HCA_RE = r"^[A-Za-z0-9_.-]+:[0-9]+$"
@@ -147,6 +147,16 @@ def dump(profile: dict[str, Any], *, version: str | None = None) -> bytes:
     )
     body = yaml.safe_dump(profile, sort_keys=True, default_flow_style=False, allow_unicode=True, width=4096)
     return (header + body).encode("utf-8")
+
+
+def write_profile(node, path: str) -> tuple[bool, str]:
+    """``lint --write-expect PATH``: derive the profile and write it atomically; ``(changed, message)``."""
+    from ncclctl.fileio import write_atomic
+
+    changed = write_atomic(path, dump(derive(node)))
+    msg = (f"wrote the expected-state profile of {node.hostname} to {path}" if changed
+           else f"{path} is already the expected-state profile of {node.hostname} (unchanged)")
+    return changed, msg
 
 
 # --------------------------------------------------------------------------------------------------

@@ -595,3 +595,15 @@ def _run_fleet_rules(hosts: list[HostResult], config, only: tuple[str, ...] | No
             h = by_host.get(f.subject)
             if h is not None and not config.ignored(h.host, r.id):
                 h.findings.append(f)
+
+
+def exit_code(result: FleetResult, fail_on: Severity) -> int:
+    """``fleet lint``'s exit status: 3 when a host could not be read, else 4 when a host ran past its deadline,
+    else 1 when a finding reaches ``fail_on``, else 0."""
+    from ncclctl import report
+    from ncclctl.errors import ExitCode
+
+    codes = {int(h.error.get("exit_code", ExitCode.INVALID_INPUT)) for h in result.hosts if h.error is not None}
+    if codes:
+        return int(ExitCode.INVALID_INPUT) if int(ExitCode.INVALID_INPUT) in codes else max(codes)
+    return int(ExitCode.FINDINGS) if report.fails(result.findings(), fail_on) else int(ExitCode.OK)

@@ -83,6 +83,8 @@ class Report:
     host: str | None = None
     source: str | None = None
     name: str = "ncclctl"
+    #: Sentences the summary line carries before its counts' notes (``no GPUs and no RDMA NICs: ...``).
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -90,6 +92,18 @@ class Report:
 
     def counts(self) -> dict[str, int]:
         return counts(self.findings)
+
+
+def configured(findings: Iterable[Finding], *, subject: str, fail_on: Severity, config: Any = None,
+               host: str | None = None, only: tuple[str, ...] | None = None, **report_fields: Any) -> Report:
+    """A :class:`Report` of ``findings`` after the rule configuration (severities, off, per-host ignores: ``host``
+    names the host they match, else each finding's own) and ``--rule`` filtering (``only``)."""
+    kept = list(findings)
+    if config is not None:
+        kept = config.apply(kept, host)
+    if only is not None:
+        kept = [f for f in kept if f.rule in only]
+    return Report(findings=tuple(kept), subject=subject, fail_on=fail_on, **report_fields)
 
 
 def render(report: Report, fmt: str, *, show_info: bool = False) -> str:

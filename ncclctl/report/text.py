@@ -52,7 +52,7 @@ def text(report: Report, *, show_info: bool = False) -> str:
     c = counts(report.findings)
     lines = [report.header.rstrip("\n")] if report.header else []
     lines += group_lines(group(shown))
-    notes = []
+    notes = list(report.notes)
     if report.rules_run is not None:
         notes.append(f"{plural(len(report.rules_run), 'rule')} run")
     if c["info"] and not show_info:

@@ -49,3 +49,30 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
 
         findings += xsd_findings(data, kind, path)
     return kind, findings + against_host
+
+
+def validate_report(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: bool = True,
+                    load_node: Callable[[], Node] | None = None, config=None, config_path: str | None = None,
+                    only: tuple[str, ...] | None = None, fail_on: str = "error", command: str = "topo validate"):
+    """``ncclctl topo validate`` / ``rings validate``: :func:`check_file`, the rule configuration applied (per-host
+    ignores match the host the file is checked against, else the machine running the command), ``--rule``
+    filtering, as one :class:`~ncclctl.report.Report`."""
+    import socket
+
+    from ncclctl.findings import Severity
+    from ncclctl.report import configured
+
+    version = parse(nccl_version)
+    nodes: list[Node] = []
+
+    def remember() -> Node:
+        assert load_node is not None
+        nodes.append(load_node())
+        return nodes[-1]
+
+    kind, findings = check_file(data, path, nccl_version=version, xsd=xsd,
+                                load_node=remember if load_node is not None else None)
+    return configured(findings, subject=path, fail_on=Severity(fail_on), config=config, only=only,
+                      host=nodes[0].hostname if nodes else socket.gethostname(), name=f"ncclctl {command}",
+                      fields=(("file", path), ("kind", kind), ("nccl_version", ".".join(map(str, version))),
+                              ("config", config_path)))

@@ -405,7 +405,7 @@ def load_spec(text: str, *, path: str) -> VirtualLayout:
     data, _ = load(text, path, max_depth=16, fix="a layout spec is a small flat mapping")
     if not isinstance(data, dict):
         raise InputError("a layout spec is a mapping with a 'switches' list", path=path,
-                         fix="see schemas/topo-spec.schema.json")
+                         fix="see 'ncclctl schema topo-spec'")
     allowed = {"version", "name", "switches", "link_speed", "link_width"}
     unknown = sorted((k for k in data if k not in allowed), key=str)
     if unknown:
@@ -546,3 +546,26 @@ def _leaf_attrs(node: Node, busid: str, dev: PciDevice | None, layout: VirtualLa
         attrs = [(k, v) for k, v in attrs if k not in ("link_speed", "link_width")]
         attrs += [("link_speed", _speed_string(gen2, opts, busid)), ("link_width", str(width or layout.link_width or 16))]
     return attrs
+
+
+def generate_for(node: Node, *, nccl_version: Version = DEFAULT, minimal: bool = False,
+                 nics: tuple[str, ...] | None = None, spec: str | None = None,
+                 profile: str | None = None) -> tuple[bytes, VirtualLayout | None, str | None]:
+    """``ncclctl topo generate``: the file for ``node`` with the layout chosen from ``spec`` (a YAML file read
+    through the input door), ``profile``, or, on a flat-PCIe VM, the ``pairs`` profile. ``(bytes, layout or None for
+    bare metal, a note for the user or None)``."""
+    opts = Options(nccl_version=nccl_version, minimal=minimal, nics=nics)
+    layout, message = None, None
+    if spec is not None and profile is not None:
+        raise UsageError("give --spec or --profile, not both")
+    if spec is not None:
+        from ncclctl.inputs import read_text
+
+        layout = load_spec(read_text(spec, "spec"), path=spec)
+    elif profile is not None:
+        layout = profile_layout(node, profile, opts.nics)
+    elif node.is_virtual and node.gpus:
+        layout = profile_layout(node, "pairs", opts.nics)
+        message = ("flat PCIe (virtual machine) detected: pairing GPU i with NIC i under virtual switches; use "
+                   "--profile or --spec to choose the layout")
+    return generate(node, opts, layout=layout), layout, message

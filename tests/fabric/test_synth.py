@@ -57,6 +57,6 @@ def test_cli(tmp_path):
 
 def test_every_subpackage_is_packaged():
     text = (REPO / "pyproject.toml").read_text()
-    listed = set(re.search(r"packages = \[(.*?)\]", text).group(1).replace('"', "").replace(" ", "").split(","))
+    listed = set(re.sub(r"\s", "", re.search(r"packages = \[(.*?)\]", text, re.S).group(1)).replace('"', "").split(","))
     found = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "ncclctl").rglob("__init__.py")}
     assert found == listed, "list every ncclctl subpackage in [tool.setuptools] packages"

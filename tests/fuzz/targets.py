@@ -260,7 +260,7 @@ def _node_model_corpus() -> list[bytes]:
 
 def _node_model(data: bytes) -> Any:
     """``--model FILE``: the CLI's own loader (JSON decoding, then Node.from_dict)."""
-    from ncclctl.cli import _load_node
+    from ncclctl.cli.common import load_node as _load_node
 
     return _load_node(None, _Scratch.write("model.json", data))
 

@@ -177,7 +177,7 @@ def test_majority_and_split():
 
 
 def test_progress_bar_only_on_a_terminal(monkeypatch):
-    from ncclctl import cli_lint
+    from ncclctl.cli import fleet as cli_lint
 
     class Tty(io.StringIO):
         def isatty(self):

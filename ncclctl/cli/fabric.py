@@ -1,23 +1,21 @@
-"""`ncclctl fabric ...`: fabric-scale commands (registered on the main app when ncclctl.cli is imported)."""
+"""``ncclctl fabric synth|load|rails|order``: the fabric (ibnetdiscover, iblinkinfo, LLDP), rails and host order."""
 
 from __future__ import annotations
 
+import enum
 import os
 import sys
 from typing import List, Optional
 
 import typer
 
-import enum
+from ncclctl.cli.common import (BACKUP_OPTION, CHECK_OPTION, CONFIG_HELP, DIFF_OPTION, EXIT_CODE_OPTION, FAIL_ON_HELP,
+                                FOLLOW_OPTION, JSON_SCHEMA_VERSION, RULE_HELP, SHOW_INFO_OPTION, FailOn, ReportFormat,
+                                dumps, emit_report, emit_result, format_option, load_config, note, out, select_rules,
+                                sub_app, usage)
 
-from ncclctl import JSON_SCHEMA_VERSION
-from ncclctl.cli import (BACKUP_OPTION, CHECK_OPTION, CONFIG_HELP, DIFF_OPTION, FOLLOW_OPTION, RULE_HELP,
-                         SHOW_INFO_OPTION, FailOn, ValidateFormat, _out, app)
-
-fabric_app = typer.Typer(help="The fabric: load ibnetdiscover/iblinkinfo/LLDP, check rail cabling, order hosts for "
-                              "rings, synthesize test fabrics.",
-                         rich_markup_mode=None, no_args_is_help=True)
-app.add_typer(fabric_app, name="fabric")
+fabric_app = sub_app("The fabric: load ibnetdiscover/iblinkinfo/LLDP, check rail cabling, order hosts for rings, "
+                     "synthesize test fabrics.")
 
 FABRIC_ARG_HELP = "ibnetdiscover (with or without -p) or iblinkinfo output; default: the inventory's 'fabric'."
 INVENTORY_HELP = ("Cluster inventory YAML (hosts -> snapshot or node model; schemas/inventory.schema.json). Without "
@@ -44,7 +42,7 @@ def fabric_synth(
     uplinks: Optional[int] = typer.Option(None, "--uplinks", min=1, max=64, help="Uplink ports per leaf (default: 64 - group)."),
     host_order: str = typer.Option("sequential", "--host-order", help="Host numbering: sequential, interleaved (across groups) or random."),
     output: Optional[str] = typer.Option(None, "-o", "--output", help="Write to this file (atomically).", metavar="FILE"),
-    fmt: SynthFormat = typer.Option(SynthFormat.ibnetdiscover, "--format", "-f", help="The fabric as ibnetdiscover, ibnetdiscover -p, iblinkinfo or iblinkinfo --line output; json: print the ground truth (miscabled, down) and write ibnetdiscover output to -o."),
+    fmt: SynthFormat = format_option(SynthFormat.ibnetdiscover, "The fabric as ibnetdiscover, ibnetdiscover -p, iblinkinfo or iblinkinfo --line output; json: print the ground truth (miscabled, down) and write ibnetdiscover output to -o."),
     follow: bool = FOLLOW_OPTION,
 ) -> None:
     """Write a SuperPOD-style rail-optimized fabric as ibnetdiscover (or -p, or iblinkinfo) output, for tests and
@@ -52,13 +50,9 @@ def fabric_synth(
     from ncclctl.fabric.synth import SynthSpec, synth
 
     if host_order not in ("sequential", "interleaved", "random"):
-        from ncclctl.errors import UsageError
-
-        raise UsageError(f"--host-order {host_order!r}: use sequential, interleaved or random")
+        raise usage(f"--host-order {host_order!r}: use sequential, interleaved or random")
     if uplinks is not None and uplinks < spines_per_rail:
-        from ncclctl.errors import UsageError
-
-        raise UsageError("--uplinks must be at least --spines-per-rail")
+        raise usage("--uplinks must be at least --spines-per-rail")
     result = synth(SynthSpec(nodes=nodes, rails=rails, group=group, spines_per_rail=spines_per_rail,
                              miscable=miscable, down=down, seed=seed, uplinks=uplinks, host_order=host_order))
     text = result.text
@@ -67,8 +61,6 @@ def fabric_synth(
 
         text = as_form(text, fmt.value)
     if output is None and follow:
-        from ncclctl.cli_ops import emit_result
-
         emit_result(b"", None, follow=follow)  # the usage error
     if output is not None:
         from ncclctl.fileio import write_atomic
@@ -78,9 +70,7 @@ def fabric_synth(
         sys.stderr.write(f"ncclctl: wrote {output} ({nodes:,} nodes x {rails} rails, {len(result.miscabled)} miscabled, "
                          f"{len(result.down)} down; {len(data):,} bytes)\n")
     if fmt is SynthFormat.json:
-        from ncclctl.render import dumps
-
-        _out(dumps({"schema_version": JSON_SCHEMA_VERSION, "path": output, "nodes": nodes, "rails": rails,
+        out(dumps({"schema_version": JSON_SCHEMA_VERSION, "path": output, "nodes": nodes, "rails": rails,
                     "miscabled": [list(m) for m in result.miscabled], "down": [list(d) for d in result.down]}))
     elif output is None:
         sys.stdout.write(text)
@@ -132,54 +122,37 @@ def _stages():
     return stage
 
 
-def _report(findings, fmt: ValidateFormat, fail_on: FailOn, *, header: str, doc: dict, subject: str,
+def _report(findings, fmt: ReportFormat, fail_on: FailOn, *, header: str, doc: dict, subject: str,
             config: Optional[str], rule: Optional[List[str]], show_info: bool, command: str) -> None:
-    from ncclctl.cli import _emit_report, _load_config, _select_rules
     from ncclctl.findings import Severity
-    from ncclctl.report import Report
+    from ncclctl.report import configured
 
-    only = _select_rules(rule, ("fabric",), command)
-    cfg_path, cfg = _load_config(config)
-    findings = cfg.apply(findings)  # per-host ignores match each finding's host
-    if only is not None:
-        findings = [f for f in findings if f.rule in only]
-    rep = Report(findings=tuple(findings), subject=subject, fail_on=Severity(fail_on.value), header=header,
-                 fields=(*doc.items(), ("config", cfg_path)), name=f"ncclctl {command}")
-    _emit_report(rep, fmt.value, show_info)
+    only = select_rules(rule, ("fabric",), command)
+    cfg_path, cfg = load_config(config)
+    # per-host ignores match each finding's host
+    rep = configured(findings, subject=subject, fail_on=Severity(fail_on.value), config=cfg, only=only,
+                     header=header, fields=(*doc.items(), ("config", cfg_path)), name=f"ncclctl {command}")
+    emit_report(rep, fmt, show_info)
 
 
 @fabric_app.command("load")
 def fabric_load(
     fabric_file: Optional[str] = typer.Argument(None, help=FABRIC_ARG_HELP, metavar="[FABRIC_FILE]"),
     inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help=INVENTORY_HELP, metavar="INV"),
-    fmt: ValidateFormat = typer.Option(ValidateFormat.text, "--format", "-f", help="Output format."),
-    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding reaches this severity."),
+    fmt: ReportFormat = format_option(ReportFormat.text),
+    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help=FAIL_ON_HELP),
     config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
     rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help=RULE_HELP, metavar="ID"),
     show_info: bool = SHOW_INFO_OPTION,
 ) -> None:
     """Read a fabric (ibnetdiscover, ibnetdiscover -p, iblinkinfo, or the inventory hosts' LLDP) and summarise it."""
-    from ncclctl.fabric.graph import KINDS
-    from ncclctl.fabric.hostlist import compress
-    from ncclctl.fabric.sources import load_input
+    from ncclctl.fabric.sources import load_input, load_summary
 
     _no_gc()
     inp = load_input(fabric_file, inventory)
-    summary = inp.graph.summary()
-    hosts = sorted(inp.endpoints)
-    linked = sum(1 for eps in inp.endpoints.values() for ep in eps.values() if ep.link is not None)
-    doc = {"fabric": {**summary, "hosts": len(hosts), "host_names": compress(hosts), "hca_ports_linked": linked}}
-    lines = [f"fabric: {summary['source']} ({KINDS.get(summary['kind'], summary['kind'])})",
-             f"switches: {summary['switches']} ("
-             + ", ".join(f"{n} {name}" for name, n in summary["layers"].items()) + ")",
-             f"HCAs: {summary['hcas']}, {linked} HCA port(s) linked",
-             f"links: {summary['links']} ({summary['hca_links']} HCA-switch, {summary['switch_links']} switch-switch"
-             + (f", {summary['other_links']} other" if summary["other_links"] else "") + ")",
-             "rates: " + (", ".join(f"{label} x{n}" for label, n in summary["rates"].items()) or "none"),
-             f"hosts: {len(hosts)}" + (f": {compress(hosts)}" if hosts else "")]
-    _report(inp.findings, fmt, fail_on, header="\n".join(lines) + "\n", doc=doc,
-            subject=fabric_file or inventory or "fabric", config=config, rule=rule, show_info=show_info,
-            command="fabric load")
+    header, doc = load_summary(inp)
+    _report(inp.findings, fmt, fail_on, header=header, doc=doc, subject=fabric_file or inventory or "fabric",
+            config=config, rule=rule, show_info=show_info, command="fabric load")
 
 
 @fabric_app.command("rails")
@@ -188,8 +161,8 @@ def fabric_rails(
     inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help=INVENTORY_HELP, metavar="INV"),
     rails: Optional[int] = typer.Option(None, "--rails", min=1, max=64, help="Rails per host (default: what most hosts have)."),
     expect_rate: Optional[str] = typer.Option(None, "--expect-rate", help="Expected HCA link: Gb/s (400, 400G) or width+speed (4xNDR); default: the fabric's majority.", metavar="RATE"),
-    fmt: ValidateFormat = typer.Option(ValidateFormat.text, "--format", "-f", help="Output format."),
-    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding reaches this severity."),
+    fmt: ReportFormat = format_option(ReportFormat.text),
+    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help=FAIL_ON_HELP),
     config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
     rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help=RULE_HELP, metavar="ID"),
     show_info: bool = SHOW_INFO_OPTION,
@@ -211,20 +184,11 @@ class OrderFormat(str, enum.Enum):
     json = "json"
 
 
-def _write_output(path: str, data: bytes, *, check: bool = False, diff: bool = False, backup: bool = False,
-                  follow: bool = False) -> None:
-    """The one place `fabric order` writes its -o file: atomic, only on change, --check/--diff/--backup/--follow
-    honoured."""
-    from ncclctl.cli_ops import emit_result
-
-    emit_result(data, path, check=check, diff=diff, backup=backup, follow=follow)
-
-
 @fabric_app.command("order")
 def fabric_order(
     fabric_file: Optional[str] = typer.Argument(None, help=FABRIC_ARG_HELP, metavar="[FABRIC_FILE]"),
     inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help=INVENTORY_HELP, metavar="INV"),
-    fmt: OrderFormat = typer.Option(OrderFormat.text, "--format", "-f", help="text (summary and cost model), hostfile (mpirun), slurm (topology.conf tree), slurm-block (topology.conf block) or json."),
+    fmt: OrderFormat = format_option(OrderFormat.text, "text (summary and cost model), hostfile (mpirun), slurm (topology.conf tree), slurm-block (topology.conf block) or json."),
     slots: Optional[int] = typer.Option(None, "--slots", min=1, max=1024, help="Slots (ranks) per host; default: the inventory's GPU count, else the rail count."),
     rails: Optional[int] = typer.Option(None, "--rails", min=1, max=64, help="Rails per host (default: what most hosts have)."),
     message_size: str = typer.Option("1G", "--message-size", help="Cost model: all-reduce size (bytes, or K/M/G).", metavar="SIZE"),
@@ -232,6 +196,7 @@ def fabric_order(
     oversubscription: Optional[float] = typer.Option(None, "--oversubscription", min=0.01, help="Cost model: leaf downlink/uplink ratio (default: from the fabric's port counts).", metavar="RATIO"),
     output: Optional[str] = typer.Option(None, "-o", "--output", help="Write to this file (atomically) instead of stdout.", metavar="FILE"),
     check: bool = CHECK_OPTION,
+    exit_code: bool = EXIT_CODE_OPTION,
     diff: bool = DIFF_OPTION,
     backup: bool = BACKUP_OPTION,
     follow: bool = FOLLOW_OPTION,
@@ -246,29 +211,11 @@ def fabric_order(
     params = CostParams(message_bytes=size, hop_latency_us=hop_latency, ranks_per_host=slots,
                         oversubscription=oversubscription)
     o = fo.plan_order(lay, slots=slots, params=params)
-    if fmt is OrderFormat.hostfile:
-        text = fo.hostfile(o)
-    elif fmt is OrderFormat.slurm:
-        text = fo.slurm_tree(o, lay)
-    elif fmt is OrderFormat.slurm_block:
-        text = fo.slurm_block(o, lay)
-    elif fmt is OrderFormat.json:
-        from ncclctl.render import dumps
-
-        text = dumps(fo.order_doc(o, lay))
-    else:
-        text = fo.order_text(o, lay)
+    text = fo.render_order(o, lay, fmt.value)
     problems = [f for f in lay.findings if f.severity.value == "error"]
     if problems:
-        print(f"ncclctl: note: {len(problems)} fabric error(s) (miscabling, down links...): see "
-              "'ncclctl fabric rails'", file=sys.stderr)
-    if output is None and (check or diff or backup or follow):
-        from ncclctl.cli_ops import emit_result
-
-        emit_result(text.encode(), None, check=check, diff=diff, backup=backup, follow=follow)  # the usage error
+        note(f"note: {len(problems)} fabric error(s) (miscabling, down links...): see 'ncclctl fabric rails'")
+    emit_result(text.encode(), output, check=check, diff=diff, backup=backup, follow=follow, exit_code=exit_code)
     if output is not None:
-        _write_output(output, text.encode(), check=check, diff=diff, backup=backup, follow=follow)
-        print(f"ncclctl: {len(o.hosts)} hosts, ring crossings {o.crossings} (lower bound {o.lower_bound}, "
-              f"sorted names {o.naive_crossings})", file=sys.stderr)
-    else:
-        _out(text)
+        note(f"{len(o.hosts)} hosts, ring crossings {o.crossings} (lower bound {o.lower_bound}, "
+             f"sorted names {o.naive_crossings})")

@@ -1,0 +1,221 @@
+"""The command line: ``main`` and the command tree, registered without importing any command module.
+
+:data:`COMMANDS` names every top-level command, the module that holds it and its one-line help. ``ncclctl --help``
+lists them from this table; ``ncclctl lint ...`` (or ``ncclctl lint --help``) imports only
+:mod:`ncclctl.cli.lint`. ``ncclctl --version`` imports nothing but this module. Command modules import
+:mod:`ncclctl.cli.common` and typer, and their implementations inside the command functions.
+
+``main`` turns every outcome into a documented exit code (see :class:`ncclctl.errors.ExitCode`): a Ctrl-C at any
+moment is 130 without a traceback, a closed pipe (``| head``) is quiet, a bug is exit 70 with one line (a
+traceback only with ``NCCLCTL_DEBUG=1``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
+
+class Entry(NamedTuple):
+    module: str
+    attr: str
+    help: str
+
+
+#: Top-level commands in the order ``ncclctl --help`` lists them (a test checks each help line against the
+#: command's own docstring and that every module's commands are here).
+COMMANDS: dict[str, Entry] = {
+    "probe": Entry("ncclctl.cli.probe", "probe_app",
+                   "Probe the node (NUMA, PCIe tree, GPUs, NVLinks, NICs, netdevs) and print its model."),
+    "snapshot": Entry("ncclctl.cli.probe", "snapshot_app",
+                      "Capture this host into a fixture: only the files the probe reads, command outputs, NVML answers."),
+    "topo": Entry("ncclctl.cli.topo", "topo_app", "NCCL topology XML (NCCL_TOPO_FILE): generate, validate, show, diff."),
+    "rails": Entry("ncclctl.cli.rails", "rails_app",
+                   "Assign each GPU its rail NIC port from PCIe locality; print the rail table and an exact NCCL_IB_HCA."),
+    "rings": Entry("ncclctl.cli.rails", "rings_app",
+                   "NCCL graph XML (NCCL_GRAPH_FILE) with rail-pinned ring and tree channels."),
+    "lint": Entry("ncclctl.cli.lint", "lint_app", "Lint one node (this host, or --root/--model) with every enabled rule."),
+    "rules": Entry("ncclctl.cli.lint", "rules_app",
+                   "List every rule (lint, fleet, topology/graph file, fabric): id, slug, family, severity, when it runs, title."),
+    "explain": Entry("ncclctl.cli.lint", "explain_app",
+                     "Print one rule's documentation: what it finds, why it hurts NCCL, how it is detected, how to fix it."),
+    "fleet": Entry("ncclctl.cli.fleet", "fleet_app", "Fleet-wide checks over many snapshots or node models."),
+    "fabric": Entry("ncclctl.cli.fabric", "fabric_app",
+                    "The fabric: load ibnetdiscover/iblinkinfo/LLDP, check rail cabling, order hosts for rings, "
+                    "synthesize test fabrics."),
+    "conf": Entry("ncclctl.cli.ops", "conf_app",
+                  "/etc/nccl.conf derived from the node: rails, socket interface, RoCE GID and traffic class."),
+    "facts": Entry("ncclctl.cli.ops", "facts_app",
+                   "One JSON document of node facts for Ansible (/etc/ansible/facts.d/ncclctl.fact) and inventories."),
+    "schema": Entry("ncclctl.cli.ops", "schema_app",
+                    "Where the installed JSON schemas and XSDs are (list, a path, or the content)."),
+    "completion": Entry("ncclctl.cli.ops", "completion_app",
+                        "Print the shell completion script (bash, zsh, fish, powershell)."),
+}
+
+HELP = """ncclctl: the first tool to reach for when NCCL is slow, hangs, or picks the wrong NIC.
+
+Probe GPU nodes, emit and validate NCCL topology files, lint NCCL networking.
+
+Exit codes: 0 ok, 1 findings at or above the fail level (or drift with --check --exit-code), 2 usage,
+3 invalid input, 4 a required source unavailable (e.g. a fleet host past --host-timeout), 70 internal error,
+130 interrupted.
+"""
+
+
+def load_command(name: str) -> Any:
+    """The click command of a top-level command (imports its module)."""
+    import importlib
+
+    import typer
+
+    entry = COMMANDS[name]
+    app = getattr(importlib.import_module(entry.module), entry.attr)
+    cmd = typer.main.get_command(app)
+    cmd.name = name
+    return cmd
+
+
+def _root() -> Any:
+    import typer
+
+    from ncclctl.cli.common import Group
+
+    class Root(Group):
+        def list_commands(self, ctx: Any) -> list[str]:
+            return list(COMMANDS)
+
+        def get_command(self, ctx: Any, name: str) -> Any:
+            return load_command(name) if name in COMMANDS else None
+
+        def format_commands(self, ctx: Any, formatter: Any) -> None:
+            with formatter.section("Commands"):
+                formatter.write_dl([(name, e.help) for name, e in COMMANDS.items()])
+
+    app = typer.Typer(name="ncclctl", cls=Root, rich_markup_mode=None, pretty_exceptions_enable=False,
+                      no_args_is_help=True, add_completion=False,
+                      context_settings={"help_option_names": ["-h", "--help"]})
+
+    def _version(value: bool) -> None:
+        if value:
+            from ncclctl import __version__
+
+            print(f"ncclctl {__version__}")
+            raise typer.Exit(0)
+
+    @app.callback(help=HELP)
+    def _main(
+        version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                     help="Print the version and exit."),
+    ) -> None:
+        pass
+
+    if os.environ.get("_NCCLCTL_COMPLETE"):
+        # The shell asks for completions (the script of 'ncclctl completion SHELL'): typer registers its shell
+        # classes only for apps with its own --install-completion options, which ncclctl leaves out.
+        from typer._completion_classes import completion_init  # type: ignore[import-not-found,unused-ignore]
+
+        completion_init()
+    return typer.main.get_command(app)
+
+
+def _wants_json(argv: list[str]) -> bool:
+    for i, arg in enumerate(argv):
+        if arg in ("--format=json", "-fjson"):
+            return True
+        if arg in ("--format", "-f") and i + 1 < len(argv) and argv[i + 1] == "json":
+            return True
+    return False
+
+
+def _fail(exc: Any, argv: list[str]) -> int:
+    if _wants_json(argv):
+        import json
+
+        from ncclctl import JSON_SCHEMA_VERSION
+
+        sys.stdout.write(json.dumps({"schema_version": JSON_SCHEMA_VERSION, "ok": False, "error": exc.to_dict()},
+                                    indent=2) + "\n")
+    print(f"ncclctl: error: {exc}", file=sys.stderr)
+    return int(exc.exit_code)
+
+
+def _quiet_stdout() -> None:
+    """The reader went away (``| head``): point stdout at /dev/null so the exit flush cannot complain."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:  # pragma: no cover - no stdout at all
+        pass
+
+
+def _run(args: list[str]) -> int:
+    if args == ["--version"]:  # the common probe of an install: no typer, no click
+        from ncclctl import __version__
+
+        print(f"ncclctl {__version__}")
+        return 0
+    import typer
+
+    from ncclctl.errors import ExitCode, NcclctlError
+
+    try:  # typer >= 0.20 vendors click as typer._click; older releases use click itself
+        from typer._click import exceptions as cx  # type: ignore[import-not-found,attr-defined]
+    except ImportError:  # pragma: no cover - older typer
+        from click import exceptions as cx
+
+    def kinds(name: str) -> tuple[type, ...]:
+        found = (getattr(typer, name, None), getattr(cx, name, None))
+        return tuple(t for t in found if isinstance(t, type) and issubclass(t, BaseException))
+
+    exit_types, abort_types, click_types = kinds("Exit"), kinds("Abort"), kinds("ClickException")
+    try:
+        rv = _root().main(args=args, prog_name="ncclctl", standalone_mode=False)
+        code = rv if isinstance(rv, int) else 0
+        if code == ExitCode.INTERRUPTED:  # typer turns Ctrl-C inside a command into Exit(130), returned here
+            print("ncclctl: interrupted", file=sys.stderr)
+        return code
+    except exit_types as exc:
+        code = int(exc.exit_code)  # type: ignore[attr-defined]
+        if code == ExitCode.INTERRUPTED:  # typer turns Ctrl-C inside a command into Exit(130)
+            print("ncclctl: interrupted", file=sys.stderr)
+        return code
+    except abort_types:
+        print("ncclctl: interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+    except click_types as exc:
+        exc.show()  # type: ignore[attr-defined]
+        if "--nagios" in args:  # a monitoring plugin answers UNKNOWN (3) to a bad command line, not CRITICAL (2)
+            print(f"NCCLCTL UNKNOWN - usage: {exc.format_message()}".replace("|", "/"))  # type: ignore[attr-defined]
+            return 3
+        return int(ExitCode.USAGE)
+    except NcclctlError as exc:
+        return _fail(exc, args)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: run the command and turn every outcome into a documented exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        code = _run(args)
+        sys.stdout.flush()
+    except KeyboardInterrupt:
+        print("ncclctl: interrupted", file=sys.stderr)
+        code = 130
+    except BrokenPipeError:
+        _quiet_stdout()
+        code = 0
+    except Exception as exc:  # a bug: say so without a traceback unless asked
+        if os.environ.get("NCCLCTL_DEBUG"):
+            raise
+        print(f"ncclctl: internal error: {type(exc).__name__}: {exc} "
+              "(this is a bug; rerun with NCCLCTL_DEBUG=1 for a traceback and report it)", file=sys.stderr)
+        code = 70
+    sys.exit(int(code))
+
+
+__all__ = ["COMMANDS", "Entry", "load_command", "main"]

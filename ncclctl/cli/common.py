@@ -1,0 +1,285 @@
+"""What every command module shares: the app factory, common options, the one ``Format`` type, output helpers.
+
+Command modules import this module and typer only; everything else is imported inside the command functions,
+so ``ncclctl lint --help`` costs typer plus one small module. Command functions parse their options, call one
+library function, and hand the result to :func:`emit_report` (findings), :func:`emit_result` (a written file)
+or :func:`out` (a rendered document). No logic lives in the CLI.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+from typing import Any, List, Optional
+
+import typer
+
+from ncclctl import JSON_SCHEMA_VERSION
+from ncclctl.errors import ExitCode
+from ncclctl.nccl.version import DEFAULT_TEXT as NCCL_DEFAULT
+
+from typer.core import TyperGroup
+
+
+class Group(TyperGroup):
+    """A command group whose listing shows each command's whole first help paragraph (click cuts it at 45
+    characters)."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is None or cmd.hidden:
+                continue
+            rows.append((name, cmd.short_help or " ".join((cmd.help or "").split("\n\n")[0].split())))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def sub_app(help: str) -> typer.Typer:
+    """A command group (``ncclctl topo ...``) with the project's settings. It stays a group when it holds one
+    command (``conf generate``, ``fleet lint``): typer would otherwise make ``ncclctl conf`` the command itself."""
+    app = typer.Typer(help=help, cls=Group, rich_markup_mode=None, no_args_is_help=True, add_completion=False,
+                      context_settings={"help_option_names": ["-h", "--help"]})
+
+    @app.callback()
+    def _group() -> None:
+        pass
+
+    return app
+
+
+def command_app() -> typer.Typer:
+    """The app of a module that holds one top-level command (``ncclctl lint``)."""
+    return typer.Typer(rich_markup_mode=None, add_completion=False,
+                       context_settings={"help_option_names": ["-h", "--help"]})
+
+
+class Format(str, enum.Enum):
+    """The output formats every command can give: a plain text rendering, or the JSON document."""
+
+    text = "text"
+    json = "json"
+
+
+# Commands with more formats take one of these; their values are the one vocabulary below (a test checks that
+# every --format choice of every command is in FORMAT_VALUES), and they compare equal to Format members and
+# strings ("json" == ReportFormat.json == Format.json).
+class ReportFormat(str, enum.Enum):
+    """Findings: lint, topo/rings validate, fabric load/rails."""
+
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    junit = "junit"
+
+
+class ProbeFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+    tree = "tree"
+    matrix = "matrix"
+
+
+class ShowFormat(str, enum.Enum):
+    tree = "tree"
+    matrix = "matrix"
+    json = "json"
+
+
+FORMAT_VALUES = frozenset({"text", "json", "sarif", "junit", "markdown", "tree", "matrix", "hostfile", "slurm",
+                           "slurm-block", "ibnetdiscover", "ibnetdiscover-p", "iblinkinfo", "iblinkinfo-line"})
+
+
+def format_option(default: Any, help: str = "Output format.") -> Any:
+    """``--format/-f`` (the choices come from the parameter's enum)."""
+    return typer.Option(default, "--format", "-f", help=help)
+
+
+class FailOn(str, enum.Enum):
+    error = "error"
+    warning = "warning"
+    info = "info"
+
+
+ROOT_HELP = "Probe a captured host tree (a snapshot folder or .tar.gz) instead of this host."
+MODEL_HELP = "Read the node from a JSON model (probe --format json)."
+
+# Options of every command that writes a file with -o (topo generate, rings graph, conf generate, facts, fabric
+# order); the writing itself is emit_result (atomic, idempotent, Ansible-style record).
+# FOLLOW_OPTION also on snapshot (-o DIR / --tar FILE) and fabric synth -o.
+CHECK_OPTION = typer.Option(False, "--check", help="With -o: report whether the file would change; write nothing.")
+EXIT_CODE_OPTION = typer.Option(False, "--exit-code", help="With --check: exit 1 when the file would change "
+                                "(drift), 0 when it is up to date; for cron and CI.")
+DIFF_OPTION = typer.Option(False, "--diff", help="With -o: print a unified diff of the change.")
+BACKUP_OPTION = typer.Option(False, "--backup", help="With -o: keep the previous file as FILE.YYYYmmdd-HHMMSS~.")
+FOLLOW_OPTION = typer.Option(False, "--follow", help="With -o: if the path is a symlink, replace the file it points to "
+                             "(default: replace the link itself). Refused for another user's link in a sticky "
+                             "world-writable folder such as /tmp.")
+
+# Options of every command that reports findings (lint, fleet lint, topo/rings validate, fabric load/rails).
+SHOW_INFO_OPTION = typer.Option(False, "--show-info", help="Text output: also print info findings (hidden by default; "
+                                "the summary line counts them). JSON, SARIF and JUnit always carry them.")
+CONFIG_HELP = "Rule configuration: severities, off, per-host ignores (default: ./.ncclctl.yaml if present)."
+RULE_HELP = "Report only this rule (id or slug; repeat or comma-separate)."
+FAIL_ON_HELP = "Exit 1 when a finding reaches this severity."
+
+# The command that runs the rules of each scope (for "wrong command" hints).
+SCOPE_COMMAND = {"node": "ncclctl lint", "fleet": "ncclctl fleet lint", "file": "ncclctl topo validate",
+                 "fabric": "ncclctl fabric rails"}
+
+
+def out(text: str) -> None:
+    """Write a command's output to stdout (undecodable bytes as ``\\xNN`` under a strict UTF-8 stdout)."""
+    try:
+        sys.stdout.write(text)
+    except UnicodeEncodeError:  # a surrogate-escaped name or path under a strict (UTF-8 locale) stdout
+        from ncclctl.probe.hostroot import printable
+
+        sys.stdout.write(printable(text))
+
+
+def note(text: str) -> None:
+    """A one-line message for the person at the terminal (stderr)."""
+    print(f"ncclctl: {text}", file=sys.stderr)
+
+
+def dumps(doc: Any) -> str:
+    from ncclctl.render import dumps as _dumps
+
+    return _dumps(doc)
+
+
+def csv_list(value: Optional[str]) -> Optional[tuple[str, ...]]:
+    """``--nics a,b`` -> ("a", "b"); None when not given."""
+    return tuple(n for n in value.split(",") if n) if value else None
+
+
+def usage(message: str, fix: Optional[str] = None) -> Exception:
+    from ncclctl.errors import UsageError
+
+    return UsageError(message, fix=fix)
+
+
+def load_node(root: Optional[str], model: Optional[str]):
+    """The node from --root (fixture or snapshot tar), --model (JSON), or the live host."""
+    from ncclctl.probe import probe as do_probe
+
+    if root is not None and model is not None:
+        raise usage("give --root or --model, not both")
+    if model is not None:
+        from ncclctl.inventory import load_model
+
+        return load_model(model)
+    if root is not None:
+        from ncclctl.probe.archive import opened_root
+
+        with opened_root(root) as tree:
+            return do_probe(tree)
+    return do_probe(None)
+
+
+def read_xml(path: str) -> bytes:
+    """An NCCL topology or graph file through the input door."""
+    from ncclctl.inputs import read_bytes
+
+    data = read_bytes(path, "xml")
+    assert data is not None
+    return data
+
+
+def rule_or_usage(key: str):
+    from ncclctl.registry import get, suggest
+
+    rule = get(key)
+    if rule is None:
+        close = suggest(key)
+        raise usage(f"no such rule: {key!r}", fix=(f"did you mean {close}? " if close else "")
+                    + "'ncclctl rules' lists the rule ids and slugs")
+    return rule
+
+
+def select_rules(keys: Optional[List[str]], scopes: tuple[str, ...], command: str) -> Optional[tuple]:
+    """``--rule`` values (ids or slugs, repeated or comma-separated) as rule ids; None when not given. A rule of
+    another scope is a usage error that names the command running it."""
+    if not keys:
+        return None
+    ids = []
+    for item in keys:
+        for key in item.split(","):
+            if not key.strip():
+                continue
+            r = rule_or_usage(key.strip())
+            if r.scope not in scopes:
+                raise usage(f"{r.id} is a {r.scope} rule: {command} does not run it",
+                            fix=f"run it with {SCOPE_COMMAND.get(r.scope, 'another command')} "
+                                "('ncclctl rules' says where each rule runs)")
+            ids.append(r.id)
+    return tuple(dict.fromkeys(ids))
+
+
+def load_config(explicit: Optional[str]):
+    """The configuration file (``--config F``, else ./.ncclctl.yaml when present) and its parsed config."""
+    from ncclctl.lint.config import discover, load_config as _load
+
+    path = discover(explicit)
+    return path, _load(path)
+
+
+def emit_report(rep: Any, fmt: Any, show_info: bool) -> None:
+    """Print ``rep`` through the report door; exit 1 when a finding reaches ``--fail-on``."""
+    from ncclctl import report
+
+    out(report.render(rep, str((fmt or Format.text).value), show_info=show_info))
+    if not rep.ok:
+        raise typer.Exit(int(ExitCode.FINDINGS))
+
+
+def emit_result(data: bytes, output: Optional[str], *, check: bool = False, diff: bool = False, backup: bool = False,
+                follow: bool = False, exit_code: bool = False, json_record: bool = False,
+                extra: Optional[dict] = None, content_key: str = "content") -> None:
+    """Write ``data`` to ``output`` (or print it) and report like an Ansible module.
+
+    Without ``-o``: the content goes to stdout (or into ``content_key`` of the JSON record); ``--check``,
+    ``--diff``, ``--backup``, ``--follow`` and ``--exit-code`` are usage errors. With ``-o``:
+    :func:`ncclctl.fileio.emit` writes atomically and only on change (a symlink at ``output`` is replaced, or with
+    ``follow`` written through); the JSON record is ``{"schema_version", "changed", "path", "diff", "msg",
+    "backup_file", "check_mode", **extra}``; in text mode a ``--diff`` goes to stdout and the one-line message to
+    stderr. ``exit_code`` (with ``check``): exit 1 when the file would change.
+    """
+    extra = dict(extra or {})
+    if output is None:
+        if check or diff or backup or follow or exit_code:
+            flags = ", ".join(f for f, on in (("--check", check), ("--diff", diff), ("--backup", backup),
+                                              ("--follow", follow), ("--exit-code", exit_code)) if on)
+            raise usage(f"{flags} only apply to a file written with -o", fix="add -o FILE")
+        if json_record:
+            out(dumps({"schema_version": JSON_SCHEMA_VERSION, "changed": False, "path": None, "diff": None,
+                       "msg": "printed, not written (no -o)", "backup_file": None, "check_mode": False, **extra,
+                       content_key: data.decode("utf-8", "replace")}))
+        else:
+            out(data.decode("utf-8", "replace"))
+        return
+    if exit_code and not check:
+        raise usage("--exit-code reports drift found by --check", fix="add --check")
+    from ncclctl.fileio import emit
+
+    result = emit(output, data, check=check, diff=diff, backup=backup, follow=follow)
+    if json_record:
+        out(dumps({"schema_version": JSON_SCHEMA_VERSION, **result.record(), **extra, content_key: None}))
+    else:
+        if diff and result.unified:
+            out(result.unified)
+        note(result.msg)
+    if exit_code and result.changed:
+        raise typer.Exit(int(ExitCode.FINDINGS))
+
+
+__all__ = [
+    "BACKUP_OPTION", "CHECK_OPTION", "CONFIG_HELP", "DIFF_OPTION", "EXIT_CODE_OPTION", "FAIL_ON_HELP", "FOLLOW_OPTION",
+    "FORMAT_VALUES", "FailOn", "Format", "Group", "ProbeFormat", "ReportFormat", "ShowFormat", "JSON_SCHEMA_VERSION", "MODEL_HELP", "NCCL_DEFAULT", "ROOT_HELP", "RULE_HELP",
+    "SHOW_INFO_OPTION", "command_app", "csv_list", "dumps", "emit_report", "emit_result",
+    "format_option", "load_config", "load_node", "note", "out", "read_xml", "rule_or_usage", "select_rules",
+    "sub_app", "usage",
+]

@@ -1,0 +1,88 @@
+"""``ncclctl fleet lint``: every node of a fleet, then the fleet rules across them."""
+
+from __future__ import annotations
+
+import enum
+import sys
+from typing import List, Optional
+
+import typer
+
+from ncclctl.cli.common import (CONFIG_HELP, SHOW_INFO_OPTION, FailOn, format_option, load_config, out,
+                                select_rules, sub_app, usage)
+from ncclctl.errors import ExitCode
+
+fleet_app = sub_app("Fleet-wide checks over many snapshots or node models.")
+
+
+class FleetFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+    junit = "junit"
+
+
+def _progress():
+    """A one-line progress bar on stderr when stderr is a terminal (else None: logs stay clean)."""
+    if not sys.stderr.isatty():
+        return None
+    import time
+
+    state = {"last": 0.0}
+
+    def show(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done != total and now - state["last"] < 0.1:
+            return
+        state["last"] = now
+        width = 30
+        fill = width * done // max(total, 1)
+        sys.stderr.write(f"\r[{'#' * fill}{'.' * (width - fill)}] {done}/{total} hosts")
+        if done == total:
+            sys.stderr.write("\r" + " " * (width + 30) + "\r")
+        sys.stderr.flush()
+
+    return show
+
+
+@fleet_app.command("lint")
+def fleet_lint(
+    snapshots: Optional[List[str]] = typer.Argument(None, metavar="SNAPSHOT...", help="Snapshot folders, .tar.gz snapshots or node-model JSON files."),
+    inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help="Cluster inventory YAML (see 'ncclctl schema inventory') naming each host's snapshot or model.", metavar="FILE"),
+    config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
+    expect: Optional[str] = typer.Option(None, "--expect", help="Also compare every host with this expected-state profile.", metavar="FILE"),
+    fmt: FleetFormat = format_option(FleetFormat.text),
+    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding on any host reaches this severity."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, max=1024, help="Worker processes (default: the CPU count)."),
+    rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help="Run only this rule (id or slug; repeat or comma-separate).", metavar="ID"),
+    host_timeout: float = typer.Option(60.0, "--host-timeout", min=0.1, help="Seconds one host may take to load and lint; a host past it is reported, the rest are linted.", metavar="SECONDS"),
+    show_info: bool = SHOW_INFO_OPTION,
+) -> None:
+    """Lint every node of a fleet and compare them: MTU, firmware, driver, NCCL settings, GPU/NIC counts, rails.
+
+    Exit codes: 0 clean, 1 findings at or above --fail-on on some host, 3 invalid input (including a host
+    whose snapshot cannot be read; the others are still linted and reported), 4 a host past --host-timeout
+    (and none unreadable).
+    """
+    from ncclctl import report
+    from ncclctl.findings import Severity
+    from ncclctl.lint.fleet import exit_code, lint_fleet, sources_from_inventory, sources_from_paths
+
+    if bool(snapshots) == (inventory is not None):
+        raise usage("give snapshots or --inventory (one of the two)",
+                    fix="ncclctl fleet lint snaps/*  or  ncclctl fleet lint --inventory cluster.yaml")
+    only = select_rules(rule, ("node", "fleet"), "fleet lint")
+    cfg_path, cfg = load_config(config)
+    profile = None
+    if expect is not None:
+        from ncclctl.lint.expect import load_profile
+
+        profile = load_profile(expect)
+    sources = sources_from_inventory(inventory) if inventory is not None else sources_from_paths(snapshots or [])
+    result = lint_fleet(sources, cfg, expect=profile, jobs=jobs, only=only, progress=_progress(),
+                        host_timeout=host_timeout)
+    threshold = Severity(fail_on.value)
+    out(report.render_fleet(result, fmt.value, fail_on=threshold, show_info=show_info,
+                            fields=(("config", cfg_path), ("extends", cfg.extends), ("expect", expect))))
+    code = exit_code(result, threshold)
+    if code != ExitCode.OK:
+        raise typer.Exit(code)

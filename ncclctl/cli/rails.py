@@ -1,0 +1,77 @@
+"""``ncclctl rails`` and ``ncclctl rings graph|validate``: rails per GPU, NCCL graph files (NCCL_GRAPH_FILE)."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+from ncclctl.cli.common import (BACKUP_OPTION, CHECK_OPTION, CONFIG_HELP, DIFF_OPTION, EXIT_CODE_OPTION,
+                                FAIL_ON_HELP, FOLLOW_OPTION, MODEL_HELP, NCCL_DEFAULT, ROOT_HELP, RULE_HELP,
+                                SHOW_INFO_OPTION, FailOn, Format, ReportFormat, command_app, csv_list, dumps,
+                                emit_result, format_option, load_node, note, out, sub_app)
+
+rails_app = command_app()
+rings_app = sub_app("NCCL graph XML (NCCL_GRAPH_FILE) with rail-pinned ring and tree channels.")
+
+
+@rails_app.command("rails")
+def rails_cmd(
+    root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP, metavar="DIR"),
+    model: Optional[str] = typer.Option(None, "--model", help=MODEL_HELP, metavar="JSON"),
+    compute_nics: Optional[str] = typer.Option(None, "--compute-nics", help="Comma-separated RDMA devices that carry NCCL traffic (default: each GPU's closest NICs).", metavar="LIST"),
+    fmt: Format = format_option(Format.text),
+) -> None:
+    """Assign each GPU its rail NIC port from PCIe locality; print the rail table and an exact NCCL_IB_HCA."""
+    from ncclctl.rails import plan_doc, plan_rails, plan_text
+
+    plan = plan_rails(load_node(root, model), csv_list(compute_nics))
+    out(dumps(plan_doc(plan)) if fmt == Format.json else plan_text(plan))
+
+
+@rings_app.command("graph")
+def rings_graph(
+    root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP, metavar="DIR"),
+    model: Optional[str] = typer.Option(None, "--model", help=MODEL_HELP, metavar="JSON"),
+    compute_nics: Optional[str] = typer.Option(None, "--compute-nics", help="Comma-separated RDMA devices that carry NCCL traffic.", metavar="LIST"),
+    output: Optional[str] = typer.Option(None, "-o", "--output", help="Write to this file (atomically) instead of stdout.", metavar="FILE"),
+    fmt: Optional[Format] = format_option(None, "json: print the channel plan and result record."),
+    check: bool = CHECK_OPTION,
+    exit_code: bool = EXIT_CODE_OPTION,
+    diff: bool = DIFF_OPTION,
+    backup: bool = BACKUP_OPTION,
+    follow: bool = FOLLOW_OPTION,
+) -> None:
+    """Write an NCCL graph file whose channel c enters and leaves on the NIC of rail c (ring and tree).
+
+    Use it with NCCL_IB_HCA set to the rails (ncclctl rails), per job: a graph file fixes the GPU set.
+    """
+    from ncclctl.rings import graph_file
+
+    data, info = graph_file(load_node(root, model), csv_list(compute_nics))
+    if info["down_rails"]:
+        note(f"rails {', '.join(info['down_rails'])} are down and get no channel; regenerate the graph when they "
+             "are ACTIVE")
+    emit_result(data, output, check=check, diff=diff, backup=backup, follow=follow, exit_code=exit_code,
+                json_record=fmt == Format.json, extra=info, content_key="xml")
+
+
+@rings_app.command("validate")
+def rings_validate(
+    file: str = typer.Argument(..., help="Graph XML file (NCCL_GRAPH_FILE).", metavar="FILE"),
+    root: Optional[str] = typer.Option(None, "--root", help="Also check the file against this captured host.", metavar="DIR"),
+    live: bool = typer.Option(False, "--live", help="Also check the file against this host."),
+    nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Validate for this NCCL version.", metavar="X.Y[.Z]"),
+    fmt: ReportFormat = format_option(ReportFormat.text),
+    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help=FAIL_ON_HELP),
+    config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
+    rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help=RULE_HELP, metavar="ID"),
+    show_info: bool = SHOW_INFO_OPTION,
+) -> None:
+    """Validate a graph file as NCCL reads it (structure, types, channel counts) and against a host."""
+    from ncclctl.cli.topo import validate_file
+    from ncclctl.rings import require_graph_file
+
+    require_graph_file(file)
+    validate_file(file, root=root, live=live, nccl_version=nccl_version, fmt=fmt, fail_on=fail_on, xsd=True,
+                  config=config, rule=rule, show_info=show_info, command="rings validate")

@@ -1,0 +1,125 @@
+"""``ncclctl topo generate|validate|show|diff``: NCCL topology files (NCCL_TOPO_FILE)."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+from ncclctl.cli.common import (BACKUP_OPTION, CHECK_OPTION, CONFIG_HELP, DIFF_OPTION, EXIT_CODE_OPTION,
+                                FAIL_ON_HELP, FOLLOW_OPTION, JSON_SCHEMA_VERSION, MODEL_HELP, NCCL_DEFAULT, ROOT_HELP,
+                                RULE_HELP, SHOW_INFO_OPTION, FailOn, Format, ReportFormat, ShowFormat, csv_list,
+                                dumps, emit_report, emit_result, format_option, load_config, load_node, note, out,
+                                read_xml, select_rules, sub_app, usage)
+from ncclctl.errors import ExitCode
+
+topo_app = sub_app("NCCL topology XML (NCCL_TOPO_FILE): generate, validate, show, diff.")
+
+
+@topo_app.command("generate")
+def topo_generate(
+    root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP, metavar="DIR"),
+    model: Optional[str] = typer.Option(None, "--model", help=MODEL_HELP, metavar="JSON"),
+    spec: Optional[str] = typer.Option(None, "--spec", help="Virtual layout spec (YAML) for flat-PCIe VMs.", metavar="YAML"),
+    profile: Optional[str] = typer.Option(None, "--profile", help="Built-in virtual layout: h100, a100 or pairs.", metavar="NAME"),
+    output: Optional[str] = typer.Option(None, "-o", "--output", help="Write to this file (atomically) instead of stdout.", metavar="FILE"),
+    nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Never write what this NCCL version cannot read.", metavar="X.Y[.Z]"),
+    minimal: bool = typer.Option(False, "--minimal", help="Only the cpu/pci skeleton; NCCL detects GPUs and NICs itself."),
+    nics: Optional[str] = typer.Option(None, "--nics", help="Comma-separated RDMA devices to include (default: all with an active port).", metavar="LIST"),
+    fmt: Optional[Format] = format_option(None, "json: print a result record instead of the XML (with -o: whether the file changed)."),
+    check: bool = CHECK_OPTION,
+    exit_code: bool = EXIT_CODE_OPTION,
+    diff: bool = DIFF_OPTION,
+    backup: bool = BACKUP_OPTION,
+    follow: bool = FOLLOW_OPTION,
+) -> None:
+    """Generate an NCCL topology file for this node (bare metal) or a virtual layout (VMs)."""
+    from ncclctl.nccl.version import parse_option
+    from ncclctl.topo import generate as gen
+
+    version = parse_option(nccl_version)
+    if spec is not None and profile is not None:
+        raise usage("give --spec or --profile, not both")
+    node = load_node(root, model)
+    data, layout, message = gen.generate_for(node, nccl_version=version, minimal=minimal, nics=csv_list(nics),
+                                             spec=spec, profile=profile)
+    if message:
+        note(message)
+    emit_result(data, output, check=check, diff=diff, backup=backup, follow=follow, exit_code=exit_code,
+                json_record=fmt == Format.json,
+                extra={"layout": layout.name if layout else "bare-metal",
+                       "elements": data.count(b"<") - data.count(b"</")}, content_key="xml")
+
+
+def validate_file(file: str, *, root: Optional[str], live: bool, nccl_version: str, fmt: ReportFormat,
+                  fail_on: FailOn, xsd: bool, config: Optional[str], rule: Optional[List[str]], show_info: bool,
+                  command: str) -> None:
+    """The body of ``topo validate`` and ``rings validate``."""
+    from ncclctl.nccl.version import parse_option
+    from ncclctl.topo.filecheck import validate_report
+
+    if root is not None and live:
+        raise usage("give --root or --live, not both")
+    only = select_rules(rule, ("file",), command)
+    cfg_path, cfg = load_config(config)
+    rep = validate_report(read_xml(file), file, nccl_version=parse_option(nccl_version), xsd=xsd,
+                          load_node=(lambda: load_node(root, None)) if (root is not None or live) else None,
+                          config=cfg, config_path=cfg_path, only=only, fail_on=fail_on.value, command=command)
+    emit_report(rep, fmt, show_info)
+
+
+@topo_app.command("validate")
+def topo_validate(
+    file: str = typer.Argument(..., help="Topology (NCCL_TOPO_FILE) or graph (NCCL_GRAPH_FILE) XML file.", metavar="FILE"),
+    root: Optional[str] = typer.Option(None, "--root", help="Also check the file against this captured host.", metavar="DIR"),
+    live: bool = typer.Option(False, "--live", help="Also check the file against this host."),
+    nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Validate for this NCCL version.", metavar="X.Y[.Z]"),
+    fmt: ReportFormat = format_option(ReportFormat.text),
+    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help=FAIL_ON_HELP),
+    xsd: bool = typer.Option(True, "--xsd/--no-xsd", help="Also check structure against the XSD schema."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
+    rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help=RULE_HELP, metavar="ID"),
+    show_info: bool = SHOW_INFO_OPTION,
+) -> None:
+    """Validate a topology or graph file exactly as NCCL reads it (and against a host with --root/--live)."""
+    validate_file(file, root=root, live=live, nccl_version=nccl_version, fmt=fmt, fail_on=fail_on, xsd=xsd,
+                  config=config, rule=rule, show_info=show_info, command="topo validate")
+
+
+@topo_app.command("show")
+def topo_show(
+    file: str = typer.Argument(..., help="Topology XML file (NCCL_TOPO_FILE or an NCCL_TOPO_DUMP_FILE output).", metavar="FILE"),
+    fmt: ShowFormat = format_option(ShowFormat.tree),
+    nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Read as this NCCL version does.", metavar="X.Y[.Z]"),
+) -> None:
+    """Show what NCCL understands from a topology file: the tree it keeps and the GPU/NIC paths it implies."""
+    from ncclctl.nccl.version import parse_option
+    from ncclctl.topo import show
+    from ncclctl.topo.interpret import load_view
+
+    view = load_view(read_xml(file), path=file, nccl_version=parse_option(nccl_version))
+    renderers = {ShowFormat.json: lambda v: dumps(show.view_doc(v)), ShowFormat.matrix: show.matrix_text,
+                 ShowFormat.tree: show.tree_text}
+    out(renderers[fmt](view))
+
+
+@topo_app.command("diff")
+def topo_diff(
+    a: str = typer.Argument(..., help="The old topology file.", metavar="OLD"),
+    b: str = typer.Argument(..., help="The new topology file.", metavar="NEW"),
+    fmt: Format = format_option(Format.text),
+) -> None:
+    """Semantic diff of two topology files (devices, links, attributes), blind to formatting and order.
+
+    Exit 0 when they mean the same to NCCL, 1 when they differ.
+    """
+    from ncclctl.topo import show
+    from ncclctl.topo.interpret import load_view
+
+    changes = show.diff(load_view(read_xml(a), path=a), load_view(read_xml(b), path=b))
+    if fmt == Format.json:
+        out(dumps({"schema_version": JSON_SCHEMA_VERSION, "a": a, "b": b, "same": not changes, "changes": changes}))
+    else:
+        out(show.diff_text(changes, a, b))
+    if changes:
+        raise typer.Exit(int(ExitCode.FINDINGS))
