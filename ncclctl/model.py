@@ -36,7 +36,7 @@ class NumaNode:
 
     @property
     def cpu_count(self) -> int:
-        from ncclctl.probe.values import parse_cpulist
+        from ncclctl.sysfs import parse_cpulist
 
         return len(parse_cpulist(self.cpulist)) if self.cpulist else 0
 
@@ -451,7 +451,7 @@ class Node:
             )
         body = {k: v for k, v in data.items() if k not in ("schema_version", "derived")}
         node = from_dict(cls, body, source=source)
-        from ncclctl.probe.values import check_node_values  # the sysfs-shaped strings the types cannot check
+        from ncclctl.sysfs import check_node_values  # the sysfs-shaped strings the types cannot check
 
         check_node_values(node, source=source)
         return node

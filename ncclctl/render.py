@@ -6,7 +6,7 @@ import json
 from collections import Counter
 
 from ncclctl.model import Node, PciDevice
-from ncclctl.paths import derived, matrix, natural_key, nearest_nics, nics_in_order, gpu_nic_type
+from ncclctl.plan.paths import derived, matrix, natural_key, nearest_nics, nics_in_order, gpu_nic_type
 
 
 def node_document(node: Node) -> dict:
@@ -91,7 +91,7 @@ _encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]
 
 
 def _gen(speed: str | None) -> str:
-    from ncclctl.probe.values import link_speed_gen
+    from ncclctl.sysfs import link_speed_gen
 
     try:
         g = link_speed_gen(speed)

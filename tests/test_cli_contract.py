@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import enum
-import inspect
 import os
 import signal
 import subprocess
@@ -175,6 +173,13 @@ def test_findings_are_in_natural_order():
     import json
 
     subjects = [f["subject"] for f in json.loads(p.stdout)["findings"] if f["rule"] == "ROCE001"]
-    from ncclctl.paths import natural_key
+    from ncclctl.plan.paths import natural_key
 
     assert subjects == sorted(subjects, key=natural_key) and len(subjects) > 2
+
+
+def test_the_model_does_not_depend_on_the_probe():
+    p = subprocess.run([sys.executable, "-c", "import sys, ncclctl.model; "
+                        "print(sorted(m for m in sys.modules if m.startswith(('ncclctl.probe', 'ncclctl.cli'))))"],
+                       capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert p.returncode == 0 and p.stdout.strip() == "[]", p.stdout + p.stderr

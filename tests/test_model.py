@@ -10,7 +10,7 @@ from ncclctl.errors import InputError
 from ncclctl.model import (
     Cpu, Gid, Gpu, IbPort, Nic, Node, NumaNode, NvLink, PciDevice, json_schema,
 )
-from ncclctl.paths import derived, matrix, nearest_nics, pcie_path_type
+from ncclctl.plan.paths import derived, matrix, nearest_nics, pcie_path_type
 
 
 def _pci(bdf, role, path, cls="0x060400", numa=0, vendor="0x10de", device="0x2330"):

@@ -10,7 +10,7 @@ from conftest import HOSTS, run_cli
 from ncclctl.errors import InputError
 from ncclctl.nccl.lists import hca_selects, parse_ib_hca
 from ncclctl.probe import probe
-from ncclctl.rails import plan_rails
+from ncclctl.plan.rails import plan_rails
 
 
 def all_ports(node):

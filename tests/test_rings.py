@@ -9,8 +9,8 @@ import pytest
 
 from conftest import HOSTS, run_cli
 from ncclctl.probe import probe
-from ncclctl.rails import plan_rails
-from ncclctl.rings import build_graphs
+from ncclctl.plan.rails import plan_rails
+from ncclctl.plan.rings import build_graphs
 from ncclctl.topo.ncclxml import parse_nccl_xml
 
 GRAPH_HOSTS = ["dgx-h100", "dgx-a100", "hgx-h100-roce", "cloud-vm-flat", "pcie-server", "grace-hopper",

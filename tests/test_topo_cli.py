@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from conftest import HOSTS, REPO, host_names, run_cli
 from ncclctl.errors import InputError
-from ncclctl.paths import matrix as probe_matrix
+from ncclctl.plan.paths import matrix as probe_matrix
 from ncclctl.probe import probe
 from ncclctl.topo.generate import generate
 from ncclctl.topo.interpret import load_view, matrix as file_matrix

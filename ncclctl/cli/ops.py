@@ -83,7 +83,7 @@ def facts_cmd(
     ("ok": false, "error": {...}, "timed_out"). Keys are snake_case and stable; "schema_version" versions them.
     With -o, failing to write the file is an error (exit 3).
     """
-    from ncclctl import facts
+    from ncclctl.ops import facts
 
     if root is not None and model is not None:
         raise usage("give --root or --model, not both")

@@ -25,7 +25,7 @@ def probe(
 
     node = load_node(root, None)
     if compare_smi is not None:
-        from ncclctl.smi import compare_file
+        from ncclctl.plan.smi import compare_file
 
         doc, text = compare_file(node, compare_smi)
         out(dumps(doc) if fmt == Format.json else text)

@@ -23,7 +23,7 @@ def rails_cmd(
     fmt: Format = format_option(Format.text),
 ) -> None:
     """Assign each GPU its rail NIC port from PCIe locality; print the rail table and an exact NCCL_IB_HCA."""
-    from ncclctl.rails import plan_doc, plan_rails, plan_text
+    from ncclctl.plan.rails import plan_doc, plan_rails, plan_text
 
     plan = plan_rails(load_node(root, model), csv_list(compute_nics))
     out(dumps(plan_doc(plan)) if fmt == Format.json else plan_text(plan))
@@ -46,7 +46,7 @@ def rings_graph(
 
     Use it with NCCL_IB_HCA set to the rails (ncclctl rails), per job: a graph file fixes the GPU set.
     """
-    from ncclctl.rings import graph_file
+    from ncclctl.plan.rings import graph_file
 
     data, info = graph_file(load_node(root, model), csv_list(compute_nics))
     if info["down_rails"]:
@@ -70,7 +70,7 @@ def rings_validate(
 ) -> None:
     """Validate a graph file as NCCL reads it (structure, types, channel counts) and against a host."""
     from ncclctl.cli.topo import validate_file
-    from ncclctl.rings import require_graph_file
+    from ncclctl.plan.rings import require_graph_file
 
     require_graph_file(file)
     validate_file(file, root=root, live=live, nccl_version=nccl_version, fmt=fmt, fail_on=fail_on, xsd=True,

@@ -479,7 +479,7 @@ def from_lldp(hosts, *, source: str) -> FabricGraph:
     g = FabricGraph(source=source, kind="lldp")
     owner: dict[str, str] = {}
     claimed: dict[tuple[str, str], str] = {}
-    from ncclctl.paths import natural_key
+    from ncclctl.plan.paths import natural_key
 
     for name, node, line in hosts:
         netdevs = {nd.name: nd for nd in node.netdevs}

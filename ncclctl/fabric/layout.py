@@ -1,7 +1,7 @@
 """Rail layout detection and the cabling check (``ncclctl fabric rails``).
 
 1. **Rails of a host.** With an inventory node (snapshot or model), rail k is the k-th entry of the host's rail
-   table (:func:`ncclctl.rails.plan_rails`: GPU k's closest NIC). Otherwise rail k is the k-th HCA port name
+   table (:func:`ncclctl.plan.rails.plan_rails`: GPU k's closest NIC). Otherwise rail k is the k-th HCA port name
    (``mlx5_0:1``) in natural order, taken from the names most hosts share (a name counts when at least half the
    hosts have it, or the ``--rails N`` most common names), so a host whose ``mlx5_3`` is missing still has its
    ``mlx5_4`` on rail 4, and the missing one is reported. A host whose names share nothing with the others uses
@@ -33,7 +33,7 @@ from ncclctl.fabric.hostlist import compress
 from ncclctl.fabric.sources import FabricInput
 from ncclctl.findings import Finding, Severity
 from ncclctl.parsers.ibnetdiscover import LANE_GBPS
-from ncclctl.paths import natural_key
+from ncclctl.plan.paths import natural_key
 
 _RAIL_IN_NAME = re.compile(r"rail[^0-9a-z]{0,2}(\d+)", re.IGNORECASE)
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

@@ -2,7 +2,7 @@
 
 * ``FABRIC_FILE`` alone: hosts are whatever the HCAs' node descriptions name; rails are the HCAs in name order.
 * ``--inventory INV``: hosts are the inventory's; each host's node (snapshot or model) gives its rail table
-  (:func:`ncclctl.rails.plan_rails`), its GPU count (hostfile slots) and its HCA GUIDs. The fabric is the
+  (:func:`ncclctl.plan.rails.plan_rails`), its GPU count (hostfile slots) and its HCA GUIDs. The fabric is the
   inventory's ``fabric:`` file (or ``FABRIC_FILE`` when given); with neither, the fabric is read from the hosts'
   LLDP neighbours (RoCE).
 """
@@ -51,8 +51,8 @@ def load_input(fabric_file: str | None, inventory: str | None) -> FabricInput:
         eps, found = host_endpoints(graph)
         return FabricInput(graph=graph, endpoints=eps, findings=list(graph.findings) + found)
 
-    from ncclctl.inventory import load_inventory
-    from ncclctl.rails import plan_rails
+    from ncclctl.ops.inventory import load_inventory
+    from ncclctl.plan.rails import plan_rails
 
     inv = load_inventory(inventory)
     nodes = []
@@ -91,7 +91,7 @@ def load_summary(inp: FabricInput) -> tuple[str, dict]:
     """``ncclctl fabric load``: the summary as text lines and as the JSON document's ``fabric`` field."""
     from ncclctl.fabric.graph import KINDS
     from ncclctl.fabric.hostlist import compress
-    from ncclctl.paths import natural_key
+    from ncclctl.plan.paths import natural_key
 
     summary = inp.graph.summary()
     hosts = sorted(inp.endpoints, key=natural_key)

@@ -21,7 +21,7 @@ from ncclctl.model import IbPort, Nic, Node
 if TYPE_CHECKING:
     from ncclctl.nccl.settings import Resolved
     from ncclctl.nccl.version import Version
-    from ncclctl.rails import RailPlan
+    from ncclctl.plan.rails import RailPlan
 
 
 @dataclass
@@ -44,8 +44,8 @@ class Ctx:
 
     @cached_property
     def rails(self) -> RailPlan | None:
-        """The node's rail plan (:func:`ncclctl.rails.plan_rails`), or None when it has no GPU or no NIC."""
-        from ncclctl.rails import plan_rails
+        """The node's rail plan (:func:`ncclctl.plan.rails.plan_rails`), or None when it has no GPU or no NIC."""
+        from ncclctl.plan.rails import plan_rails
 
         try:
             return plan_rails(self.node)
@@ -78,7 +78,7 @@ class Ctx:
     @cached_property
     def ports(self) -> tuple[tuple[Nic, IbPort], ...]:
         """Every port of every RDMA device, in device (natural) then port order."""
-        from ncclctl.paths import natural_key
+        from ncclctl.plan.paths import natural_key
 
         out = [(n, p) for n in self.node.nics for p in n.ports]
         out.sort(key=lambda e: (natural_key(e[0].name), e[1].num))
@@ -103,7 +103,7 @@ def nccl_ports(ctx: Ctx) -> frozenset[tuple[str, int]]:
 def rdma_nics(node: Node) -> list[Nic]:
     """RDMA NICs NCCL's IB plugin can use: placed on PCI, with an InfiniBand or Ethernet (RoCE) port, in natural
     name order."""
-    from ncclctl.paths import natural_key
+    from ncclctl.plan.paths import natural_key
 
     out = [n for n in node.nics if n.bdf and any(p.link_layer in ("InfiniBand", "Ethernet") for p in n.ports)]
     return sorted(out, key=lambda n: natural_key(n.name))

@@ -64,9 +64,9 @@ def effective_nccl_settings(node) -> dict[str, str]:
 
 
 def rail_facts(node, *, with_state: bool = False, plan=None) -> list[dict[str, Any]]:
-    """The node's rails (:func:`ncclctl.rails.plan_rails`, or ``plan`` when the caller has it) with rate, width
+    """The node's rails (:func:`ncclctl.plan.rails.plan_rails`, or ``plan`` when the caller has it) with rate, width
     and MTUs, in rail order (``with_state``: also whether the port is ACTIVE, which a profile does not record)."""
-    from ncclctl.rails import plan_rails
+    from ncclctl.plan.rails import plan_rails
 
     if plan is None:
         try:
@@ -151,7 +151,7 @@ def dump(profile: dict[str, Any], *, version: str | None = None) -> bytes:
 
 def write_profile(node, path: str) -> tuple[bool, str]:
     """``lint --write-expect PATH``: derive the profile and write it atomically; ``(changed, message)``."""
-    from ncclctl.fileio import write_atomic
+    from ncclctl.ops.fileio import write_atomic
 
     changed = write_atomic(path, dump(derive(node)))
     msg = (f"wrote the expected-state profile of {node.hostname} to {path}" if changed

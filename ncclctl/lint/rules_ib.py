@@ -2,7 +2,7 @@
 
 Which ports matter: NCCL's IB plugin (src/transport/net_ib/init.cc) opens every RDMA device, skips ports whose
 state is not ACTIVE and keeps those ``NCCL_IB_HCA`` selects. A port is *compute* when it is a rail of the node's
-rail plan (:mod:`ncclctl.rails`: each GPU's closest port) or ``NCCL_IB_HCA`` names it; a broken compute port
+rail plan (:mod:`ncclctl.plan.rails`: each GPU's closest port) or ``NCCL_IB_HCA`` names it; a broken compute port
 silently removes a rail, so it is graded error, a broken storage/in-band port only warning (option
 ``non_compute``).
 
@@ -19,7 +19,7 @@ from ncclctl.findings import Severity
 from ncclctl.lint.context import Ctx
 from ncclctl.lint.registry import Hit, Option, rule
 from ncclctl.model import IbPort, Nic
-from ncclctl.paths import natural_key
+from ncclctl.plan.paths import natural_key
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 

@@ -96,7 +96,7 @@ def gdr_level(node: Node) -> Level:
 def gpu_nic_nccl_path(node: Node, gpu: Gpu, nic: Nic) -> str:
     """The GPU->NIC path type as NCCL computes it: PCIe type, except that a C2C-attached GPU (Grace) reaching a NIC
     through its own CPU is P2C (paths.cc: GPU->CPU is C2C and NIC->CPU is PHB)."""
-    from ncclctl.paths import pcie_path_type
+    from ncclctl.plan.paths import pcie_path_type
 
     t = pcie_path_type(node, gpu.bdf, nic.bdf) or "SYS"
     if gpu.c2c is not None and gpu.c2c.count > 0 and t in ("PHB", "NODE"):
@@ -190,7 +190,7 @@ class P2pPair:
 def p2p_pairs(node: Node) -> list[P2pPair]:
     """The GPU<->GPU and GPU<->NIC pairs NCCL drives peer-to-peer over PCIe on this host: GPU pairs without NVLink
     within the P2P level, GPU<->RDMA NIC pairs within the GPUDirect RDMA level."""
-    from ncclctl.paths import nvlink_count, pcie_path_type
+    from ncclctl.plan.paths import nvlink_count, pcie_path_type
 
     pairs: list[P2pPair] = []
     gpus = sorted((g for g in node.gpus if node.pci_device(g.bdf)), key=lambda g: g.index)
@@ -452,7 +452,7 @@ class Link:
 
 
 def _gen(text: str | None) -> int | None:
-    from ncclctl.probe.values import link_speed_gen
+    from ncclctl.sysfs import link_speed_gen
 
     try:
         return link_speed_gen(text)
@@ -475,7 +475,7 @@ def links(node: Node) -> list[Link]:
             continue
         for comp in dev.path[1:]:
             below.setdefault(comp, []).append(bdf)
-    from ncclctl.paths import natural_key
+    from ncclctl.plan.paths import natural_key
 
     def order(bdf: str) -> tuple:  # GPUs by index, then NICs by name
         g = gpu_by_bdf.get(bdf)
@@ -599,7 +599,7 @@ def link_width(ctx: Ctx, opts: dict) -> Iterable[Hit]:
              Option("all_links", bool, False, "also check links that carry no GPU or RDMA NIC traffic")),
 )
 def link_speed(ctx: Ctx, opts: dict) -> Iterable[Hit]:
-    from ncclctl.probe.values import GEN_SPEED_STRING
+    from ncclctl.sysfs import GEN_SPEED_STRING
 
     node = ctx.node
     gpus = {g.bdf for g in node.gpus}
@@ -652,7 +652,7 @@ def _topology_file(ctx: Ctx) -> str | None:
         "NCCL_NET_GDR_LEVEL=PHB deliberately.",
 )
 def gpu_nic_distance(ctx: Ctx, opts: dict) -> Iterable[Hit]:
-    from ncclctl.paths import nvlink_count
+    from ncclctl.plan.paths import nvlink_count
 
     node = ctx.node
     plan = ctx.rails

@@ -10,7 +10,7 @@ unless comments are asked for and the target NCCL reads them.
 The settings:
 
 * ``NCCL_TOPO_FILE``: the topology file, when one is given (flat-PCIe VMs need one; ``topo generate`` writes it).
-* ``NCCL_IB_HCA``: the rails of :func:`ncclctl.rails.plan_rails`, exact names with ports (``=mlx5_0:1,...``).
+* ``NCCL_IB_HCA``: the rails of :func:`ncclctl.plan.rails.plan_rails`, exact names with ports (``=mlx5_0:1,...``).
 * ``NCCL_SOCKET_IFNAME``: ``=name`` of the interface for bootstrap and the IB plugin's out-of-band connection:
   an up Ethernet interface that is neither a rail nor a container/VM bridge, preferring bonds, then physical
   ports (and interfaces of non-rail RDMA NICs last). The model has no IP addresses, so a VLAN sub-interface is
@@ -31,8 +31,8 @@ from ncclctl.errors import InputError, UsageError
 from ncclctl.model import NetDev, Node
 from ncclctl.nccl.values import ib_tc_for_dscp
 from ncclctl.nccl.version import DEFAULT, Version
-from ncclctl.paths import natural_key
-from ncclctl.rails import RailPlan, plan_rails
+from ncclctl.plan.paths import natural_key
+from ncclctl.plan.rails import RailPlan, plan_rails
 
 #: NCCL skips '#' lines in conf files from this release on (earlier ones set a variable named '#...').
 COMMENTS_SINCE = Version(2, 26, 0)

@@ -15,7 +15,7 @@ from ncclctl.model import (
     C2c, ConfFile, Cpu, Dcbx, Ecn, Gid, Gpu, HostFacts, IbPort, LldpNeighbor, NetDev, Nic, Node, NumaNode, NvLink,
     NvSwitch, PciDevice, Qos, Unavailable,
 )
-from ncclctl.probe import values as V
+from ncclctl import sysfs as V
 from ncclctl.probe.commands import CommandResult, LiveRunner, RecordedRunner, Runner
 from ncclctl.probe.hostroot import HostRoot, Recorder
 from ncclctl.probe.nvml import LiveNvml, NvmlSource, RecordedNvml, is_error

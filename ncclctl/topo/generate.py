@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from ncclctl.errors import InputError, UsageError
 from ncclctl.model import Gpu, IbPort, Nic, Node, PciDevice
 from ncclctl.nccl.version import DEFAULT, Version
-from ncclctl.paths import natural_key
-from ncclctl.probe.values import GEN_SPEED_STRING, link_speed_gen
+from ncclctl.plan.paths import natural_key
+from ncclctl.sysfs import GEN_SPEED_STRING, link_speed_gen
 
 MAX_ELEMENTS = 255
 MAX_VALUE_LEN = 253

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from ncclctl.findings import Finding
 from ncclctl.model import Node
-from ncclctl.paths import natural_key, pcie_rank, pcie_path_type
-from ncclctl.probe.values import normalize_bdf, parse_cpumap
+from ncclctl.plan.paths import natural_key, pcie_rank, pcie_path_type
+from ncclctl.sysfs import normalize_bdf, parse_cpumap
 from ncclctl.topo.generate import ib_pci_busid, net_devices
 from ncclctl.topo.interpret import TopoView, gpu_gpu, gpu_net
 from ncclctl.topo.rules import rule

@@ -246,7 +246,7 @@ def _inventory_corpus() -> list[bytes]:
 
 
 def _inventory(data: bytes) -> Any:
-    from ncclctl.inventory import load_inventory
+    from ncclctl.ops.inventory import load_inventory
 
     return load_inventory(_Scratch.write("inventory.yaml", data))
 
@@ -270,7 +270,7 @@ def _node_model_consumers(data: bytes) -> Any:
     matrix and JSON), ``rails`` and ``topo generate`` (a virtual layout for flat VMs)."""
     from ncclctl import render
     from ncclctl.errors import InputError
-    from ncclctl.rails import plan_doc, plan_rails, plan_text
+    from ncclctl.plan.rails import plan_doc, plan_rails, plan_text
     from ncclctl.topo import generate as gen
 
     node = _node_model(data)
@@ -397,7 +397,7 @@ def _sysfs(parse_name: str) -> Callable[[bytes], Any]:
 
     def run(data: bytes) -> Any:
         from ncclctl.probe import assemble
-        from ncclctl.probe import values as V
+        from ncclctl import sysfs as V
 
         parse = getattr(V, parse_name, None) or getattr(assemble, parse_name)
         if parse_name == "parse_hex_id":
@@ -518,7 +518,7 @@ def _build() -> dict[str, Target]:
         Target("topo_spec_yaml", _topo_spec, _spec_corpus, kind="yaml"),
         _guarded("lint_config_yaml", _lint_config, _lint_config_corpus, "ncclctl.lint.config", "load_config",
                  kind="yaml"),
-        _guarded("inventory_yaml", _inventory, _inventory_corpus, "ncclctl.inventory", "load_inventory",
+        _guarded("inventory_yaml", _inventory, _inventory_corpus, "ncclctl.ops.inventory", "load_inventory",
                  kind="yaml"),
         Target("node_model_json", _node_model, _node_model_corpus, kind="json"),
         Target("node_model_consumers", _node_model_consumers, _node_model_corpus, kind="json"),

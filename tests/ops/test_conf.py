@@ -16,7 +16,7 @@ from ncclctl.errors import InputError, UsageError
 from ncclctl.nccl.lists import hca_selects
 from ncclctl.nccl.settings import effective_setting
 from ncclctl.probe import probe
-from ncclctl.rails import plan_rails
+from ncclctl.plan.rails import plan_rails
 
 HOSTS_ALL = host_names()
 #: A line NCCL's setEnvFile applies as intended: NAME=value, no blanks around '=', no quotes, no export.

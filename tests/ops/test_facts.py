@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from conftest import HOSTS, REPO, host_names, run_cli
-from ncclctl import facts
+from ncclctl.ops import facts
 from ncclctl.probe import probe
 
 SCHEMA = json.loads((REPO / "schemas" / "facts.schema.json").read_text())

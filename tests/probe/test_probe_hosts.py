@@ -10,7 +10,7 @@ import pytest
 
 from conftest import HOSTS, REPO, host_names, run_cli
 from ncclctl.model import Node
-from ncclctl.paths import matrix
+from ncclctl.plan.paths import matrix
 from ncclctl.probe import probe
 from ncclctl.probe.snapshot import snapshot
 from ncclctl.render import dumps, node_document

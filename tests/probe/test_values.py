@@ -2,7 +2,7 @@
 
 import pytest
 
-from ncclctl.probe import values as V
+from ncclctl import sysfs as V
 
 
 @pytest.mark.parametrize("text,expected", [

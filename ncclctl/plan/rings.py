@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from ncclctl.errors import InputError
 from ncclctl.model import Gpu, Node
-from ncclctl.paths import gpu_gpu_type, nvlink_count, pcie_path_type, pcie_rank
-from ncclctl.probe.values import link_speed_gen
-from ncclctl.rails import RailPlan, plan_rails
+from ncclctl.plan.paths import gpu_gpu_type, nvlink_count, pcie_path_type, pcie_rank
+from ncclctl.sysfs import link_speed_gen
+from ncclctl.plan.rails import RailPlan, plan_rails
 from ncclctl.topo.generate import El, serialize
 
 INTRA = {90: (60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3),

@@ -30,7 +30,7 @@ from typing import Any, Callable
 from ncclctl import __version__
 from ncclctl.errors import ExitCode, NcclctlError
 from ncclctl.model import Node
-from ncclctl.paths import natural_key
+from ncclctl.plan.paths import natural_key
 
 FACTS_SCHEMA_VERSION = 1
 
@@ -42,7 +42,7 @@ SECTIONS = ("hostname", "kernel", "virtual_machine", "cpu", "gpu", "gpus", "nics
 def document(node: Node, *, source: dict, lint: bool = True) -> dict:
     """The facts of one probed node (pure, apart from running the lint rules over it)."""
     from ncclctl.nccl.settings import effective_setting
-    from ncclctl.rails import plan_rails
+    from ncclctl.plan.rails import plan_rails
 
     f = node.facts
     models = Counter(g.name for g in node.gpus)

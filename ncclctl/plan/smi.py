@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ncclctl.model import Node
 from ncclctl.parsers.smi_topo import parse_nvidia_smi_topo
-from ncclctl.paths import matrix
+from ncclctl.plan.paths import matrix
 
 
 def compare(node: Node, text: str, *, source: str) -> list[dict]:

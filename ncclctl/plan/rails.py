@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ncclctl.errors import InputError
 from ncclctl.model import Node
-from ncclctl.paths import natural_key, pcie_path_type, pcie_rank
+from ncclctl.plan.paths import natural_key, pcie_path_type, pcie_rank
 from ncclctl.model import IbPort, Nic
 
 

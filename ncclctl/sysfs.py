@@ -1,4 +1,8 @@
-"""Pure parsers for single sysfs/procfs values. Each raises ValueError; callers add the path."""
+"""The sysfs/procfs value vocabulary: pure parsers for single values (CPU lists and maps, link speeds, class
+codes, bus ids). Each raises ValueError; callers add the path.
+
+It sits next to the model, which checks its sysfs-shaped strings with it; the probe reads values with it. Neither
+the model nor the probe owns it (the model must not depend on the probe)."""
 
 from __future__ import annotations
 
