@@ -137,9 +137,9 @@ class _Probe:
         pci = self.pci()
         nvml_doc = self.nvml.collect()
         gpus, nvswitches = self.gpus(pci, nvml_doc)
-        netdevs = self.netdevs()
-        nics = self.nics(pci, netdevs)
-        netdevs = self.roce_state(nics, netdevs)
+        sysfs_netdevs = self.netdevs()
+        nics = self.nics(pci, sysfs_netdevs)
+        netdevs = self.roce_state(nics, sysfs_netdevs)
         facts = self.facts(kernel, nvml_doc, pci, gpus, nics, nvswitches)
         if host.denied:
             self.unavailable.append(
@@ -299,7 +299,7 @@ class _Probe:
             )
             return gpus, nvswitches
         where = "nvml.json" if not self.host.live else "NVML"
-        gpus = []
+        found: list[Gpu] = []
         for raw in doc.get("devices", []):
             if not isinstance(raw, dict) or not isinstance(raw.get("index"), int):
                 raise InputError("NVML device entry without an integer index", path=self._nvml_path(),
@@ -322,9 +322,9 @@ class _Probe:
                 self.unavailable.append(
                     Unavailable(source="sysfs", reason="GPU not visible in /sys/bus/pci/devices", detail=f"GPU {index} {bdf}")
                 )
-            gpus.append(self._gpu(raw, index, bdf, dev, pci, switch_bdfs, where))
-        gpus.sort(key=lambda g: g.index)
-        return tuple(gpus), nvswitches
+            found.append(self._gpu(raw, index, bdf, dev, pci, switch_bdfs, where))
+        found.sort(key=lambda g: g.index)
+        return tuple(found), nvswitches
 
     def _nvml_path(self) -> str:
         return "NVML" if self.host.live else self.host.root + "/nvml.json"
@@ -360,7 +360,8 @@ class _Probe:
         cc = ok(raw.get("cuda_compute_capability"))
         sm = cc[0] * 10 + cc[1] if isinstance(cc, list) and len(cc) == 2 and all(isinstance(x, int) for x in cc) else None
         mig = ok(raw.get("mig_mode"))
-        pcie = raw.get("pcie") if isinstance(raw.get("pcie"), dict) else {}
+        pcie_raw = raw.get("pcie")
+        pcie = pcie_raw if isinstance(pcie_raw, dict) else {}
         links = []
         if not isinstance(raw.get("nvlinks", []), (list, type(None))):
             raise InputError(f"GPU {index}: 'nvlinks' must be a list", path=self._nvml_path(),
