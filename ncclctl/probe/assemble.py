@@ -561,8 +561,11 @@ class _Probe:
         nics = []
         for ca in cas:
             ports = tuple(
-                IbPort(num=p.num, state=p.state.upper(), phys_state=p.phys_state, link_layer=p.link_layer,
-                       rate_gbps=p.rate, lid=p.base_lid, sm_lid=p.sm_lid, lmc=p.lmc, cap_mask=p.cap_mask)
+                # ibstat without a "Link layer" line (releases before RoCE) is InfiniBand, as a missing sysfs
+                # link_layer file is in _port; None would make a model that fails its own schema.
+                IbPort(num=p.num, state=p.state.upper(), phys_state=p.phys_state,
+                       link_layer=p.link_layer or "InfiniBand", rate_gbps=p.rate, lid=p.base_lid, sm_lid=p.sm_lid,
+                       lmc=p.lmc, cap_mask=p.cap_mask)
                 for p in ca.ports
             )
             nics.append(Nic(name=ca.name, bdf=None, node_type=ca.node_type, node_guid=f"0x{ca.node_guid:016x}",
