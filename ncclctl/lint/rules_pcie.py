@@ -382,7 +382,7 @@ def iommu_translating(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         return
     types = dict(facts.iommu_group_types)
     devices = [(f"GPU{g.index}", g.bdf) for g in sorted(node.gpus, key=lambda g: g.index)]
-    devices += [(n.name, n.bdf) for n in rdma_nics(node)]
+    devices += [(n.name, n.bdf) for n in rdma_nics(node) if n.bdf]  # (rdma_nics has only placed NICs)
     translated, known = [], 0
     for name, bdf in devices:
         dev = node.pci_device(bdf)
@@ -467,7 +467,7 @@ def _positive(*values: int | None) -> list[int]:
 def links(node: Node) -> list[Link]:
     """Every PCIe link of the model, described from the device below it (a link is reported once)."""
     gpu_by_bdf = {g.bdf: g for g in node.gpus}
-    data_endpoints = set(gpu_by_bdf) | {n.bdf for n in rdma_nics(node)}
+    data_endpoints = set(gpu_by_bdf) | {n.bdf for n in rdma_nics(node) if n.bdf}  # (only placed NICs anyway)
     below: dict[str, list[str]] = {}
     for bdf in data_endpoints:
         dev = node.pci_device(bdf)
@@ -734,7 +734,7 @@ def numa_unknown(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     if len(cpu_nodes) < 2:
         return
     devs = [(f"GPU{g.index}", g.bdf) for g in sorted(node.gpus, key=lambda g: g.index)]
-    devs += [(n.name, n.bdf) for n in rdma_nics(node)]
+    devs += [(n.name, n.bdf) for n in rdma_nics(node) if n.bdf]  # (rdma_nics has only placed NICs)
     unknown = [(name, bdf) for name, bdf in devs if bdf and node.numa_node_of(bdf) in (None, -1)]
     if not unknown:
         return
