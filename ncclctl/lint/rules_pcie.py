@@ -205,9 +205,10 @@ def p2p_pairs(node: Node) -> list[P2pPair]:
     gdr = gdr_level(node)
     for g in gpus:
         for n in rdma_nics(node):
+            assert n.bdf is not None  # rdma_nics has only NICs placed on PCI
             t = gpu_nic_nccl_path(node, g, n)
             if nccl_rank(t) <= gdr.rank:
-                pairs.append(P2pPair(g.bdf, n.bdf, "gpu-nic", t, gdr))  # type: ignore[arg-type]
+                pairs.append(P2pPair(g.bdf, n.bdf, "gpu-nic", t, gdr))
     return pairs
 
 
@@ -230,11 +231,13 @@ def acs_unknown(node: Node) -> dict[str, list[P2pPair]]:
 def acs_problems(node: Node) -> list[AcsProblem]:
     """Bridges with ACS redirect/egress control enabled where it acts on a P2P pair NCCL uses."""
     found: dict[str, list[P2pPair]] = {}
+    bridges: dict[str, PciDevice] = {}
     for pair in p2p_pairs(node):
         for br in acs_bridges(node, pair.a, pair.b):
             if br.acs_ctrl is not None and br.acs_ctrl & ACS_REDIRECTING:
                 found.setdefault(br.bdf, []).append(pair)
-    return [AcsProblem(node.pci_device(bdf), tuple(pairs)) for bdf, pairs in sorted(found.items())]  # type: ignore[arg-type]
+                bridges[br.bdf] = br
+    return [AcsProblem(bridges[bdf], tuple(pairs)) for bdf, pairs in sorted(found.items())]
 
 
 @rule(
@@ -291,8 +294,8 @@ def acs_redirect(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     unknown = acs_unknown(node)
     if unknown:
         bridges = sorted(unknown)
-        sizes = sorted({str(node.pci_device(b).config_bytes) for b in bridges  # type: ignore[union-attr]
-                        if node.pci_device(b).config_bytes is not None})  # type: ignore[union-attr]
+        devs = [d for b in bridges if (d := node.pci_device(b)) is not None]  # (all: acs_bridges gives node devices)
+        sizes = sorted({str(d.config_bytes) for d in devs if d.config_bytes is not None})
         pairs = len({(p.a, p.b) for ps in unknown.values() for p in ps})
         yield Hit(
             bridges[0] if len(bridges) == 1 else "",

@@ -440,7 +440,8 @@ def gid_bytes(gid: str) -> bytes:
 
 
 def _words(raw: bytes) -> tuple[int, int, int, int]:
-    return tuple(int.from_bytes(raw[i:i + 4], "big") for i in range(0, 16, 4))  # type: ignore[return-value]
+    a, b, c, d = (int.from_bytes(raw[i:i + 4], "big") for i in range(0, 16, 4))
+    return a, b, c, d
 
 
 def gid_family(raw: bytes) -> str:
@@ -798,8 +799,8 @@ def dcbx_pfc(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         ev = [f"local: willing={'yes' if dx.willing else 'no'} pfc={_prios(dx.local_pfc)} (lldptool)",
               "switch: " + ("no PFC TLV received" if dx.peer_pfc is None else
                             f"willing={'yes' if dx.peer_willing else 'no'} pfc={_prios(dx.peer_pfc)} (lldptool -n)")]
-        if prio is not None:
-            ev.append(f"NCCL priority {prio} ({land.how}; {m.tc_text})")  # type: ignore[union-attr]
+        if land is not None and prio is not None:  # (prio is set only with land)
+            ev.append(f"NCCL priority {prio} ({land.how}; {m.tc_text})")
         on_prio = f"priority {prio}" if prio is not None else "NCCL's priority"
         if dx.willing and dx.peer_pfc is not None and prio is not None and prio not in dx.peer_pfc:
             yield Hit(nd.name, f"{where}: lldpad is DCBX-willing and the switch advertises PFC on "

@@ -8,7 +8,7 @@ command output degrades to an :class:`~ncclctl.model.Unavailable` entry instead 
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from ncclctl.errors import InputError, NcclctlError, UsageError
 from ncclctl.model import (
@@ -21,6 +21,9 @@ from ncclctl.probe.hostroot import HostRoot, Recorder
 from ncclctl.probe.nvml import LiveNvml, NvmlSource, RecordedNvml, is_error
 
 T = TypeVar("T")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance  # the protocol dataclasses.replace takes; typeshed-only
+D = TypeVar("D", bound="DataclassInstance")
 
 #: PCI classes the model keeps (prefix match on the sysfs class string).
 KEEP_CLASSES = ("0x03", "0x02", "0x068000", "0x080100")
@@ -52,7 +55,7 @@ def probe(
             "live commands or NVML cannot be mixed into a probe of a host root",
             fix="drop --root to probe this host, or probe the fixture alone",
         )
-    host = HostRoot("/" if live else root, recorder=recorder)  # type: ignore[arg-type]
+    host = HostRoot(root if root is not None else "/", recorder=recorder)
     if runner is None:
         runner = LiveRunner() if live else RecordedRunner(host.root)
     if nvml is None:
@@ -754,10 +757,10 @@ class _Probe:
 # Pure helpers
 
 
-def _replace(obj: T, **changes: Any) -> T:
+def _replace(obj: D, **changes: Any) -> D:
     import dataclasses  # noqa: PLC0415
 
-    return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+    return dataclasses.replace(obj, **changes)
 
 
 def _nearest_bdf(device_path: str | None) -> str | None:
