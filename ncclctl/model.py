@@ -499,7 +499,7 @@ def from_dict(tp: Any, data: Any, *, source: str = "<model>", where: str = "$") 
             except InputError as exc:
                 errors.append(exc.message)
         raise InputError(errors[0] if errors else f"{where}: unexpected null", path=source)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):  # a dataclass type, never an instance
         if not isinstance(data, dict):
             raise InputError(f"{where}: expected an object for {tp.__name__}", path=source)
         hints = _hints(tp)
@@ -550,7 +550,7 @@ def _schema_for(tp: Any, defs: dict[str, Any]) -> dict:
         return {"anyOf": [_schema_for(a, defs) for a in typing.get_args(tp)]}
     if tp is type(None):
         return {"type": "null"}
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         name = tp.__name__
         if name not in defs:
             defs[name] = {}  # placeholder against recursion

@@ -87,7 +87,7 @@ def _emit(obj: object, pad: str, out: list[str]) -> None:
         raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
-_encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_encode_str = json.encoder.encode_basestring
 
 
 def _gen(speed: str | None) -> str:
@@ -143,7 +143,8 @@ def text_summary(node: Node) -> str:
         for g in sorted(node.gpus, key=lambda g: g.index):
             nv = f"{len(g.active_nvlinks)}/{len(g.nvlinks)}" if g.nvlinks else "-"
             nics = near.get(g.index, ())
-            path = gpu_nic_type(node, g, node.nic(nics[0])) if nics else ""
+            nic = node.nic(nics[0]) if nics else None
+            path = gpu_nic_type(node, g, nic) if nic is not None else ""
             numa = "-" if g.numa_node is None else str(g.numa_node)
             lines.append(f"{g.index:<4} {g.bdf:<13} {numa:<5} {nv:<7} {_link(node.pci_device(g.bdf)):<22} "
                          f"{','.join(nics) or '-'}{(' (' + path + ')') if path else ''}")
@@ -226,7 +227,7 @@ def tree(node: Node) -> str:
             lines.append("  " * depth + _describe(node, dev, labels))
             walk(bdf, depth + 1)
 
-    numa_ids = [n.id for n in node.numa] or [None]
+    numa_ids: list[int | None] = [n.id for n in node.numa] or [None]
     by_numa: dict[int | None, list[str]] = {}
     for rc, numas in roots.items():
         known = sorted(n for n in numas if n is not None and n >= 0)

@@ -85,7 +85,7 @@ class FabricCapacity:
                 self.up[leaf] = up.get(leaf, 0.0)
         else:
             self.source = "no uplinks visible: non-blocking assumed"
-        ratios = Counter()
+        ratios: Counter[float] = Counter()  # down/up port ratio of a leaf -> leaves with it
         for leaf, n in self.down_ports.items():
             if up_ports.get(leaf):
                 ratios[round(n / up_ports[leaf], 2)] += 1

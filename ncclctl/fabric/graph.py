@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from ncclctl.errors import InputError, ParseError
 from ncclctl.fabric.rules import RULES
 from ncclctl.findings import Finding
-from ncclctl.parsers.ibnetdiscover import LANE_GBPS
+from ncclctl.parsers.ibnetdiscover import LANE_GBPS, FabricPort
 
 #: Kinds of fabric input, as ``detect_kind`` names them.
 KINDS = {
@@ -343,7 +343,7 @@ def _from_fabric_careful(fabric, *, source: str, kind: str) -> FabricGraph:
         else:
             g.switches[n.guid] = Switch(guid=n.guid, desc=n.desc, nports=n.nports, line=n.line, lid=n.lid, kind=n.kind)
 
-    ends: dict[tuple[str, int], object] = {}
+    ends: dict[tuple[str, int], FabricPort] = {}
     for n in nodes:
         guid = n.guid
         for p in n.ports:
@@ -585,6 +585,7 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
         if host is None:
             unknown.append((guid, desc, line))
             continue
+        assert hca is not None  # set together with host, from the description or from model_guids
         if host_guids is not None:
             expected = host_guids.get((host, hca))
             if expected is not None and expected != guid:

@@ -254,7 +254,7 @@ def analyze(inp: FabricInput, *, rails: int | None = None, expect_rate: str | No
         m = _RAIL_IN_NAME.search(g.switches[leaf].desc) if leaf in g.switches else None
         if m:
             name_rail[leaf] = int(m.group(1))
-    offsets = Counter(name_rail[L] - leaf_rail[L] for L in name_rail if leaf_rail.get(L) is not None)
+    offsets = Counter(name_rail[L] - r for L in name_rail if (r := leaf_rail.get(L)) is not None)
     hint: dict[str, int] = {}
     if offsets:
         off = min(offsets, key=lambda o: (-offsets[o], abs(o)))
@@ -337,10 +337,10 @@ def analyze(inp: FabricInput, *, rails: int | None = None, expect_rate: str | No
                 host=h))
             problems.append({**rec, "problem": "down", "line": ep.line, "expected": _swd(g, exp_leaf)})
             return
-        if exp_leaf is not None and link[0] != exp_leaf:
+        if grp is not None and exp_leaf is not None and link[0] != exp_leaf:  # (an expected leaf has a group)
             findings.append(finding(
                 "FAB001", f"{h} {hca} port {ep.port} (rail {k}): cabled to {_sw(g, link[0])} port {link[1]}; "
-                          f"expected {_sw(g, exp_leaf)}, the rail-{k} leaf of {grp.name}",  # type: ignore[union-attr]
+                          f"expected {_sw(g, exp_leaf)}, the rail-{k} leaf of {grp.name}",
                 subject=src, line=link[5], host=h))
             problems.append({**rec, "problem": "miscabled", "line": link[5], "expected": _swd(g, exp_leaf),
                              "actual": {**(_swd(g, link[0]) or {}), "port": link[1]}})
@@ -360,15 +360,16 @@ def analyze(inp: FabricInput, *, rails: int | None = None, expect_rate: str | No
 
     for h in hosts:
         gi = host_group.get(h)
-        grp = groups[gi] if gi is not None else None
+        group = groups[gi] if gi is not None else None
         hl = host_leaves[h]
         hr = host_rails[h]
-        # the common case, decided with a list comparison: every rail linked where its group expects it
-        if grp is not None and hl == grp.leaves and None not in hl and (
-                not off_spec or not any(id(ep.link) in off_spec for ep in hr)):  # type: ignore[union-attr]
+        # the common case, decided with a list comparison: every rail linked where its group expects it (None not
+        # in hl: every rail has an endpoint with a link)
+        if group is not None and hl == group.leaves and None not in hl and (
+                not off_spec or not any(id(ep.link) in off_spec for ep in hr if ep is not None)):
             continue
         for k, ep in enumerate(hr):
-            check(h, k, ep, grp)
+            check(h, k, ep, group)
 
     # switch-to-switch links against their own majority
     srates = Counter(sl[6] for sl in g.switch_links if sl[6])

@@ -47,7 +47,8 @@ def load_input(fabric_file: str | None, inventory: str | None) -> FabricInput:
         raise UsageError("give a fabric file (ibnetdiscover / iblinkinfo output) or --inventory INV",
                          fix="e.g. ncclctl fabric rails fabric.txt, or ncclctl fabric rails --inventory cluster.yaml")
     if inventory is None:
-        graph = load_fabric_file(fabric_file)  # type: ignore[arg-type]
+        assert fabric_file is not None  # one of the two is given (checked above)
+        graph = load_fabric_file(fabric_file)
         eps, found = host_endpoints(graph)
         return FabricInput(graph=graph, endpoints=eps, findings=list(graph.findings) + found)
 

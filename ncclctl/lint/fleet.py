@@ -137,14 +137,18 @@ def _rail_values(fctx: FleetCtx, fn: Callable[[dict[str, Any]], Any]) -> dict[in
 
 
 def _ranges(nums: list[int]) -> str:
-    out, start, prev = [], None, None
-    for n in sorted(nums) + [None]:  # type: ignore[list-item]
+    out: list[str] = []
+    start: int | None = None
+    prev = 0  # the number before n; read only while a run is open (start is not None)
+    ends: list[int | None] = [*sorted(nums), None]  # None closes the last run
+    for n in ends:
         if start is not None and (n is None or n != prev + 1):
             out.append(str(start) if start == prev else f"{start}-{prev}")
             start = None
-        if n is not None and start is None:
-            start = n
-        prev = n
+        if n is not None:
+            if start is None:
+                start = n
+            prev = n
     return ", ".join(out)
 
 
@@ -217,7 +221,7 @@ def fleet_mtu(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
 def fleet_firmware(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
     groups = sorted({g for _, facts in fctx.hosts for g in facts["firmware"]})
     for g in groups:
-        values = fctx.values(lambda f, _g=g: f["firmware"].get(_g))
+        values = fctx.values(lambda f: f["firmware"].get(g))  # called at once: g is this iteration's
         yield from odd_hosts(values, str, f"firmware of {g}")
 
 
@@ -255,7 +259,8 @@ def fleet_nccl(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
     unset = "(unset)"
     for name in names:
         values = {host: facts["nccl"].get(name, unset) for host, facts in fctx.hosts}
-        yield from odd_hosts(values, lambda v, _n=name: v if v == unset else f"{_n}={v}", name)
+        # odd_hosts is consumed here, before the loop moves on: name is this iteration's
+        yield from odd_hosts(values, lambda v: v if v == unset else f"{name}={v}", name)
 
 
 @rule(
@@ -577,7 +582,7 @@ def _run_fleet_rules(hosts: list[HostResult], config, only: tuple[str, ...] | No
     from ncclctl.lint.engine import apply, crashed, selected
 
     loaded = [h for h in hosts if h.facts is not None]
-    fctx = FleetCtx(hosts=[(h.host, h.facts) for h in loaded])  # type: ignore[misc]
+    fctx = FleetCtx(hosts=[(h.host, h.facts) for h in loaded if h.facts is not None])  # (all of loaded)
     by_host = {h.host: h for h in loaded}
     for r in selected(config, scope="fleet", only=only):
         for h in loaded:
@@ -592,9 +597,9 @@ def _run_fleet_rules(hosts: list[HostResult], config, only: tuple[str, ...] | No
                 raise
             found = [crashed(r, exc, h.host) for h in loaded]
         for f in found:
-            h = by_host.get(f.subject)
-            if h is not None and not config.ignored(h.host, r.id):
-                h.findings.append(f)
+            owner = by_host.get(f.subject)
+            if owner is not None and not config.ignored(owner.host, r.id):
+                owner.findings.append(f)
 
 
 def exit_code(result: FleetResult, fail_on: Severity) -> int:

@@ -43,7 +43,7 @@ class CountMapOption(Option):
     """A list of ``PATTERN=COUNT`` strings; the config loader calls :meth:`problem`, so a malformed entry is an
     invalid-config error naming the file and line, not a crash of the check."""
 
-    def problem(self, value):  # type: ignore[override]
+    def problem(self, value):
         bad = super().problem(value)
         if bad:
             return bad
@@ -148,7 +148,8 @@ def nvlinks_missing(ctx: Ctx, opts: dict) -> Iterable[Hit]:
                   evidence=tuple(evidence))
 
 
-FABRIC_STATES = {0: "not supported", 1: "not started", 2: "in progress", 3: "completed"}
+#: Gpu.fabric_state (None when NVML did not say) -> its name
+FABRIC_STATES: dict[int | None, str] = {0: "not supported", 1: "not started", 2: "in progress", 3: "completed"}
 
 
 def nvswitch_system(node: Node) -> bool:

@@ -163,18 +163,19 @@ def _rate(port: IbPort) -> str:
 )
 def rate_below_expected(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     compute = compute_ports(ctx)
-    ports = [(n, p) for n, p in ctx.ports
-             if (n.name, p.num) in compute and p.is_active and p.rate_gbps is not None]
+    ports = [(n, p, rate) for n, p in ctx.ports
+             if (n.name, p.num) in compute and p.is_active and (rate := p.rate_gbps) is not None]
     for layer in ("InfiniBand", "Ethernet"):
-        group = [(n, p) for n, p in ports if p.link_layer == layer]
+        group = [(n, p, rate) for n, p, rate in ports if p.link_layer == layer]
         if not group:
             continue
-        fastest = max(group, key=lambda e: e[1].rate_gbps)  # type: ignore[arg-type,return-value]
-        want = opts["min_rate_gbps"] or fastest[1].rate_gbps
+        fastest = max(group, key=lambda e: e[2])
+        want = opts["min_rate_gbps"] or fastest[2]
+        fnic, fport, _ = fastest
         basis = (f"the expected {want:g} Gb/s (min_rate_gbps)" if opts["min_rate_gbps"]
-                 else f"the fastest compute port of this node ({_where(*fastest)}: {_rate(fastest[1])})")
-        for nic, port in group:
-            if port.rate_gbps < want:  # type: ignore[operator]
+                 else f"the fastest compute port of this node ({_where(fnic, fport)}: {_rate(fport)})")
+        for nic, port, rate in group:
+            if rate < want:
                 yield Hit(nic.name, f"{_where(nic, port)} runs at {_rate(port)}, below {basis}",
                           evidence=(f"rate={_rate(port)}", f"expected>={want:g} Gb/s",
                                     f"active_width={port.active_width or '?'}",
@@ -306,13 +307,13 @@ def firmware_mismatch(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         key = (nic.hca_type, nic.board_id if opts["group_by"] == "board" else None)
         groups.setdefault(key, []).append(nic)
     for (hca_type, board), nics in groups.items():
-        counts = Counter(n.fw_ver for n in nics)
+        counts = Counter(n.fw_ver for n in nics if n.fw_ver)  # (all of them: NICs without fw_ver are left out)
         if len(counts) < 2:
             continue
         # The baseline: the most common version; on a tie the newest.
-        baseline = max(counts, key=lambda v: (counts[v], _version_key(v)))  # type: ignore[arg-type]
+        baseline = max(counts, key=lambda v: (counts[v], _version_key(v)))
         kind = f"{hca_type} ({board})" if board else hca_type
-        spread = ", ".join(f"{v} x{counts[v]}" for v in sorted(counts, key=_version_key))  # type: ignore[arg-type]
+        spread = ", ".join(f"{v} x{counts[v]}" for v in sorted(counts, key=_version_key))
         for nic in nics:
             if nic.fw_ver == baseline:
                 continue

@@ -17,7 +17,7 @@ host-facts.md 7.9 and 7.16, user-needs.md section 0 and needs 9, 19-21.
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from typing import Iterable, Literal
 
 from ncclctl.findings import Severity
 from ncclctl.lint.context import Ctx
@@ -724,7 +724,7 @@ _LEVEL_DEFAULT = {"NCCL_P2P_LEVEL": "its own P2P rules (typically up to PXB; SYS
 
 def _level_reason(value: str, version) -> str:
     names = level_names(version)
-    every = level_names((99, 0, 0))
+    every = level_names(Version(99, 0, 0))
     if value == "":
         return "it is empty"
     if value.strip() in names:
@@ -914,7 +914,7 @@ def enum_value_invalid(ctx: Ctx, opts: dict) -> Iterable[Hit]:
 # Topology and graph files
 
 
-def _xml_hits(ctx: Ctx, kind: str, conf, opts: dict, note: str) -> list[Hit]:
+def _xml_hits(ctx: Ctx, kind: Literal["topology", "graph"], conf, opts: dict, note: str) -> list[Hit]:
     """The project's validator and host checker on a captured topology/graph file, as graded hits."""
     from ncclctl.errors import InputError
     from ncclctl.topo import hostcheck

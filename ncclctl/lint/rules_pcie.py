@@ -205,9 +205,10 @@ def p2p_pairs(node: Node) -> list[P2pPair]:
     gdr = gdr_level(node)
     for g in gpus:
         for n in rdma_nics(node):
+            assert n.bdf is not None  # rdma_nics has only NICs placed on PCI
             t = gpu_nic_nccl_path(node, g, n)
             if nccl_rank(t) <= gdr.rank:
-                pairs.append(P2pPair(g.bdf, n.bdf, "gpu-nic", t, gdr))  # type: ignore[arg-type]
+                pairs.append(P2pPair(g.bdf, n.bdf, "gpu-nic", t, gdr))
     return pairs
 
 
@@ -230,11 +231,13 @@ def acs_unknown(node: Node) -> dict[str, list[P2pPair]]:
 def acs_problems(node: Node) -> list[AcsProblem]:
     """Bridges with ACS redirect/egress control enabled where it acts on a P2P pair NCCL uses."""
     found: dict[str, list[P2pPair]] = {}
+    bridges: dict[str, PciDevice] = {}
     for pair in p2p_pairs(node):
         for br in acs_bridges(node, pair.a, pair.b):
             if br.acs_ctrl is not None and br.acs_ctrl & ACS_REDIRECTING:
                 found.setdefault(br.bdf, []).append(pair)
-    return [AcsProblem(node.pci_device(bdf), tuple(pairs)) for bdf, pairs in sorted(found.items())]  # type: ignore[arg-type]
+                bridges[br.bdf] = br
+    return [AcsProblem(bridges[bdf], tuple(pairs)) for bdf, pairs in sorted(found.items())]
 
 
 @rule(
@@ -291,8 +294,8 @@ def acs_redirect(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     unknown = acs_unknown(node)
     if unknown:
         bridges = sorted(unknown)
-        sizes = sorted({str(node.pci_device(b).config_bytes) for b in bridges  # type: ignore[union-attr]
-                        if node.pci_device(b).config_bytes is not None})  # type: ignore[union-attr]
+        devs = [d for b in bridges if (d := node.pci_device(b)) is not None]  # (all: acs_bridges gives node devices)
+        sizes = sorted({str(d.config_bytes) for d in devs if d.config_bytes is not None})
         pairs = len({(p.a, p.b) for ps in unknown.values() for p in ps})
         yield Hit(
             bridges[0] if len(bridges) == 1 else "",
@@ -382,7 +385,7 @@ def iommu_translating(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         return
     types = dict(facts.iommu_group_types)
     devices = [(f"GPU{g.index}", g.bdf) for g in sorted(node.gpus, key=lambda g: g.index)]
-    devices += [(n.name, n.bdf) for n in rdma_nics(node)]
+    devices += [(n.name, n.bdf) for n in rdma_nics(node) if n.bdf]  # (rdma_nics has only placed NICs)
     translated, known = [], 0
     for name, bdf in devices:
         dev = node.pci_device(bdf)
@@ -467,7 +470,7 @@ def _positive(*values: int | None) -> list[int]:
 def links(node: Node) -> list[Link]:
     """Every PCIe link of the model, described from the device below it (a link is reported once)."""
     gpu_by_bdf = {g.bdf: g for g in node.gpus}
-    data_endpoints = set(gpu_by_bdf) | {n.bdf for n in rdma_nics(node)}
+    data_endpoints = set(gpu_by_bdf) | {n.bdf for n in rdma_nics(node) if n.bdf}  # (only placed NICs anyway)
     below: dict[str, list[str]] = {}
     for bdf in data_endpoints:
         dev = node.pci_device(bdf)
@@ -734,7 +737,7 @@ def numa_unknown(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     if len(cpu_nodes) < 2:
         return
     devs = [(f"GPU{g.index}", g.bdf) for g in sorted(node.gpus, key=lambda g: g.index)]
-    devs += [(n.name, n.bdf) for n in rdma_nics(node)]
+    devs += [(n.name, n.bdf) for n in rdma_nics(node) if n.bdf]  # (rdma_nics has only placed NICs)
     unknown = [(name, bdf) for name, bdf in devs if bdf and node.numa_node_of(bdf) in (None, -1)]
     if not unknown:
         return

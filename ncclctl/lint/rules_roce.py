@@ -95,7 +95,7 @@ def roce_ports(ctx: Ctx, *, active_only: bool = False, physical: bool = False) -
     PFC, trust, the DSCP map and ECN are per physical port (the bond has no DCB state); used by the QoS rules.
     """
     selected = ctx.nccl_ports
-    out = []
+    out: list[RocePort] = []
     for nic, port in ctx.ports:
         if port.link_layer != "Ethernet" or (nic.name, port.num) not in selected:
             continue
@@ -440,7 +440,8 @@ def gid_bytes(gid: str) -> bytes:
 
 
 def _words(raw: bytes) -> tuple[int, int, int, int]:
-    return tuple(int.from_bytes(raw[i:i + 4], "big") for i in range(0, 16, 4))  # type: ignore[return-value]
+    a, b, c, d = (int.from_bytes(raw[i:i + 4], "big") for i in range(0, 16, 4))
+    return a, b, c, d
 
 
 def gid_family(raw: bytes) -> str:
@@ -663,36 +664,37 @@ def gid_not_v2(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         "the matching RoCE v2 GID on each HCA.",
 )
 def gid_inconsistent(ctx: Ctx, opts: dict) -> Iterable[Hit]:
-    chosen = []
+    chosen = []  # (port, its GID choice, the chosen GID, its family)
     for rp in roce_ports(ctx, active_only=True):
         choice = select_gid(ctx, rp.nic, rp.port)
-        if choice.gid is None or _gid_problems(choice):
+        gid = choice.gid
+        if gid is None or _gid_problems(choice):
             continue
-        chosen.append((rp, choice, gid_family(gid_bytes(choice.gid.gid))))
+        chosen.append((rp, choice, gid, gid_family(gid_bytes(gid.gid))))
     if len(chosen) < 2:
         return
-    fams = [f for _, _, f in chosen]
+    fams = [f for _, _, _, f in chosen]
     major = max(set(fams), key=lambda f: (fams.count(f), f == "AF_INET"))
     if len(set(fams)) > 1:
-        for rp, choice, fam in chosen:
+        for rp, _, gid, fam in chosen:
             if fam != major:
-                yield Hit(rp.nic.name, f"{rp.nic.name} port {rp.port.num} uses {_gid_text(choice.gid)}, an "
+                yield Hit(rp.nic.name, f"{rp.nic.name} port {rp.port.num} uses {_gid_text(gid)}, an "
                                        f"{'IPv4' if fam == 'AF_INET' else 'IPv6'} GID, while the node's other RoCE "
                                        f"HCAs use {'IPv4' if major == 'AF_INET' else 'IPv6'} GIDs",
-                          evidence=tuple(f"{r.nic.name}: {_gid_text(c.gid)}" for r, c, _ in chosen),
+                          evidence=tuple(f"{r.nic.name}: {_gid_text(g)}" for r, _, g, _ in chosen),
                           fix=f"give {rp.port.netdev or 'its netdev'} an address of the same family as the other "
                               f"rails and leave NCCL_IB_GID_INDEX unset")
         return
-    idx = [c.index for _, c, _ in chosen]
-    if any(c.forced for _, c, _ in chosen) or len(set(idx)) < 2:
+    idx = [c.index for _, c, _, _ in chosen]
+    if any(c.forced for _, c, _, _ in chosen) or len(set(idx)) < 2:
         return
     common = max(set(idx), key=lambda i: (idx.count(i), -i))
-    for rp, choice, _ in chosen:
+    for rp, choice, _, _ in chosen:
         if choice.index != common:
             yield Hit(rp.nic.name, f"{rp.nic.name} port {rp.port.num}: NCCL's auto-selection picks GID index "
                                    f"{choice.index}, {common} on the node's other RoCE HCAs; do not pin "
                                    f"NCCL_IB_GID_INDEX on this node",
-                      severity=I, evidence=tuple(f"{r.nic.name}: {_gid_text(c.gid)}" for r, c, _ in chosen),
+                      severity=I, evidence=tuple(f"{r.nic.name}: {_gid_text(g)}" for r, _, g, _ in chosen),
                       fix="leave NCCL_IB_GID_INDEX unset (NCCL >= 2.21 selects per HCA); if a pin is required, "
                           "first make the GID tables identical (add the rail addresses in the same order on every "
                           "netdev) and check with show_gids")
@@ -797,8 +799,8 @@ def dcbx_pfc(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         ev = [f"local: willing={'yes' if dx.willing else 'no'} pfc={_prios(dx.local_pfc)} (lldptool)",
               "switch: " + ("no PFC TLV received" if dx.peer_pfc is None else
                             f"willing={'yes' if dx.peer_willing else 'no'} pfc={_prios(dx.peer_pfc)} (lldptool -n)")]
-        if prio is not None:
-            ev.append(f"NCCL priority {prio} ({land.how}; {m.tc_text})")  # type: ignore[union-attr]
+        if land is not None and prio is not None:  # (prio is set only with land)
+            ev.append(f"NCCL priority {prio} ({land.how}; {m.tc_text})")
         on_prio = f"priority {prio}" if prio is not None else "NCCL's priority"
         if dx.willing and dx.peer_pfc is not None and prio is not None and prio not in dx.peer_pfc:
             yield Hit(nd.name, f"{where}: lldpad is DCBX-willing and the switch advertises PFC on "

@@ -214,7 +214,9 @@ def _roce(node: Node, rails: RailPlan, version: Version, warnings: list[str]) ->
     per_rail: dict[str, set[int]] = {}
     gid_netdev: dict[str, str | None] = {}
     for r in active:
-        port = next(p for p in node.nic(r.nic).ports if p.num == r.port)  # type: ignore[union-attr]
+        nic = node.nic(r.nic)
+        assert nic is not None  # the rails are planned from this node's NICs
+        port = next(p for p in nic.ports if p.num == r.port)
         good = [g for g in port.gids if g.type == "RoCE v2" and g.is_ipv4_mapped]
         per_rail[r.hca] = {g.index for g in good}
         gid_netdev[r.hca] = good[0].netdev if good else None
@@ -241,21 +243,22 @@ def _roce(node: Node, rails: RailPlan, version: Version, warnings: list[str]) ->
         slaves = sorted((d for d in node.netdevs if nd is not None and nd.kind == "bond" and d.master == nd.name),
                         key=lambda d: natural_key(d.name))
         labelled += [(d.name, d) for d in slaves] or [(r.netdev or r.hca, nd)]
-    netdevs = [nd for _, nd in labelled]
     if not active:
         return out
-    if any(nd is None or nd.qos is None for nd in netdevs):
-        unknown = [label for label, nd in labelled if nd is None or nd.qos is None]
+    unknown = [label for label, nd in labelled if nd is None or nd.qos is None]
+    if unknown:
         warnings.append(f"NCCL_IB_TC not set: no QoS data (mlnx_qos/dcb) for {', '.join(unknown)}; NCCL then sends "
                         "with traffic class 0 (priority 0, usually lossy)")
         return out
+    # (netdev name, its QoS) of every rail netdev: all have QoS data here
+    qos = [(nd.name, nd.qos) for _, nd in labelled if nd is not None and nd.qos is not None]
     # An unknown trust mode (inbox driver, dcb without apptrust) is read as dscp, as the RoCE lint rules do: a DSCP
     # that maps to the PFC priority is right under dscp trust and harmless under pcp.
-    unknown_trust = [nd.name for nd in netdevs if nd.qos.trust is None]  # type: ignore[union-attr]
-    trusts = {nd.qos.trust or "dscp" for nd in netdevs}  # type: ignore[union-attr]
-    pfc_sets = [frozenset(i for i, on in enumerate(nd.qos.pfc_enabled or ()) if on) for nd in netdevs]  # type: ignore[union-attr]
+    unknown_trust = [name for name, q in qos if q.trust is None]
+    trusts = {q.trust or "dscp" for _, q in qos}
+    pfc_sets = [frozenset(i for i, on in enumerate(q.pfc_enabled or ()) if on) for _, q in qos]
     pfc_common = frozenset.intersection(*pfc_sets)
-    names = ", ".join(nd.name for nd in netdevs)  # type: ignore[union-attr]
+    names = ", ".join(name for name, _ in qos)
     if not pfc_common:
         why = "PFC is off on every priority" if not any(pfc_sets) else "no priority has PFC on every rail"
         warnings.append(f"NCCL_IB_TC not set: {why} ({names}); lossless RoCE needs PFC on the RoCE priority, e.g. "
@@ -267,8 +270,8 @@ def _roce(node: Node, rails: RailPlan, version: Version, warnings: list[str]) ->
                         "(mlnx_qos --trust dscp, or dcb apptrust set dev <if> order dscp)")
     if trusts == {"dscp"}:
         candidates: set[int] | None = None
-        for nd in netdevs:
-            mapping = dict(nd.qos.dscp2prio) if nd.qos.dscp2prio else {d: d >> 3 for d in range(64)}  # type: ignore[union-attr]
+        for _, q in qos:
+            mapping = dict(q.dscp2prio) if q.dscp2prio else {d: d >> 3 for d in range(64)}
             ok = {d for d, p in mapping.items() if p in pfc_common}
             candidates = ok if candidates is None else candidates & ok
         if not candidates:
@@ -276,7 +279,7 @@ def _roce(node: Node, rails: RailPlan, version: Version, warnings: list[str]) ->
                             "dscp2prio maps (mlnx_qos --dscp2prio)")
             return out
         dscp = PREFERRED_DSCP if PREFERRED_DSCP in candidates else min(candidates)
-        prio = dict(netdevs[0].qos.dscp2prio or ()).get(dscp, dscp >> 3)  # type: ignore[union-attr]
+        prio = dict(qos[0][1].dscp2prio or ()).get(dscp, dscp >> 3)
         out.append(Setting("NCCL_IB_TC", str(ib_tc_for_dscp(dscp)),
                            f"DSCP {dscp} (TC = DSCP << 2, ECN bits ECT(0)) maps to priority {prio}, which has PFC "
                            f"on ({names})"))

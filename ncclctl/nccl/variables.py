@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Literal
 
 from ncclctl.nccl.version import Version, parse
 
@@ -359,7 +359,7 @@ def _load_table() -> dict[str, VarInfo]:
 KNOWN: dict[str, VarInfo] = _load_table()
 
 
-def known_variable(name: str, patterns: Iterable[str] = ()) -> VarInfo | None | bool:
+def known_variable(name: str, patterns: Iterable[str] = ()) -> VarInfo | Literal[True] | None:
     """The table entry for ``name``; True when only a site pattern (fnmatch) knows it; None when unknown."""
     info = KNOWN.get(name)
     if info is not None:

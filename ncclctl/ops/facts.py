@@ -213,7 +213,8 @@ def collect(load: Callable[[], Node], *, source: dict, timeout: float, lint: boo
             os.setpgid(pid, pid)  # also from this side: no window in which a kill would miss the child's commands
         except OSError:
             pass
-        outcome, chunks = "error", []
+        outcome = "error"
+        chunks: list[bytes] = []
         try:
             outcome, chunks = _wait(rfd, sig_r, received, time.monotonic() + timeout)
         finally:

@@ -45,7 +45,7 @@ class InventoryHost:
         """The host's :class:`~ncclctl.model.Node` (probe of the snapshot, or the model JSON)."""
         if self.model is not None:
             return load_model(self.model)
-        return load_snapshot(self.snapshot)  # type: ignore[arg-type]
+        return load_snapshot(self.snapshot)
 
 
 @dataclass(frozen=True)

@@ -234,7 +234,7 @@ def _pfc_json(text: str, source: str) -> DcbPfc:
     pp = doc["prio_pfc"]
     if not isinstance(pp, list) or len(pp) != 8 or not all(isinstance(v, bool) for v in pp):
         raise bad("prio_pfc", "must be an array of 8 booleans")
-    out: dict[str, object] = {}
+    out: dict[str, int | None] = {}
     for key in ("pfc_cap", "delay"):
         v = doc.get(key)
         if v is not None and not (_is_int(v) and v >= 0):
@@ -253,9 +253,9 @@ def _pfc_json(text: str, source: str) -> DcbPfc:
             raise bad(key, "must be an array of 8 counters")
         counters[key] = tuple(v)
     return DcbPfc(
-        pfc_cap=out["pfc_cap"],  # type: ignore[arg-type]
+        pfc_cap=out["pfc_cap"],
         macsec_bypass=mbc,
-        delay=out["delay"],  # type: ignore[arg-type]
+        delay=out["delay"],
         prio_pfc=tuple(pp),
         requests=counters["requests"],
         indications=counters["indications"],

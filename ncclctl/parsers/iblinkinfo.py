@@ -181,10 +181,10 @@ class _Parser:
                     node = last_line_node
                     node.listed += 1
                 else:
-                    node = cur
-                    if node is None:
+                    if cur is None:
                         raise self.err("port line before any 'Switch:'/'CA:' header", lineno,
                                        fix="the output is truncated at the start; " + _FIX)
+                    node = cur
                     if node.kind == "switch":
                         if pguid is not None:
                             raise self.err("a switch port line with a port GUID", lineno)
@@ -311,6 +311,7 @@ class _Parser:
                                                              port_owner)
                 linked.append(_mk_port(port, rkind, rnode_guid, rport, rport_guid, rdesc, rlid, width, speed, ext,
                                        line, state, phys, max_w, max_s))
+            assert n.kind is not None  # from the header, or from guess_kinds in --line form
             out.append(_mk_node(n.kind, n.guid, nports, n.desc, n.lid, None, None, None, tuple(linked), n.line,
                                 tuple(unlinked)))
         form = "iblinkinfo-line" if self.line_mode and not self.default_mode else "iblinkinfo"
@@ -322,6 +323,7 @@ class _Parser:
         if rguid is not None:  # --line: the remote's port GUID
             owner = port_owner.get(rguid) or by_guid.get(rguid)
             if owner is not None:
+                assert owner.kind is not None  # finish() resolves after every kind is known
                 return owner.kind, owner.guid, (rguid if owner.kind != "switch" else None)
             kind = "switch" if rport > 2 or n.kind != "switch" else "ca"
             return kind, rguid, (rguid if kind != "switch" else None)
@@ -330,6 +332,7 @@ class _Parser:
             cands = [c for c in cands if c.desc == rdesc]
         if len(cands) == 1:
             owner = cands[0]
+            assert owner.kind is not None  # finish() resolves after every kind is known
             if owner.kind == "switch":
                 return "switch", owner.guid, None
             for p in owner.ports:  # the CA port with that LID (a dual-port CA has one LID per port)

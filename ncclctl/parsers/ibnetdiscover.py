@@ -311,7 +311,8 @@ def _parse_topology(chunks: Iterable[list[str]], source: str) -> Fabric:
     ports: list[FabricPort] = []
     guids: dict[str, str] = {}  # raw GUID text -> the normalised string, one object per GUID
     gget = guids.get
-    strs = {}.setdefault  # descriptions and widths: one string object per distinct text
+    str_pool: dict[str, str] = {}
+    strs = str_pool.setdefault  # descriptions and widths: one string object per distinct text
     ints: dict[str, int] = {}  # port numbers
     attr_lines: dict[str, tuple[str, str]] = {}  # vendid=/devid= lines, identical in thousands of blocks
     fast = _USE_FAST_PATH
@@ -500,7 +501,8 @@ def _parse_ports(chunks: Iterable[list[str]], source: str) -> Fabric:
     A port without a remote (``SW 1 40 0x... 4x NDR   'desc'``) goes to the node's ``unlinked`` ports."""
     by_guid: dict[str, list] = {}  # guid -> [kind, guid, nports, desc, lid, line, ports, unlinked]
     interned: dict[str, str] = {}  # raw GUID text -> its normalised string
-    intern = {}.setdefault  # descriptions
+    desc_pool: dict[str, str] = {}
+    intern = desc_pool.setdefault  # descriptions
     match, mk_port, kinds = _PORTS.match, _mk_port, _KIND
     lineno = 0
     for lines in chunks:

@@ -116,26 +116,26 @@ def matrix(node: Node) -> Matrix:
     gpus = sorted(node.gpus, key=lambda g: g.index)
     nics = nics_in_order(node)
     labels = tuple([f"GPU{g.index}" for g in gpus] + [f"NIC{i}" for i in range(len(nics))])
-    endpoints: list[tuple[str, object]] = [("gpu", g) for g in gpus] + [("nic", n) for n in nics]
+    endpoints: list[Gpu | Nic] = [*gpus, *nics]
     rows = []
-    for ka, a in endpoints:
+    for a in endpoints:
         row = []
-        for kb, b in endpoints:
+        for b in endpoints:
             if a is b:
                 row.append("X")
-            elif ka == "gpu" and kb == "gpu":
-                row.append(gpu_gpu_type(node, a, b))  # type: ignore[arg-type]
+            elif isinstance(a, Gpu) and isinstance(b, Gpu):
+                row.append(gpu_gpu_type(node, a, b))
             else:
-                row.append(pcie_path_type(node, a.bdf, b.bdf) or "SYS")  # type: ignore[union-attr]
+                row.append(pcie_path_type(node, a.bdf, b.bdf) or "SYS")
         rows.append(tuple(row))
     numa_by_id = {n.id: n for n in node.numa}
     cpu_aff, numa_aff = [], []
-    for kind, e in endpoints:
-        if kind != "gpu":
+    for e in endpoints:
+        if not isinstance(e, Gpu):
             cpu_aff.append("")
             numa_aff.append("")
             continue
-        numa = e.numa_node  # type: ignore[union-attr]
+        numa = e.numa_node
         if numa is None or numa < 0 or numa not in numa_by_id:
             cpu_aff.append("N/A")
             numa_aff.append("N/A")

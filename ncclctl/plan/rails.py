@@ -117,11 +117,11 @@ def plan_rails(node: Node, compute_nics: tuple[str, ...] | None = None) -> RailP
     rails, far, down = [], [], []
     for k, e in enumerate(order):
         members = tuple(usage[id(e)])
-        worst = max((path(node.gpu(i), e) for i in members), key=pcie_rank)  # type: ignore[arg-type]
+        worst = max((path(node.gpu(i), e) for i in members), key=pcie_rank)
         rails.append(Rail(rail=k, nic=e.nic.name, port=e.port.num, netdev=e.port.netdev, bdf=e.nic.bdf,
                           numa=node.numa_node_of(e.nic.bdf), link_layer=e.port.link_layer,
                           rate_gbps=e.port.rate_gbps, gpus=members, path=worst, active=e.port.is_active))
-        far += [i for i in members if pcie_rank(path(node.gpu(i), e)) > pcie_rank("PXB")]  # type: ignore[arg-type]
+        far += [i for i in members if pcie_rank(path(node.gpu(i), e)) > pcie_rank("PXB")]
         if not e.port.is_active:
             down.append(k)
     used = {r.nic for r in rails}

@@ -131,12 +131,14 @@ def extract_tar(path: str, dest: str) -> int:
 
         # gzip.GzipFile, not tarfile's own stream decompressor: it raises EOFError on a truncated stream, where
         # tarfile's would end quietly at the cut and hand over half a snapshot.
+        # typeshed's GzipFile wants seek() too, which a sequential "rb" read never calls
         stream = gzip.GzipFile(fileobj=counting, mode="rb")  # type: ignore[call-overload]
     members = 0
     unpacked = 0
     seen: set[str] = set()
     links: set[str] = set()
     try:
+        # typeshed types fileobj as a seekable, writable file; stream mode "r|*" only reads
         with tarfile.open(fileobj=stream, mode="r|*") as tar:  # type: ignore[call-overload]
             for member in tar:
                 members += 1

@@ -8,7 +8,7 @@ command output degrades to an :class:`~ncclctl.model.Unavailable` entry instead 
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from ncclctl.errors import InputError, NcclctlError, UsageError
 from ncclctl.model import (
@@ -21,6 +21,9 @@ from ncclctl.probe.hostroot import HostRoot, Recorder
 from ncclctl.probe.nvml import LiveNvml, NvmlSource, RecordedNvml, is_error
 
 T = TypeVar("T")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance  # the protocol dataclasses.replace takes; typeshed-only
+D = TypeVar("D", bound="DataclassInstance")
 
 #: PCI classes the model keeps (prefix match on the sysfs class string).
 KEEP_CLASSES = ("0x03", "0x02", "0x068000", "0x080100")
@@ -52,7 +55,7 @@ def probe(
             "live commands or NVML cannot be mixed into a probe of a host root",
             fix="drop --root to probe this host, or probe the fixture alone",
         )
-    host = HostRoot("/" if live else root, recorder=recorder)  # type: ignore[arg-type]
+    host = HostRoot(root if root is not None else "/", recorder=recorder)
     if runner is None:
         runner = LiveRunner() if live else RecordedRunner(host.root)
     if nvml is None:
@@ -137,9 +140,9 @@ class _Probe:
         pci = self.pci()
         nvml_doc = self.nvml.collect()
         gpus, nvswitches = self.gpus(pci, nvml_doc)
-        netdevs = self.netdevs()
-        nics = self.nics(pci, netdevs)
-        netdevs = self.roce_state(nics, netdevs)
+        sysfs_netdevs = self.netdevs()
+        nics = self.nics(pci, sysfs_netdevs)
+        netdevs = self.roce_state(nics, sysfs_netdevs)
         facts = self.facts(kernel, nvml_doc, pci, gpus, nics, nvswitches)
         if host.denied:
             self.unavailable.append(
@@ -299,7 +302,7 @@ class _Probe:
             )
             return gpus, nvswitches
         where = "nvml.json" if not self.host.live else "NVML"
-        gpus = []
+        found: list[Gpu] = []
         for raw in doc.get("devices", []):
             if not isinstance(raw, dict) or not isinstance(raw.get("index"), int):
                 raise InputError("NVML device entry without an integer index", path=self._nvml_path(),
@@ -322,9 +325,9 @@ class _Probe:
                 self.unavailable.append(
                     Unavailable(source="sysfs", reason="GPU not visible in /sys/bus/pci/devices", detail=f"GPU {index} {bdf}")
                 )
-            gpus.append(self._gpu(raw, index, bdf, dev, pci, switch_bdfs, where))
-        gpus.sort(key=lambda g: g.index)
-        return tuple(gpus), nvswitches
+            found.append(self._gpu(raw, index, bdf, dev, pci, switch_bdfs, where))
+        found.sort(key=lambda g: g.index)
+        return tuple(found), nvswitches
 
     def _nvml_path(self) -> str:
         return "NVML" if self.host.live else self.host.root + "/nvml.json"
@@ -360,7 +363,8 @@ class _Probe:
         cc = ok(raw.get("cuda_compute_capability"))
         sm = cc[0] * 10 + cc[1] if isinstance(cc, list) and len(cc) == 2 and all(isinstance(x, int) for x in cc) else None
         mig = ok(raw.get("mig_mode"))
-        pcie = raw.get("pcie") if isinstance(raw.get("pcie"), dict) else {}
+        pcie_raw = raw.get("pcie")
+        pcie = pcie_raw if isinstance(pcie_raw, dict) else {}
         links = []
         if not isinstance(raw.get("nvlinks", []), (list, type(None))):
             raise InputError(f"GPU {index}: 'nvlinks' must be a list", path=self._nvml_path(),
@@ -560,8 +564,11 @@ class _Probe:
         nics = []
         for ca in cas:
             ports = tuple(
-                IbPort(num=p.num, state=p.state.upper(), phys_state=p.phys_state, link_layer=p.link_layer,
-                       rate_gbps=p.rate, lid=p.base_lid, sm_lid=p.sm_lid, lmc=p.lmc, cap_mask=p.cap_mask)
+                # ibstat without a "Link layer" line (releases before RoCE) is InfiniBand, as a missing sysfs
+                # link_layer file is in _port; None would make a model that fails its own schema.
+                IbPort(num=p.num, state=p.state.upper(), phys_state=p.phys_state,
+                       link_layer=p.link_layer or "InfiniBand", rate_gbps=p.rate, lid=p.base_lid, sm_lid=p.sm_lid,
+                       lmc=p.lmc, cap_mask=p.cap_mask)
                 for p in ca.ports
             )
             nics.append(Nic(name=ca.name, bdf=None, node_type=ca.node_type, node_guid=f"0x{ca.node_guid:016x}",
@@ -750,10 +757,10 @@ class _Probe:
 # Pure helpers
 
 
-def _replace(obj: T, **changes: Any) -> T:
+def _replace(obj: D, **changes: Any) -> D:
     import dataclasses  # noqa: PLC0415
 
-    return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+    return dataclasses.replace(obj, **changes)
 
 
 def _nearest_bdf(device_path: str | None) -> str | None:

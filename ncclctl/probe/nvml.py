@@ -9,7 +9,7 @@ live probe saw. ``pynvml`` is imported lazily, on the first live query.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, TypeGuard
 
 from ncclctl.errors import InputError
 from ncclctl.probe.hostroot import HostRoot
@@ -71,7 +71,7 @@ def _err(exc: BaseException) -> dict:
     return {"error": name}
 
 
-def is_error(value: Any) -> bool:
+def is_error(value: Any) -> TypeGuard[dict[str, Any]]:
     return isinstance(value, dict) and set(value) == {"error"}
 
 

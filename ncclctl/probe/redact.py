@@ -451,9 +451,9 @@ class Redactor:
             b = bytes.fromhex(tok[2:].rjust(16, "0"))
             if b not in self.guids:
                 return None
-            out = self.eui64(b).hex()
+            fake = self.eui64(b).hex()
             width = len(tok) - 2
-            return tok[:2] + _case(tok[2:], out[-width:] if out[:16 - width] == "0" * (16 - width) else out)
+            return tok[:2] + _case(tok[2:], fake[-width:] if fake[:16 - width] == "0" * (16 - width) else fake)
         b = bytes.fromhex(tok) if len(tok) % 2 == 0 else b""
         if len(b) == 6 and b in self.macs:
             return _case(tok, self.mac(b).hex())
@@ -479,16 +479,16 @@ class Redactor:
         if len(groups) == 4 and all(len(g) == 4 for g in groups):
             out = self.eui64(bytes.fromhex(addr.replace(":", "")))
             return _case(tok, ":".join(out[i:i + 2].hex() for i in range(0, 8, 2))) + slash + plen
-        b = _v6_parse(addr)
-        if b is None:
+        packed = _v6_parse(addr)
+        if packed is None:
             return None
-        out = self.ip6(b)
+        out = self.ip6(packed)
         if plen and int(plen) <= 128:
             n = int(plen)
             mask = ((1 << 128) - 1) ^ ((1 << (128 - n)) - 1)
-            if int.from_bytes(b, "big") & ~mask == 0:
+            if int.from_bytes(packed, "big") & ~mask == 0:
                 out = (int.from_bytes(out, "big") & mask).to_bytes(16, "big")
-        if out == b:
+        if out == packed:
             return None
         return _case(addr, _v6_format(out, addr)) + slash + plen
 

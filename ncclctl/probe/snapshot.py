@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from ncclctl import __version__
-from ncclctl.errors import InputError, NcclctlError
+from ncclctl.errors import InputError, NcclctlError, UsageError
 from ncclctl.model import Node
 from ncclctl.probe.assemble import probe
 from ncclctl.probe.commands import LiveRunner, RecordedRunner, RecordingRunner, slug
@@ -65,10 +65,13 @@ def _keep(path: str, kept: set[str], data: bytes | None = None) -> bool:
 
 def capture(root: str | None = None) -> tuple[Node, Recorder, RecordingRunner, _RecordingNvml]:
     """Probe ``root`` (live when None) with recording on every seam."""
-    live = root is None or root == "/"
     recorder = Recorder()
-    runner = RecordingRunner(LiveRunner() if live else RecordedRunner(os.path.abspath(root)))  # type: ignore[arg-type]
-    nvml = _RecordingNvml(LiveNvml() if live else RecordedNvml(os.path.abspath(root)))  # type: ignore[arg-type]
+    if root is None or root == "/":
+        runner = RecordingRunner(LiveRunner())
+        nvml = _RecordingNvml(LiveNvml())
+    else:
+        runner = RecordingRunner(RecordedRunner(os.path.abspath(root)))
+        nvml = _RecordingNvml(RecordedNvml(os.path.abspath(root)))
     node = probe(root, runner=runner, nvml=nvml, recorder=recorder)
     return node, recorder, runner, nvml
 
@@ -83,9 +86,9 @@ def write_tree(dest: str, node: Node, recorder: Recorder, runner: RecordingRunne
     for path, data in recorder.files.items():
         if _keep(path, kept, data):
             files[path] = data
-    for path, target in recorder.links.items():
+    for path, link_target in recorder.links.items():
         if _keep(path, kept):
-            links[path] = target
+            links[path] = link_target
     for path in recorder.dirs:
         if _keep(path, kept):
             dirs.add(path)
@@ -171,8 +174,12 @@ def snapshot(out_dir: str | None = None, tar_path: str | None = None, *, redact:
     from ncclctl.ops.fileio import resolve_target, write_error
     if (out_dir is None) == (tar_path is None):
         raise NcclctlError("give exactly one of -o DIR or --tar FILE", fix="ncclctl snapshot -o ./myhost")
+    dest = out_dir if out_dir is not None else tar_path
+    assert dest is not None  # exactly one of the two is given (checked above)
+    if not dest:  # an unset shell variable ("-o $DIR"); "" would otherwise mean the current folder
+        raise UsageError(f"{'-o' if out_dir is not None else '--tar'} is empty", fix="ncclctl snapshot -o ./myhost")
     node, recorder, runner, nvml = capture(root)
-    target = resolve_target(out_dir or tar_path, follow=follow)  # type: ignore[arg-type]
+    target = resolve_target(dest, follow=follow)
     parent = os.path.dirname(target)
     if not os.path.isdir(parent):
         raise InputError("the folder to write into does not exist", path=parent, fix="create it first")

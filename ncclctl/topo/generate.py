@@ -169,7 +169,7 @@ class NetDev:
 
 def net_devices(node: Node, selected: tuple[str, ...] | None = None) -> list[NetDev]:
     """NCCL's IB plugin view: active ports in PCI order, dev index, port = ibport + realPort."""
-    entries = []
+    entries: list[tuple[str, Nic, IbPort]] = []  # (the NIC's bdf, NIC, port)
     for nic in node.nics:
         if selected is not None and nic.name not in selected:
             continue
@@ -177,11 +177,11 @@ def net_devices(node: Node, selected: tuple[str, ...] | None = None) -> list[Net
             continue
         for port in nic.ports:
             if port.is_active and port.link_layer in ("InfiniBand", "Ethernet"):
-                entries.append((nic, port))
-    entries.sort(key=lambda e: (_bdf_int(e[0].bdf), e[1].num))  # type: ignore[arg-type]
+                entries.append((nic.bdf, nic, port))
+    entries.sort(key=lambda e: (_bdf_int(e[0]), e[2].num))
     out: list[NetDev] = []
-    for i, (nic, port) in enumerate(entries):
-        busid = ib_pci_busid(nic.bdf)  # type: ignore[arg-type]
+    for i, (bdf, nic, port) in enumerate(entries):
+        busid = ib_pci_busid(bdf)
         real_port = sum(1 for prev in out if prev.busid == busid)
         out.append(NetDev(nic=nic, port=port, dev=i, nccl_port=port.num + real_port, busid=busid))
     return out

@@ -39,22 +39,22 @@ def check_against_host(view: TopoView, node: Node, path: str) -> list[Finding]:
     for cpu in view.cpus:
         if cpu.numaid is None or cpu.numaid < 0:
             continue
-        numa = host_numa.get(cpu.numaid)
-        if numa is None:
+        hnuma = host_numa.get(cpu.numaid)
+        if hnuma is None:
             if node.numa:
                 out.append(_finding("NTH011", f"<cpu numaid=\"{cpu.numaid}\">: this host's NUMA nodes are "
                                     f"{', '.join(str(n) for n in sorted(host_numa))}", path, cpu.node.line, cpu.node.column))
             continue
         affinity = cpu.attrs.get("affinity")
-        if affinity is not None and numa.cpumap:
+        if affinity is not None and hnuma.cpumap:
             try:
-                same = parse_cpumap(affinity) == parse_cpumap(numa.cpumap)
+                same = parse_cpumap(affinity) == parse_cpumap(hnuma.cpumap)
             except ValueError:
                 same = False
             if not same:
                 out.append(_finding("NTH004", f"<cpu numaid=\"{cpu.numaid}\" affinity=\"{affinity}\">: NUMA node "
-                                    f"{cpu.numaid} of this host is CPUs {numa.cpulist or 'none'} "
-                                    f"(cpumap {numa.cpumap})", path, cpu.node.line, cpu.node.column))
+                                    f"{cpu.numaid} of this host is CPUs {hnuma.cpulist or 'none'} "
+                                    f"(cpumap {hnuma.cpumap})", path, cpu.node.line, cpu.node.column))
 
     seen_gpus: set[str] = set()
     # PCI functions the file names without a <gpu>/<net> child (e.g. a --minimal skeleton): NCCL places the
@@ -198,17 +198,18 @@ def _pairings(view: TopoView, node: Node, path: str) -> list[Finding]:
     out: list[Finding] = []
     host_gpus = {g.bdf: g for g in node.gpus}
     nics = {n.name: n for n in node.nics}
-    file_nets = [n for n in view.nets if n.name in nics and nics[n.name].bdf]
+    # (name, <net>) of the file's nets that are RDMA devices of this host with a PCI address
+    file_nets = [(n.name, n) for n in view.nets if n.name is not None and n.name in nics and nics[n.name].bdf]
     if not file_nets:
         return out
     for g in view.gpus:
         canon = _canonical(g.busid)
         if canon not in host_gpus:
             continue
-        ranked = [(pcie_rank(gpu_net(view, g, n)), n) for n in file_nets]
-        best = min(r for r, _ in ranked)
-        file_near = sorted({n.name for r, n in ranked if r == best}, key=natural_key)  # type: ignore[arg-type]
-        file_type = gpu_net(view, g, next(n for r, n in ranked if r == best))
+        ranked = [(pcie_rank(gpu_net(view, g, n)), name, n) for name, n in file_nets]
+        best = min(r for r, _, _ in ranked)
+        file_near = sorted({name for r, name, _ in ranked if r == best}, key=natural_key)
+        file_type = gpu_net(view, g, next(n for r, _, n in ranked if r == best))
         if node.is_virtual:
             gnuma = node.numa_node_of(canon)
             wrong = [name for name in file_near
@@ -218,7 +219,7 @@ def _pairings(view: TopoView, node: Node, path: str) -> list[Finding]:
                                     f"{', '.join(wrong)} on another NUMA node of this VM", path, g.node.line))
             continue
         host_types = {name: pcie_path_type(node, canon, nics[name].bdf) or "SYS" for name in nics if nics[name].bdf}
-        candidates = [name for name in host_types if name in {n.name for n in file_nets}]
+        candidates = [name for name in host_types if name in {nm for nm, _ in file_nets}]
         if not candidates:
             continue
         hbest = min(pcie_rank(host_types[name]) for name in candidates)

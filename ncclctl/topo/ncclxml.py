@@ -408,8 +408,8 @@ class _Reader:
         stop = m.start() if m else self.n
         run = stop - start
         if run >= maxlen:
-            name = _text(_cstr(data[start:start + maxlen - 1]))
-            raise _Fatal("NTX016", f"Error : name {show_text(name)} too long (max {maxlen})",
+            cut = _text(_cstr(data[start:start + maxlen - 1]))
+            raise _Fatal("NTX016", f"Error : name {show_text(cut)} too long (max {maxlen})",
                          f"names are limited to {maxlen - 2} characters", start)
         if stop >= self.n:
             raise _Fatal("NTX007", "XML Parse : Unexpected EOF",
@@ -427,8 +427,8 @@ class _Reader:
             value, last = self.value()
             return name, value, last, start, value_pos
         if run == maxlen - 1:
-            name = _text(_cstr(data[start:stop]))
-            raise _Fatal("NTX016", f"Error : name {show_text(name)} too long (max {maxlen})",
+            cut = _text(_cstr(data[start:stop]))
+            raise _Fatal("NTX016", f"Error : name {show_text(cut)} too long (max {maxlen})",
                          f"names are limited to {maxlen - 2} characters", start)
         self.pos = stop + 1
         return data[start:stop], None, c, start, start
@@ -516,7 +516,9 @@ class _Reader:
     def get_node(self) -> _Raw:
         data = self.data
         while True:
-            self.pos = _SKIP_WS.match(data, self.pos).end()
+            ws = _SKIP_WS.match(data, self.pos)
+            assert ws is not None  # '[ \n\r]*' matches the empty string
+            self.pos = ws.end()
             if self.pos >= self.n:
                 return _Raw("none", pos=self.n)
             c = data[self.pos]
@@ -697,7 +699,9 @@ def _parse(reader: _Reader, data: bytes, kind: Kind, version: Version) -> ParseR
         while stack:
             frame = stack[-1]
             if count == node_cap:
-                nxt = _SKIP_WS.match(data, reader.pos).end()
+                ws = _SKIP_WS.match(data, reader.pos)
+                assert ws is not None  # '[ \n\r]*' matches the empty string
+                nxt = ws.end()
                 raise _Fatal("NTX019", f"Error : XML parser is limited to {node_cap} nodes",
                              f"element number {node_cap} is the <{show_text(last_name)}> at line "
                              f"{reader.linecol(last_pos)[0]}; NCCL tests its {node_cap} node slots before "
@@ -712,6 +716,7 @@ def _parse(reader: _Reader, data: bytes, kind: Kind, version: Version) -> ParseR
                     decl = next((f for f in stack if f.head_name and f.head_name.startswith("?")), None)
                     stray_frame = next((f for f in stack if f.stray), None)
                     if stray_frame is not None and decl is None:
+                        assert stray_frame.head_name is not None  # only the top-level frame has none; it is not stray
                         raise _Fatal("NTX020", nccl, f"</{show_text(stray_frame.head_name)}> at top level closes "
                                      "nothing; NCCL reads it as an element that is never closed",
                                      stray_frame.head_pos)

@@ -53,7 +53,7 @@ def c_strtof(s: str) -> tuple[float, bool]:
 
 def busid_to_int(busid: str) -> int:
     """``misc/utils.cc:busIdToInt64``: hex digits, skipping ':' and '.', up to 16 digits."""
-    out = []
+    out: list[str] = []
     for ch in busid:
         if len(out) == 16:
             break
@@ -490,9 +490,9 @@ class _TopoChecks:
             return
         others = [c for c in pci.children if c is not nics[0]]
         if others:
-            names = ", ".join(f"<{c.name}> (line {c.line})" for c in others[:4])
+            listed = ", ".join(f"<{c.name}> (line {c.line})" for c in others[:4])
             ctx.add("NTS034", f"{_where(pci)} holds a <nic>, so it becomes that NIC's node and NCCL does not "
-                              f"process its other children: {names}", pci)
+                              f"process its other children: {listed}", pci)
         busid = pci.get("busid")
         names = [n.get("name") or "" for nic in nics for n in nic.children if n.name == "net"]
         ib = any(_IB_NAME.match(nm) for nm in names) or (pci.get("class") or "").startswith("0x0207")
@@ -560,11 +560,12 @@ class _TopoChecks:
     def check_nvlinks(self) -> None:
         ctx, v = self.ctx, self.v
         gpus_by_id: dict[int, XmlNode] = {}
-        for gpu in self.of("gpu"):
-            b = self._gpu_busid(gpu)
-            if b is not None:
-                gpus_by_id.setdefault(busid_to_int(b), gpu)
-        links: dict[tuple[int, int], tuple[int, XmlNode]] = {}
+        for g in self.of("gpu"):
+            busid = self._gpu_busid(g)
+            if busid is not None:
+                gpus_by_id.setdefault(busid_to_int(busid), g)
+        #: (source GPU id, target GPU id) -> (count, the <nvlink>, the source GPU's busid)
+        links: dict[tuple[int, int], tuple[int, XmlNode, str]] = {}
         for nv in self.of("nvlink"):
             gpu = nv.parent
             count = nv.get("count")
@@ -607,15 +608,15 @@ class _TopoChecks:
                                   "the link silently", nv)
                 continue
             n = strtol(count or "0").value
-            links[(busid_to_int(src), tid)] = (n, nv)
-        for (a, b), (n, nv) in links.items():
+            links[(busid_to_int(src), tid)] = (n, nv, src)
+        for (a, b), (n, nv, src) in links.items():
             back = links.get((b, a))
             if back is None:
-                ctx.add("NTS019", f"NVLink from {_q(self._gpu_busid(nv.parent))} to {_q(nv.get('target'))} has no "
+                ctx.add("NTS019", f"NVLink from {_q(src)} to {_q(nv.get('target'))} has no "
                                   "reverse <nvlink> on the target GPU: NCCL adds GPU-GPU links in one direction "
                                   "only ('Failed to find reverse path')", nv)
             elif back[0] != n and nv.offset < back[1].offset:
-                ctx.add("NTS019", f"NVLink count {n} from {_q(self._gpu_busid(nv.parent))} to "
+                ctx.add("NTS019", f"NVLink count {n} from {_q(src)} to "
                                   f"{_q(nv.get('target'))} but {back[0]} in the reverse direction", nv)
 
     # -- <pcilink> -------------------------------------------------------------------------------------
@@ -623,9 +624,9 @@ class _TopoChecks:
         ctx, v = self.ctx, self.v
         switches: dict[int, XmlNode] = {}
         for pci in self.of("pci"):
-            b = pci.get("busid")
-            if b is not None:
-                switches.setdefault(busid_to_int(b), pci)
+            busid = pci.get("busid")
+            if busid is not None:
+                switches.setdefault(busid_to_int(busid), pci)
         links: dict[tuple[int, int], XmlNode] = {}
         for pl in self.of("pcilink"):
             parent = pl.parent

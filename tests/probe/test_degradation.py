@@ -86,3 +86,23 @@ def test_failed_command_is_reported_not_fatal(tree):
     node = probe(str(tree))
     assert all(p.active_mtu is None for n in node.nics for p in n.ports)
     assert ("ibv_devinfo -v", "rc=1: Failed to get IB devices list") in {(u.source, u.reason) for u in node.unavailable}
+
+
+def test_ibstat_without_link_layer_line_gives_a_readable_model(tree, tmp_path):
+    # Old ibstat releases print no "Link layer" line. The port was None in the model, which --model then refused
+    # ("$.nics[0].ports[0].link_layer: expected a string"); a missing sysfs link_layer file already meant InfiniBand.
+    shutil.rmtree(tree / "sys/class/infiniband")
+    (tree / "cmd/ibstat.txt").write_text(
+        "CA 'mlx5_0'\n\tCA type: MT4129\n\tNumber of ports: 1\n\tFirmware version: 28.39.1002\n"
+        "\tHardware version: 0\n\tNode GUID: 0xa088c20300e3142a\n\tSystem image GUID: 0xa088c20300e3142a\n"
+        "\tPort 1:\n\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tRate: 400\n\t\tBase lid: 5\n\t\tLMC: 0\n"
+        "\t\tSM lid: 1\n\t\tCapability mask: 0xa651e848\n\t\tPort GUID: 0xa088c20300e3142a\n")
+    node = probe(str(tree))
+    assert node.nics[0].ports[0].link_layer == "InfiniBand"
+    dumped = run_cli("probe", "--root", str(tree), "--format", "json")
+    assert dumped.returncode == 0, dumped.stderr
+    model = tmp_path / "node.json"
+    model.write_text(dumped.stdout)
+    linted = run_cli("lint", "--model", str(model))
+    assert linted.returncode in (0, 1), linted.stderr
+    assert "link_layer" not in linted.stderr

@@ -139,3 +139,12 @@ def test_copied_fixture_probes_the_same(tmp_path):
     dest = tmp_path / "copy"
     shutil.copytree(HOSTS / host, dest, symlinks=True)
     assert probe(str(dest)) == probe(str(HOSTS / host))
+
+
+@pytest.mark.parametrize("flag", ["-o", "--tar"])
+def test_snapshot_refuses_an_empty_output_path(flag):
+    # "-o $DIR" with DIR unset: -o "" was an internal error (exit 70, TypeError), --tar "" tried to replace the
+    # current folder ("Is a directory"). Both are refused before anything is probed or written.
+    result = run_cli("snapshot", "--root", str(HOSTS / HOSTS_LIST[0]), flag, "")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == f"ncclctl: error: {flag} is empty (fix: ncclctl snapshot -o ./myhost)"
