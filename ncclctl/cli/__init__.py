@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, NamedTuple
+from typing import Any, NamedTuple
 
-if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any
 
 
 class Entry(NamedTuple):
@@ -163,14 +161,19 @@ def _run(args: list[str]) -> int:
 
     from ncclctl.errors import ExitCode, NcclctlError
 
-    try:  # typer >= 0.20 vendors click as typer._click; older releases use click itself
-        from typer._click import exceptions as cx  # type: ignore[import-not-found,attr-defined]
-    except ImportError:  # pragma: no cover - older typer
-        from click import exceptions as cx
+    import importlib
 
-    def kinds(name: str) -> tuple[type, ...]:
-        found = (getattr(typer, name, None), getattr(cx, name, None))
-        return tuple(t for t in found if isinstance(t, type) and issubclass(t, BaseException))
+    try:  # typer >= 0.20 vendors click as typer._click; older releases use click itself
+        cx: Any = importlib.import_module("typer._click.exceptions")
+    except ImportError:  # pragma: no cover - older typer
+        cx = importlib.import_module("click.exceptions")
+
+    def kinds(name: str) -> tuple[type[BaseException], ...]:
+        found: list[type[BaseException]] = []
+        for t in (getattr(typer, name, None), getattr(cx, name, None)):
+            if isinstance(t, type) and issubclass(t, BaseException) and t not in found:
+                found.append(t)
+        return tuple(found)
 
     exit_types, abort_types, click_types = kinds("Exit"), kinds("Abort"), kinds("ClickException")
     try:
@@ -180,7 +183,7 @@ def _run(args: list[str]) -> int:
             print("ncclctl: interrupted", file=sys.stderr)
         return code
     except exit_types as exc:
-        code = int(exc.exit_code)  # type: ignore[attr-defined]
+        code = int(getattr(exc, "exit_code", 1))
         if code == ExitCode.INTERRUPTED:  # typer turns Ctrl-C inside a command into Exit(130)
             print("ncclctl: interrupted", file=sys.stderr)
         return code
@@ -188,13 +191,22 @@ def _run(args: list[str]) -> int:
         print("ncclctl: interrupted", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
     except click_types as exc:
-        exc.show()  # type: ignore[attr-defined]
+        usage_error: Any = exc
+        usage_error.show()
         if "--nagios" in args:  # a monitoring plugin answers UNKNOWN (3) to a bad command line, not CRITICAL (2)
-            print(f"NCCLCTL UNKNOWN - usage: {exc.format_message()}".replace("|", "/"))  # type: ignore[attr-defined]
+            print(f"NCCLCTL UNKNOWN - usage: {usage_error.format_message()}".replace("|", "/"))
             return 3
         return int(ExitCode.USAGE)
     except NcclctlError as exc:
         return _fail(exc, args)
+
+
+def _done() -> None:
+    """The work is done and its output flushed: a Ctrl-C from here on must not turn the exit into a traceback
+    (Python would die of the signal while shutting down)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -203,6 +215,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = _run(args)
         sys.stdout.flush()
+        _done()
     except KeyboardInterrupt:
         print("ncclctl: interrupted", file=sys.stderr)
         code = 130

@@ -255,12 +255,12 @@ def _walk(node: Any, where: tuple, lines: dict[tuple, int], path: str, seen_node
                 raise InputError(f"duplicate key {key!r}", path=path, line=k.start_mark.line + 1,
                                  fix="keep one entry per key (YAML would silently use the last one)")
             seen.add(key)
-            lines[(*where, key)] = k.start_mark.line + 1
-            _walk(v, (*where, key), lines, path, seen_nodes, keys)
+            lines[where + (key,)] = k.start_mark.line + 1
+            _walk(v, where + (key,), lines, path, seen_nodes, keys)
     elif isinstance(node, yaml.SequenceNode):
         for i, v in enumerate(node.value):
-            lines[(*where, i)] = v.start_mark.line + 1
-            _walk(v, (*where, i), lines, path, seen_nodes, keys)
+            lines[where + (i,)] = v.start_mark.line + 1
+            _walk(v, where + (i,), lines, path, seen_nodes, keys)
 
 
 def _scalar_key(node: Any, loader: Any) -> Any:
