@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 import os
 from dataclasses import dataclass, replace
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from ncclctl.findings import Finding, Severity, sort_key
 from ncclctl.lint.context import Ctx
@@ -122,18 +122,28 @@ def crashed(rule: Rule, exc: BaseException, host: str) -> Finding:
                    fix="this is a bug in ncclctl: rerun with NCCLCTL_DEBUG=1 for a traceback and report it")
 
 
-def run(ctx: Ctx, config: Config = DEFAULT_CONFIG, *, only: tuple[str, ...] | None = None) -> list[Finding]:
-    """All findings for one node, sorted. ``only``: restrict to these rule ids (tests, ``lint --rule``)."""
-    out: list[Finding] = []
-    host = ctx.host
+def run_each(rules: Iterable[Rule], ctx: Any, config: Config, host: str,
+             crash_hosts: Iterable[str] | None = None) -> Iterator[tuple[Rule, list[Finding]]]:
+    """The one rule loop, node and fleet scope alike: each rule's check on ``ctx`` (a node's :class:`Ctx` or the
+    fleet's facts) with its configured options, turned into findings. A check that raises does not hide the others'
+    results: it gives an error finding of that rule for ``host`` (or for each of ``crash_hosts``), unless
+    ``NCCLCTL_DEBUG`` asks for the traceback."""
     debug = bool(os.environ.get("NCCLCTL_DEBUG"))
-    for rule in selected(config, only=only, has_expect=ctx.expect is not None, host=host):
+    for rule in rules:
         try:
-            out.extend(apply(rule, rule.check(ctx, config.options(rule)), config, host))
-        except Exception as exc:  # one broken check must not hide the others' results
+            found = apply(rule, rule.check(ctx, config.options(rule)), config, host)
+        except Exception as exc:
             if debug:
                 raise
-            out.append(crashed(rule, exc, host))
+            found = [crashed(rule, exc, h) for h in (crash_hosts if crash_hosts is not None else (host,))]
+        yield rule, found
+
+
+def run(ctx: Ctx, config: Config = DEFAULT_CONFIG, *, only: tuple[str, ...] | None = None) -> list[Finding]:
+    """All findings for one node, sorted. ``only``: restrict to these rule ids (tests, ``lint --rule``)."""
+    host = ctx.host
+    rules = selected(config, only=only, has_expect=ctx.expect is not None, host=host)
+    out = [f for _, found in run_each(rules, ctx, config, host) for f in found]
     out.sort(key=sort_key)
     return out
 

@@ -58,7 +58,7 @@ FAMILY_TABLE: tuple[Family, ...] = (
     Family("ROCE", "roce", "node", "ncclctl.lint.rules_roce"),
     Family("NCCL", "nccl", "node", "ncclctl.lint.rules_nccl"),
     Family("EXP", "expect", "node", "ncclctl.lint.rules_expect"),
-    Family("FLT", "fleet", "fleet", "ncclctl.lint.fleet"),
+    Family("FLT", "fleet", "fleet", "ncclctl.lint.rules_fleet"),
     Family("FAB", "fabric", "fabric", "ncclctl.registry.fabric_rules"),
     Family("NTX", "nccl-xml", "file", "ncclctl.registry.file_rules"),
     Family("NTS", "topology", "file", "ncclctl.registry.file_rules"),

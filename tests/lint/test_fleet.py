@@ -10,7 +10,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ncclctl.lint.engine import Config
-from ncclctl.lint.fleet import Source, lint_fleet, majority, odd_hosts
+from ncclctl.lint.fleet import Source, lint_fleet
+from ncclctl.lint.rules_fleet import majority, odd_hosts
 
 from conftest import HOSTS, REPO, run_cli
 

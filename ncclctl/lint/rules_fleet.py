@@ -1,0 +1,349 @@
+"""The fleet rules (FLT): compare the hosts of a fleet with the fleet majority.
+
+Each host is reduced to a small record of comparable facts (:func:`fleet_facts`, computed where the host was
+linted); the rules run once over those records (:class:`FleetCtx`). A host that differs from the majority value
+gets a finding naming its value, the majority value and how many hosts hold it; when two values tie for the top (a
+1:1 split there is no telling which side is wrong) every host gets a finding naming the split. The runner that
+loads and lints the hosts is :mod:`ncclctl.lint.fleet`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator
+
+from ncclctl.findings import Severity
+from ncclctl.lint.registry import Hit, Option, rule
+
+E = Severity.ERROR
+W = Severity.WARNING
+
+
+# --------------------------------------------------------------------------------------------------
+# What one host contributes to the fleet comparison
+
+
+def fleet_facts(node, plan=None) -> dict[str, Any]:
+    """The comparable facts of one node (small, picklable): counts, versions, rails, NCCL settings.
+    ``plan``: the node's rail plan when the caller already has it."""
+    from ncclctl.lint.expect import effective_nccl_settings, rail_facts
+
+    gpus = Counter(g.name for g in node.gpus)
+    fw: dict[str, set[str]] = {}
+    for nic in node.nics:
+        if nic.fw_ver:
+            fw.setdefault(f"{nic.hca_type or '?'} board {nic.board_id or '?'}", set()).add(nic.fw_ver)
+    rails = rail_facts(node, with_state=True, plan=plan)
+    return {
+        "driver": node.facts.driver_version,
+        "gpus": ", ".join(f"{n} x {m}" for m, n in sorted(gpus.items())) if gpus else "no GPUs",
+        "nics": len(node.nics),
+        "firmware": {k: " + ".join(sorted(v)) for k, v in sorted(fw.items())},
+        "rails": rails,
+        "rail_layout": "=" + ",".join(r["hca"] for r in rails) if rails else "(no rails)",
+        "nccl": effective_nccl_settings(node),
+        "roce_addresses": roce_addresses(node),
+    }
+
+
+def roce_addresses(node) -> list[tuple[str, str]]:
+    """(address, where) of every routable RoCE v2 GID (IPv4-mapped, or a global IPv6) of the Ethernet RDMA ports
+    NCCL uses on this node (``NCCL_IB_HCA`` as NCCL applies it): the addresses other hosts' NCCL connects to."""
+    import ipaddress
+
+    from ncclctl.lint.context import Ctx, nccl_ports
+
+    selected = nccl_ports(Ctx(node=node, offline=True))
+    out = set()
+    for nic in node.nics:
+        for port in nic.ports:
+            if port.link_layer != "Ethernet" or (nic.name, port.num) not in selected:
+                continue
+            for g in port.gids:
+                if g.type != "RoCE v2" or g.is_link_local:
+                    continue
+                addr = g.ipv4 if g.is_ipv4_mapped else str(ipaddress.IPv6Address(int(g.gid.replace(":", ""), 16)))
+                out.add((addr, f"{nic.name} port {port.num}" + (f" ({g.netdev})" if g.netdev else "")))
+    return sorted(out)
+
+
+@dataclass
+class FleetCtx:
+    """What a fleet check sees: (host, facts) for every host that could be loaded, in input order."""
+
+    hosts: list[tuple[str, dict[str, Any]]]
+
+    def values(self, fn: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
+        """host -> fn(facts), leaving out hosts where fn gives None (the fact does not apply to them)."""
+        out = {}
+        for host, facts in self.hosts:
+            v = fn(facts)
+            if v is not None:
+                out[host] = v
+        return out
+
+
+def majority(values: dict[str, Any]) -> tuple[Any, int] | None:
+    """The value most hosts share and how many share it; None when two or more values tie for the top."""
+    if not values:
+        return None
+    counts = Counter(values.values())
+    top = counts.most_common()
+    if len(top) > 1 and top[0][1] == top[1][1]:
+        return None
+    return top[0]
+
+
+def odd_hosts(values: dict[str, Any], show: Callable[[Any], str], what: str) -> Iterator[Hit]:
+    """One hit per host whose value differs from the majority (or per host when the fleet is split)."""
+    if len(set(values.values())) < 2:
+        return
+    total = len(values)
+    top = majority(values)
+    if top is None:
+        counts = Counter(values.values())
+        split = "; ".join(f"{show(v)} ({n} host{'s' if n > 1 else ''})"
+                          for v, n in sorted(counts.items(), key=lambda kv: (-kv[1], show(kv[0]))))
+        for host, v in values.items():
+            yield Hit(host, f"{what} is {show(v)}; the fleet has no majority value: {split}",
+                      evidence=(f"{total} hosts compared",))
+        return
+    value, n = top
+    for host, v in values.items():
+        if v != value:
+            yield Hit(host, f"{what} is {show(v)}; the fleet majority is {show(value)} ({n} of {total} hosts)",
+                      evidence=(f"majority: {show(value)}",))
+
+
+def _rail_values(fctx: FleetCtx, fn: Callable[[dict[str, Any]], Any]) -> dict[int, dict[str, Any]]:
+    """rail index -> host -> fn(rail entry), for the hosts whose rail port is ACTIVE (a down port's rate and MTU
+    mean nothing; IB001 reports it)."""
+    out: dict[int, dict[str, Any]] = {}
+    for host, facts in fctx.hosts:
+        for r in facts["rails"]:
+            if not r.get("active", True):
+                continue
+            v = fn(r)
+            if v is not None:
+                out.setdefault(r["rail"], {})[host] = v
+    return dict(sorted(out.items()))
+
+
+def _ranges(nums: list[int]) -> str:
+    out: list[str] = []
+    start: int | None = None
+    prev = 0  # the number before n; read only while a run is open (start is not None)
+    ends: list[int | None] = [*sorted(nums), None]  # None closes the last run
+    for n in ends:
+        if start is not None and (n is None or n != prev + 1):
+            out.append(str(start) if start == prev else f"{start}-{prev}")
+            start = None
+        if n is not None:
+            if start is None:
+                start = n
+            prev = n
+    return ", ".join(out)
+
+
+def odd_rails(per_rail: dict[int, dict[str, Any]], show: Callable[[Any], str], what: str) -> Iterator[Hit]:
+    """Like :func:`odd_hosts` per rail, but one hit per host and value: the rails where the host differs from
+    each rail's majority are listed together (a node on the wrong speed is one finding, not eight)."""
+    groups: dict[str, dict[tuple[str, str], list[tuple[int, int, int]]]] = {}
+    for k, values in per_rail.items():
+        if len(set(values.values())) < 2:
+            continue
+        top = majority(values)
+        if top is None:
+            yield from odd_hosts(values, show, f"rail {k} {what}")
+            continue
+        value, n = top
+        for host, v in values.items():
+            if v != value:
+                groups.setdefault(host, {}).setdefault((show(v), show(value)), []).append((k, n, len(values)))
+    for host, by_value in groups.items():
+        for (mine, theirs), rails in by_value.items():
+            ks = [k for k, _, _ in rails]
+            shares = {(n, t) for _, n, t in rails}
+            share = (f"{rails[0][1]} of {rails[0][2]} hosts" if len(shares) == 1
+                     else "; ".join(f"rail {k}: {n} of {t} hosts" for k, n, t in rails))
+            label = f"rail{'s' if len(ks) > 1 else ''} {_ranges(ks)}"
+            yield Hit(host, f"{label} {what} is {mine}; the fleet majority is {theirs} ({share})",
+                      evidence=tuple(f"rail {k}: majority {theirs} on {n} of {t} hosts" for k, n, t in rails))
+
+
+# --------------------------------------------------------------------------------------------------
+# FLT rules
+
+
+@rule(
+    "FLT001", "fleet-mtu-mismatch", E, "A rail's MTU differs from the rest of the fleet",
+    what="A host whose RDMA (active) MTU on a rail, or on RoCE rails whose interface MTU, differs from the "
+         "value most hosts have on that rail.",
+    why="Nodes with different MTUs hang or fail NCCL connections with IBV_WC_LOC_LEN_ERR (NVIDIA/nccl#1524); "
+        "frames above a peer's or the switch's MTU are dropped, and a smaller RDMA MTU costs bandwidth.",
+    detect="Per rail index (ncclctl rails): ibv_devinfo active_mtu, and for Ethernet rails /sys/class/net/<if>/mtu, "
+           "compared across hosts; the odd hosts are named with the majority value.",
+    fix="Set the MTU to the fleet baseline (RoCE: interface MTU 9000, switch 9216; IB: partition MTU 4096 in the "
+        "subnet manager) through the provisioning that sets it on the other hosts.",
+)
+def fleet_mtu(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
+    def mtu(r: dict) -> tuple | None:
+        if "mtu" not in r and "netdev_mtu" not in r:
+            return None
+        if r["link_layer"] == "Ethernet":
+            return (r.get("mtu"), r.get("netdev_mtu"))
+        return (r.get("mtu"), None)
+
+    def show(v: tuple) -> str:
+        text = f"RDMA MTU {v[0] or 'unknown'}"
+        return text + (f", interface MTU {v[1]}" if v[1] is not None else "")
+
+    yield from odd_rails(_rail_values(fctx, mtu), show, "MTU")
+
+
+@rule(
+    "FLT002", "fleet-firmware-mismatch", W, "HCA firmware differs from the rest of the fleet",
+    what="A host whose ConnectX firmware, for one HCA type and board id, differs from the version most hosts "
+         "with that board run.",
+    why="Mixed firmware gives different congestion-control, adaptive-routing and relaxed-ordering behaviour per "
+        "node; firmware-specific bugs surface as NCCL timeouts on some nodes only.",
+    detect="fw_ver of every RDMA device grouped by (hca_type, board_id), compared across hosts.",
+    fix="Update the odd hosts to the fleet baseline with mlxfwmanager -u (or mstflint), then reset or reboot.",
+    strict_severity=E,
+)
+def fleet_firmware(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
+    groups = sorted({g for _, facts in fctx.hosts for g in facts["firmware"]})
+    for g in groups:
+        values = fctx.values(lambda f: f["firmware"].get(g))  # called at once: g is this iteration's
+        yield from odd_hosts(values, str, f"firmware of {g}")
+
+
+@rule(
+    "FLT003", "fleet-driver-mismatch", W, "NVIDIA driver version differs from the rest of the fleet",
+    what="A host whose NVIDIA driver version differs from the version most hosts run.",
+    why="NCCL features and fixes depend on the driver (NVLS, DMA-BUF, CUDA driver API); mixed drivers give "
+        "per-node performance and hang differences, and Fabric Manager must match its driver exactly.",
+    detect="NVML nvmlSystemGetDriverVersion per host, compared across hosts (hosts without NVML are left out).",
+    fix="Install the baseline driver and matching nvidia-fabricmanager on the odd hosts, then reboot.",
+    strict_severity=E,
+)
+def fleet_driver(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
+    yield from odd_hosts(fctx.values(lambda f: f["driver"]), str, "NVIDIA driver")
+
+
+@rule(
+    "FLT004", "fleet-nccl-settings-mismatch", W, "An NCCL setting differs from the rest of the fleet",
+    what="A host where an NCCL_* variable's effective value (environment, user conf file, /etc/nccl.conf) "
+         "differs from the value most hosts have, including set on some hosts and unset on most.",
+    why="All ranks of a job must agree on transport settings: a different NCCL_IB_HCA, NCCL_IB_TC, "
+        "NCCL_IB_GID_INDEX or NCCL_TOPO_FILE on one node gives it other rails, another traffic class or another "
+        "topology, and the job hangs at connect time or runs at that node's speed.",
+    detect="Every NCCL_* name seen on any host, resolved per host with NCCL's precedence and line syntax, compared "
+           "textually across hosts.",
+    fix="Deploy one /etc/nccl.conf to every node (ncclctl conf generate) and remove stray NCCL_* variables from "
+        "the odd hosts' environment and ~/.nccl.conf.",
+    options=(Option("ignore", list, ["NCCL_DEBUG", "NCCL_DEBUG_FILE", "NCCL_DEBUG_SUBSYS", "NCCL_HOSTID"],
+                    "Variables never compared."),),
+    strict_severity=E,
+)
+def fleet_nccl(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
+    ignore = set(opts["ignore"])
+    names = sorted({n for _, facts in fctx.hosts for n in facts["nccl"]} - ignore)
+    unset = "(unset)"
+    for name in names:
+        values = {host: facts["nccl"].get(name, unset) for host, facts in fctx.hosts}
+        # odd_hosts is consumed here, before the loop moves on: name is this iteration's
+        yield from odd_hosts(values, lambda v: v if v == unset else f"{name}={v}", name)
+
+
+@rule(
+    "FLT005", "fleet-gpu-count-mismatch", E, "GPU count or model differs from the rest of the fleet",
+    what="A host whose GPUs (count x model) differ from what most hosts have.",
+    why="A GPU that fell off the bus, or a node of another type in the pool, changes the ranks per node: jobs "
+        "fail to start or run with fewer GPUs, and mixed models drag collectives to the slowest GPU.",
+    detect="NVML device names per host, counted, compared across hosts.",
+    fix="Check nvidia-smi -L and dmesg (Xid 79) on the odd hosts; reseat or replace the GPU, or move the host to "
+        "the right pool.",
+)
+def fleet_gpus(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
+    yield from odd_hosts(fctx.values(lambda f: f["gpus"]), str, "GPU inventory")
+
+
+@rule(
+    "FLT006", "fleet-nic-count-mismatch", E, "RDMA NIC count differs from the rest of the fleet",
+    what="A host with a different number of RDMA devices than most hosts.",
+    why="A missing HCA removes a rail: NCCL runs that node on fewer NICs, or routes the rail's GPUs to a far NIC, "
+        "and the whole job slows to that node's bandwidth.",
+    detect="The number of RDMA devices per host, compared across hosts.",
+    fix="Check lspci and dmesg on the odd hosts for the missing ConnectX function (recovery mode, link down, "
+        "driver bind failure); reseat or replace the card.",
+)
+def fleet_nics(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
+    yield from odd_hosts(fctx.values(lambda f: f["nics"]), lambda v: f"{v} RDMA device(s)", "RDMA device count")
+
+
+@rule(
+    "FLT007", "fleet-rail-layout-mismatch", E, "Rail layout (NCCL_IB_HCA) differs from the rest of the fleet",
+    what="A host whose rail plan (the GPU-to-HCA-port assignment from PCIe locality, written as the exact "
+         "NCCL_IB_HCA list) differs from the plan most hosts have.",
+    why="Rail-optimized fabrics are cabled by rail: if rail k is another HCA on one host (a card in another slot, "
+        "a renamed device), its traffic leaves on the wrong leaf, crossing the spine, or NCCL_IB_HCA deployed "
+        "fleet-wide selects the wrong devices there.",
+    detect="ncclctl rails per host (plan_rails: closest HCA port per GPU, rails numbered by GPU), compared as "
+           "the =dev:port,... list across hosts.",
+    fix="Compare 'ncclctl rails' on an odd host with a good one: move the card back to its slot, fix the udev "
+        "naming, or give that node type its own inventory group.",
+)
+def fleet_rail_layout(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
+    yield from odd_hosts(fctx.values(lambda f: f["rail_layout"]), lambda v: f"NCCL_IB_HCA={v}" if v.startswith("=")
+                         else v, "rail layout")
+
+
+@rule(
+    "FLT008", "fleet-rail-rate-mismatch", E, "A rail's link rate differs from the rest of the fleet",
+    what="A host whose link rate on a rail differs from the rate most hosts have on that rail.",
+    why="The slowest rail of any node bounds every ring through it: one port trained at 200 Gb/s on a 400 Gb/s "
+        "fabric halves the bus bandwidth of collectives that cross that node.",
+    detect="Per rail index: the port rate (sysfs rate) of each host, compared across hosts.",
+    fix="Check the odd host's cable and transceiver (mlxlink), the switch port's speed and split settings; "
+        "replace the cable if it keeps training low.",
+)
+def fleet_rail_rate(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
+    yield from odd_rails(_rail_values(fctx, lambda r: r.get("rate_gbps")), lambda v: f"{v:g} Gb/s", "rate")
+
+
+@rule(
+    "FLT009", "fleet-duplicate-roce-address", E, "Two hosts use the same RoCE address",
+    what="An IP address (RoCE v2 GID: IPv4-mapped or global IPv6) that appears on the RDMA ports of two or more "
+         "hosts.",
+    why="NCCL connects RoCE queue pairs to the GID the peer advertises: with one address on two hosts, packets for "
+        "one reach the other (or ARP/ND flaps between them), so connections fail with transport retry errors or "
+        "hang at init, on whichever jobs happen to include both hosts. Cloned network configurations and DHCP "
+        "reservations copied between nodes are the usual cause.",
+    detect="The RoCE v2 GIDs of the Ethernet RDMA ports NCCL uses on each host (NCCL_IB_HCA as NCCL applies it; "
+           "every RDMA port when unset), from sysfs gids and gid_attrs/types, across the fleet. Storage or in-band "
+           "ports outside NCCL_IB_HCA are not judged.",
+    fix="Give each host's rail interfaces their own addresses (netplan/NetworkManager per host, or the DHCP "
+        "reservation by MAC), then restart the interfaces; GIDs follow the addresses.",
+)
+def fleet_duplicate_roce_address(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
+    holders: dict[str, list[tuple[str, str]]] = {}
+    for host, facts in fctx.hosts:
+        for addr, where in facts.get("roce_addresses", ()):
+            holders.setdefault(addr, []).append((host, where))
+    per_host: dict[str, list[str]] = {}
+    for addr, seen in sorted(holders.items()):
+        hosts = sorted({h for h, _ in seen})
+        if len(hosts) < 2:
+            continue
+        for host in hosts:
+            mine = ", ".join(w for h, w in seen if h == host)
+            others = [h for h in hosts if h != host]
+            per_host.setdefault(host, []).append(
+                f"{addr} ({mine}) also on {', '.join(others[:3])}" + (f" and {len(others) - 3} more" if len(others) > 3
+                                                                       else ""))
+    for host, dups in per_host.items():
+        yield Hit(host, f"{len(dups)} RoCE address(es) in use on other hosts too: " + "; ".join(dups[:4])
+                        + (f"; and {len(dups) - 4} more" if len(dups) > 4 else ""),
+                  evidence=tuple(dups[:8]))
