@@ -33,8 +33,6 @@ class Ctx:
     expect: dict[str, Any] | None = None
     # Where the node came from (a fixture/snapshot dir, a model JSON, or None for the live host).
     source: str | None = None
-    # True when linting a fixture/snapshot/model, not the live host.
-    offline: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
     _nccl_by_version: dict[Version, Resolved] = field(default_factory=dict, init=False, repr=False, compare=False)
 

@@ -159,7 +159,7 @@ def lint_report(node: Any, config: Config, *, source: str | None, only: tuple[st
     findings, the rules that ran, the fields the JSON document names)."""
     from ncclctl.report import Report
 
-    ctx = Ctx(node=node, expect=profile, source=source, offline=source is not None)
+    ctx = Ctx(node=node, expect=profile, source=source)
     findings = run(ctx, config, only=only)
     ran = selected(config, only=only, has_expect=profile is not None, host=node.hostname)
     notes: tuple[str, ...] = ()

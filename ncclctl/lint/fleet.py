@@ -165,7 +165,7 @@ def _lint_host(src: Source, config, expect, only: tuple[str, ...] | None) -> Hos
         import dataclasses
 
         node = dataclasses.replace(node, hostname=src.name)
-    ctx = Ctx(node=node, expect=expect, source=src.path, offline=True)
+    ctx = Ctx(node=node, expect=expect, source=src.path)
     findings = run(ctx, config, only=only)
     rules = [r.id for r in selected(config, only=only, has_expect=expect is not None, host=host)]
     plan = ctx.rails  # computed once for the node rules and the fleet facts

@@ -54,7 +54,7 @@ def roce_addresses(node) -> list[tuple[str, str]]:
 
     from ncclctl.lint.context import Ctx, nccl_ports
 
-    selected = nccl_ports(Ctx(node=node, offline=True))
+    selected = nccl_ports(Ctx(node=node))
     out = set()
     for nic in node.nics:
         for port in nic.ports:

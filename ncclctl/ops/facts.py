@@ -127,7 +127,7 @@ def _lint_summary(node: Node, source: dict) -> dict:
         from ncclctl.lint.context import Ctx
         from ncclctl.lint.engine import run
 
-        found = run(Ctx(node=node, source=source.get("path"), offline=source.get("kind") != "live"))
+        found = run(Ctx(node=node, source=source.get("path")))
         return {"ran": True, "error": None, "summary": report.summary(found),
                 "rules": sorted({f.rule for f in found})}
     except Exception as exc:  # the facts must survive a broken rule; say what happened instead

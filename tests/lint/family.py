@@ -31,7 +31,7 @@ def family_lint(family: tuple[str, ...]) -> Callable:
     """``lint(node, only=family, config=None)``: the family's findings on a node, offline."""
 
     def lint(n, only=family, config=None):
-        return run(Ctx(node=n, offline=True), config or Config(), only=only)
+        return run(Ctx(node=n), config or Config(), only=only)
 
     return lint
 
@@ -47,7 +47,7 @@ def case_findings(rule_id: str, name: str, tmp_path):
     case = next(c for c in load_case_files()[rule_id]["cases"] if c["name"] == name)
     root = materialize(case, tmp_path)
     cfg = Config(rules=((rule_id, RuleConfig(options=tuple(case.get("options", {}).items()))),))
-    return run(Ctx(node=probe(str(root)), offline=True), cfg, only=(rule_id,))
+    return run(Ctx(node=probe(str(root))), cfg, only=(rule_id,))
 
 
 def assert_pinned(expected: dict) -> None:

@@ -212,12 +212,12 @@ def test_ignored_hosts_skip_rules():
 
     node = probe(str(HOSTS / "dgx-h100-nvlink-missing"))
     profile = {"gpus": {"nvlinks": 18}}
-    found = run(Ctx(node=node, expect=profile, offline=True), Config(), only=("EXP008",))
+    found = run(Ctx(node=node, expect=profile), Config(), only=("EXP008",))
     assert [f.subject for f in found] == ["GPU5"]
     cfg = parse_config("ignore:\n  - {hosts: 'dgx-h100-*', rules: [expect-nvlink-count]}\n")
-    assert run(Ctx(node=node, expect=profile, offline=True), cfg, only=("EXP008",)) == []
+    assert run(Ctx(node=node, expect=profile), cfg, only=("EXP008",)) == []
     cfg = parse_config("rules: {EXP008: warning}\n")
-    assert [f.severity for f in run(Ctx(node=node, expect=profile, offline=True), cfg, only=("EXP008",))] == [
+    assert [f.severity for f in run(Ctx(node=node, expect=profile), cfg, only=("EXP008",))] == [
         Severity.WARNING]
 
 
@@ -234,7 +234,7 @@ def test_a_crashing_check_becomes_an_error_finding(monkeypatch):
     monkeypatch.setattr(engine, "all_rules", lambda: (broken,))
     monkeypatch.delenv("NCCLCTL_DEBUG", raising=False)
     node = probe(str(HOSTS / "cpu-only"))
-    found = engine.run(Ctx(node=node, offline=True), Config())
+    found = engine.run(Ctx(node=node), Config())
     assert [(f.rule, f.severity, f.subject) for f in found] == [("GPU900", Severity.ERROR, node.hostname)]
     assert "the check crashed (KeyError" in found[0].message
 

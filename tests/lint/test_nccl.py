@@ -62,7 +62,7 @@ def _lint(root: str | Path, options: dict | None = None) -> list:
         from ncclctl.lint.engine import RuleConfig
 
         cfg = Config(rules=tuple((rid, RuleConfig(options=tuple(o.items()))) for rid, o in options.items()))
-    return run(Ctx(node=node, source=str(root), offline=True), cfg, only=NCCL_IDS)
+    return run(Ctx(node=node, source=str(root)), cfg, only=NCCL_IDS)
 
 
 def test_every_host_fixture_is_in_the_golden_table():

@@ -33,7 +33,7 @@ def test_case(rule_id, case, tmp_path):
     else:
         root = materialize(case, tmp_path)
         node = probe(str(root))
-        ctx = Ctx(node=node, expect=profile, source=str(root), offline=True)
+        ctx = Ctx(node=node, expect=profile, source=str(root))
         found = run(ctx, cfg, only=(rule_id,))
     assert all(f.rule == rule_id for f in found)
     shown = "\n".join(f"{f.subject}: {f.message}" for f in found)

@@ -78,14 +78,14 @@ def test_legacy_level_number_is_an_int(value, level, how):
 
 
 def test_out_of_table_legacy_level_is_reported():
-    found = run(Ctx(node=with_env(node("dgx-h100"), NCCL_P2P_LEVEL="2147483648"), offline=True), Config(),
+    found = run(Ctx(node=with_env(node("dgx-h100"), NCCL_P2P_LEVEL="2147483648")), Config(),
                 only=("NCCL016",))
     assert [f.subject for f in found] == ["NCCL_P2P_LEVEL"] and "undefined behaviour" in found[0].message
 
 
 def test_p2p_disable_lint_agrees_with_the_level_model():
     n = with_env(node("dgx-h100"), NCCL_P2P_DISABLE="4294967297", NCCL_P2P_LEVEL="SYS")
-    found = run(Ctx(node=n, offline=True), Config(), only=("NCCL016",))
+    found = run(Ctx(node=n), Config(), only=("NCCL016",))
     # Read as 1: P2P is disabled (no "only a value that reads as 1" warning) and the level is shadowed (info).
     assert [(f.subject, f.severity.value) for f in found] == [("NCCL_P2P_LEVEL", "info")], found
 

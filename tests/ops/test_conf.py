@@ -223,7 +223,7 @@ def test_installed_conf_reads_back_and_lints_clean(host, tmp_path):
     # NCCL's own reading of the file (first writer wins, verbatim values) gives back every setting.
     for s in plan.settings:
         assert effective_setting(installed, s.name) == s.value, s.name
-    ctx = Ctx(node=installed, source=str(tmp_path / host), offline=True)
+    ctx = Ctx(node=installed, source=str(tmp_path / host))
     # The NCCL settings rules: nothing at all.
     nccl_rules = tuple(r.id for r in all_rules() if r.family == "nccl")
     assert nccl_rules
