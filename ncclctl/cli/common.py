@@ -253,7 +253,8 @@ def emit_result(data: bytes, output: Optional[str], *, check: bool = False, diff
         if check or diff or backup or follow or exit_code:
             flags = ", ".join(f for f, on in (("--check", check), ("--diff", diff), ("--backup", backup),
                                               ("--follow", follow), ("--exit-code", exit_code)) if on)
-            raise usage(f"{flags} only apply to a file written with -o", fix="add -o FILE")
+            verb = "applies" if "," not in flags else "apply"
+            raise usage(f"{flags} only {verb} to a file written with -o", fix="add -o FILE")
         if json_record:
             out(dumps({"schema_version": JSON_SCHEMA_VERSION, "changed": False, "path": None, "diff": None,
                        "msg": "printed, not written (no -o)", "backup_file": None, "check_mode": False, **extra,

@@ -211,7 +211,7 @@ def test_text_mode_prints_diff_on_stdout_and_message_on_stderr(tmp_path):
 @pytest.mark.parametrize("flag", ["--check", "--diff", "--backup", "--follow"])
 def test_write_flags_without_output_are_usage_errors(flag):
     r = run_cli("topo", "generate", "--root", str(HOSTS / "dgx-h100"), flag)
-    assert r.returncode == 2 and f"{flag} only apply to a file written with -o" in r.stderr and "add -o FILE" in r.stderr
+    assert r.returncode == 2 and f"{flag} only applies to a file written with -o" in r.stderr and "add -o FILE" in r.stderr
 
 
 def test_unwritable_target_names_the_path(tmp_path):

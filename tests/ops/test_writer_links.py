@@ -252,7 +252,7 @@ def test_cli_foreign_link_in_sticky_folder(cmd, tmp_path):
 def test_follow_without_output_is_a_usage_error():
     for cmd in (TOPO, ["fabric", "synth", "--nodes", "4"]):
         r = run_cli(*cmd, "--follow")
-        assert r.returncode == 2 and "--follow only apply to a file written with -o" in r.stderr, r.stderr
+        assert r.returncode == 2 and "--follow only applies to a file written with -o" in r.stderr, r.stderr
 
 
 # -- snapshot -o DIR and --tar FILE ----------------------------------------------------------------------
