@@ -63,9 +63,10 @@ class Format(str, enum.Enum):
     json = "json"
 
 
-# Commands with more formats take one of these; their values are the one vocabulary below (a test checks that
-# every --format choice of every command is in FORMAT_VALUES), and they compare equal to Format members and
-# strings ("json" == ReportFormat.json == Format.json).
+# Commands with more formats take one of these (typer needs one enum per set of choices); every format of every
+# command is defined here, their values are the one vocabulary FORMAT_VALUES (a test checks every --format choice
+# of every command against it), and they compare equal to Format members and strings ("json" ==
+# ReportFormat.json == Format.json).
 class ReportFormat(str, enum.Enum):
     """Findings: lint, topo/rings validate, fabric load/rails."""
 
@@ -86,6 +87,34 @@ class ShowFormat(str, enum.Enum):
     tree = "tree"
     matrix = "matrix"
     json = "json"
+
+
+class SynthFormat(str, enum.Enum):
+    ibnetdiscover = "ibnetdiscover"
+    ibnetdiscover_p = "ibnetdiscover-p"
+    iblinkinfo = "iblinkinfo"
+    iblinkinfo_line = "iblinkinfo-line"
+    json = "json"
+
+
+class OrderFormat(str, enum.Enum):
+    text = "text"
+    hostfile = "hostfile"
+    slurm = "slurm"
+    slurm_block = "slurm-block"
+    json = "json"
+
+
+class FleetFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+    junit = "junit"
+
+
+class RulesFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
 
 
 FORMAT_VALUES = frozenset({"text", "json", "sarif", "junit", "markdown", "tree", "matrix", "hostfile", "slurm",
@@ -279,7 +308,7 @@ def emit_result(data: bytes, output: Optional[str], *, check: bool = False, diff
 
 __all__ = [
     "BACKUP_OPTION", "CHECK_OPTION", "CONFIG_HELP", "DIFF_OPTION", "EXIT_CODE_OPTION", "FAIL_ON_HELP", "FOLLOW_OPTION",
-    "FORMAT_VALUES", "FailOn", "Format", "Group", "ProbeFormat", "ReportFormat", "ShowFormat", "JSON_SCHEMA_VERSION", "MODEL_HELP", "NCCL_DEFAULT", "ROOT_HELP", "RULE_HELP",
+    "FORMAT_VALUES", "FailOn", "Format", "Group", "FleetFormat", "OrderFormat", "ProbeFormat", "ReportFormat", "RulesFormat", "ShowFormat", "SynthFormat", "JSON_SCHEMA_VERSION", "MODEL_HELP", "NCCL_DEFAULT", "ROOT_HELP", "RULE_HELP",
     "SHOW_INFO_OPTION", "command_app", "csv_list", "dumps", "emit_report", "emit_result",
     "format_option", "load_config", "load_node", "note", "out", "read_xml", "rule_or_usage", "select_rules",
     "sub_app", "usage",

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import enum
 import os
 import sys
 from typing import List, Optional
 
 import typer
 
-from ncclctl.cli.common import (BACKUP_OPTION, CHECK_OPTION, CONFIG_HELP, DIFF_OPTION, EXIT_CODE_OPTION, FAIL_ON_HELP,
+from ncclctl.cli.common import (OrderFormat, SynthFormat, BACKUP_OPTION, CHECK_OPTION, CONFIG_HELP, DIFF_OPTION, EXIT_CODE_OPTION, FAIL_ON_HELP,
                                 FOLLOW_OPTION, JSON_SCHEMA_VERSION, RULE_HELP, SHOW_INFO_OPTION, FailOn, ReportFormat,
                                 dumps, emit_report, emit_result, format_option, load_config, note, out, select_rules,
                                 sub_app, usage)
@@ -22,12 +21,6 @@ INVENTORY_HELP = ("Cluster inventory YAML (hosts -> snapshot or node model; sche
                   "a fabric file the fabric is read from the hosts' LLDP neighbours (RoCE).")
 
 
-class SynthFormat(str, enum.Enum):
-    ibnetdiscover = "ibnetdiscover"
-    ibnetdiscover_p = "ibnetdiscover-p"
-    iblinkinfo = "iblinkinfo"
-    iblinkinfo_line = "iblinkinfo-line"
-    json = "json"
 
 
 @fabric_app.command("synth")
@@ -176,12 +169,6 @@ def fabric_rails(
             command="fabric rails")
 
 
-class OrderFormat(str, enum.Enum):
-    text = "text"
-    hostfile = "hostfile"
-    slurm = "slurm"
-    slurm_block = "slurm-block"
-    json = "json"
 
 
 @fabric_app.command("order")

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import enum
 import sys
 from typing import List, Optional
 
 import typer
 
-from ncclctl.cli.common import (CONFIG_HELP, SHOW_INFO_OPTION, FailOn, format_option, load_config, out,
+from ncclctl.cli.common import (FleetFormat, CONFIG_HELP, SHOW_INFO_OPTION, FailOn, format_option, load_config, out,
                                 select_rules, sub_app, usage)
 from ncclctl.errors import ExitCode
 
 fleet_app = sub_app("Fleet-wide checks over many snapshots or node models.")
 
 
-class FleetFormat(str, enum.Enum):
-    text = "text"
-    json = "json"
-    junit = "junit"
 
 
 def _progress():

@@ -12,7 +12,7 @@ from typing import List, Optional
 
 import typer
 
-from ncclctl.cli.common import (CONFIG_HELP, FAIL_ON_HELP, JSON_SCHEMA_VERSION, MODEL_HELP, ROOT_HELP, SHOW_INFO_OPTION,
+from ncclctl.cli.common import (RulesFormat, CONFIG_HELP, FAIL_ON_HELP, JSON_SCHEMA_VERSION, MODEL_HELP, ROOT_HELP, SHOW_INFO_OPTION,
                                 FailOn, Format, ReportFormat, command_app, dumps, emit_report, format_option,
                                 load_config, load_node, note, out, rule_or_usage, select_rules, usage)
 
@@ -21,10 +21,6 @@ rules_app = command_app()
 explain_app = command_app()
 
 
-class RulesFormat(str, enum.Enum):
-    text = "text"
-    json = "json"
-    markdown = "markdown"
 
 
 class Scope(str, enum.Enum):
