@@ -25,7 +25,9 @@ The node-type word is ``CA``, ``Switch``, ``Router``, ``iWARP RNIC`` or ``???`` 
 repeats it (``Switch type:``). ``ibstat <ca> <port>`` prints ``CA: '<name>'`` followed by one port
 block with *no* indentation and no CA-level fields (ibstat.c ``port_dump(..., alone=1)``).
 Switches also list port 0. Error lines go to stderr but are often captured with ``2>&1``:
-``ibwarn: [pid] fn: ...`` (non fatal, skipped) and ``ibpanic: [pid] fn: ...: <errno text>`` (fatal).
+``ibwarn: [pid] fn: ...`` (non fatal, skipped) and ``ibpanic: [pid] fn: ...: <errno text>`` (fatal: ibstat
+stops at the first CA it cannot stat and exits 255; the CAs printed before it are kept, the failure is
+:attr:`IbstatCas.failure`, and the probe lists it under ``unavailable``; before any CA it is an error).
 
 Indentation is not relied upon (pasted output is often re-indented with spaces); keys decide
 whether a line belongs to the CA or to the current port.
@@ -36,6 +38,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ncclctl.errors import NcclctlError
 from ncclctl.parsers._common import (
     dec,
     dec_or_hex,
@@ -49,7 +52,7 @@ from ncclctl.parsers._common import (
     strip_ansi,
 )
 
-__all__ = ["IbstatCa", "IbstatPort", "parse_ibstat"]
+__all__ = ["IbstatCa", "IbstatCas", "IbstatPort", "parse_ibstat"]
 
 _FIX = "pass the complete, unedited output of `ibstat` (TABs or spaces are both fine)"
 
@@ -154,10 +157,19 @@ class IbstatCa:
     line: int = field(default=0, compare=False)
 
 
-def parse_ibstat(text: str, *, source: str = "ibstat") -> tuple[IbstatCa, ...]:
+class IbstatCas(tuple):
+    """The CAs of one ``ibstat`` output (a tuple of :class:`IbstatCa`). ``failure`` is the ``ibpanic:``/``iberror:``
+    line that ended the output after some CAs were printed (ibstat stops at the first CA it cannot stat and exits
+    255: the CAs before it are good), with its line number; None for a complete output."""
+
+    failure: tuple[str, int] | None = None
+
+
+def parse_ibstat(text: str, *, source: str = "ibstat") -> IbstatCas:
     """Parse ``ibstat`` / ``ibstat <ca>`` / ``ibstat -s`` / ``ibstat <ca> <port>`` output.
 
-    Empty output gives ``()`` (no HCAs).
+    Empty output gives ``()`` (no HCAs). An ``ibpanic:`` line after complete CAs keeps those CAs and is reported in
+    :attr:`IbstatCas.failure`; one before any CA is an error (nothing was printed).
     """
     return run_parser(_parse, text, source, "ibstat")
 
@@ -184,7 +196,7 @@ class _PortBuilder:
         self.fields: dict[str, tuple[str, int]] = {}
 
 
-def _parse(text: str, source: str) -> tuple[IbstatCa, ...]:
+def _parse(text: str, source: str) -> IbstatCas:
     lines = split_lines(text)
     cas: list[IbstatCa] = []
     ca: _CaBuilder | None = None
@@ -193,6 +205,20 @@ def _parse(text: str, source: str) -> tuple[IbstatCa, ...]:
         line = strip_ansi(raw).strip()
         if not line:
             continue
+        if line.startswith(("ibpanic:", "iberror:")) and (cas or ca is not None):
+            # ibstat printed the CAs before the one it could not stat, then gave up: keep them.
+            if ca is not None:
+                # The CA printed last is kept when its block is whole (every port it declares is there); one cut
+                # off by the failure is dropped: the failure line names what is missing.
+                try:
+                    last = _finish_ca(ca, source, lineno - 1)
+                    if last.num_ports is None or len(last.ports) >= last.num_ports:
+                        cas.append(last)
+                except NcclctlError:
+                    pass
+            out = IbstatCas(cas)
+            out.failure = (line, lineno)
+            return out
         if line.startswith(("ibpanic:", "iberror:")):
             raise perr(
                 source,
@@ -262,7 +288,7 @@ def _parse(text: str, source: str) -> tuple[IbstatCa, ...]:
 
     if ca is not None:
         cas.append(_finish_ca(ca, source, last_line(lines)))
-    return tuple(cas)
+    return IbstatCas(cas)
 
 
 def _finish_port(ca: _CaBuilder, pb: _PortBuilder, source: str, end_line: int) -> IbstatPort:

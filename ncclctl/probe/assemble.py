@@ -562,6 +562,12 @@ class _Probe:
             self.unavailable.append(Unavailable(source="rdma", reason="no /sys/class/infiniband and no ibstat"))
             return ()
         nics = []
+        failure = getattr(cas, "failure", None)
+        if failure is not None:
+            line, lineno = failure
+            self.unavailable.append(Unavailable(
+                source="ibstat", reason=f"aborted after {len(cas)} CA(s): the rest of the CAs are not known",
+                detail=f"line {lineno}: {line}"))
         for ca in cas:
             ports = tuple(
                 # ibstat without a "Link layer" line (releases before RoCE) is InfiniBand, as a missing sysfs

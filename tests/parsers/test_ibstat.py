@@ -257,12 +257,30 @@ def test_ibwarn_lines_are_skipped() -> None:
     assert parse_ibstat(text) == parse_ibstat(GPUD_ROCE)
 
 
-def test_ibpanic_tail_is_an_error() -> None:
-    text = GPUD_ROCE + "ibpanic: [4242] main: 'mlx5_9' IB device can't be found: No such file or directory\n"
+def test_ibpanic_tail_keeps_the_good_cas() -> None:
+    """ibstat prints the CAs it can stat, then 'ibpanic' for the first it cannot, and exits 255: the CAs before it
+    are good (they used to be rejected with the whole output)."""
+    panic = "ibpanic: [4242] main: 'mlx5_9' IB device can't be found: No such file or directory"
+    good = parse_ibstat(GPUD_ROCE, source="cmd/ibstat.txt")
+    cas = parse_ibstat(GPUD_ROCE + panic + "\n", source="cmd/ibstat.txt")
+    assert tuple(cas) == tuple(good) and len(cas) >= 1
+    assert cas.failure == (panic, 18) and good.failure is None
+
+
+def test_ibpanic_inside_a_ca_drops_only_that_ca() -> None:
+    # a second CA whose block stops after its header fields (no port block yet), then the error
+    partial = GPUD_ROCE.replace("CA 'mlx5_0'", "CA 'mlx5_1'", 1).split("\tPort 1:")[0]
+    cas = parse_ibstat(GPUD_ROCE + partial + "iberror: [1] main: stat of IB device 'mlx5_1' failed\n")
+    assert [c.name for c in cas] == [c.name for c in parse_ibstat(GPUD_ROCE)]
+    assert cas.failure is not None and cas.failure[0].startswith("iberror:")
+
+
+def test_ibpanic_before_any_ca_is_an_error() -> None:
+    text = "ibpanic: [4242] main: 'mlx5_9' IB device can't be found: No such file or directory\n" + GPUD_ROCE
     with pytest.raises(ParseError) as ei:
         parse_ibstat(text, source="cmd/ibstat.txt")
     err = ei.value
-    assert err.path == "cmd/ibstat.txt" and err.line == 18
+    assert err.path == "cmd/ibstat.txt" and err.line == 1
     assert "ibpanic" in err.message and err.fix
 
 

@@ -73,6 +73,24 @@ def test_container_without_rdma_sysfs_uses_ibstat(tree):
     assert any("ibstat" in u.reason for u in node.unavailable)
 
 
+def test_ibstat_that_panics_after_some_cas_keeps_them(tree):
+    """A capture ending in ibpanic (ibstat exits 255 at the first CA it cannot stat): the CAs before are NICs, and
+    the gap is said under 'not seen'."""
+    shutil.rmtree(tree / "sys/class/infiniband")
+    (tree / "cmd/ibstat.txt").write_text(
+        "CA 'mlx5_0'\n\tCA type: MT4129\n\tNumber of ports: 1\n\tFirmware version: 28.39.1002\n"
+        "\tHardware version: 0\n\tNode GUID: 0xa088c20300e3142a\n\tSystem image GUID: 0xa088c20300e3142a\n"
+        "\tPort 1:\n\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tRate: 400\n\t\tBase lid: 5\n\t\tLMC: 0\n"
+        "\t\tSM lid: 1\n\t\tCapability mask: 0xa651e848\n\t\tPort GUID: 0xa088c20300e3142a\n\t\tLink layer: InfiniBand\n"
+        "ibpanic: [77] main: stat of IB device 'mlx5_1' failed: No such device\n")
+    node = probe(str(tree))
+    assert [n.name for n in node.nics] == ["mlx5_0"]
+    gaps = [u for u in node.unavailable if u.source == "ibstat"]
+    assert len(gaps) == 1 and "aborted after 1 CA" in gaps[0].reason and "mlx5_1" in (gaps[0].detail or "")
+    text = run_cli("probe", "--root", str(tree))
+    assert text.returncode == 0 and "ibstat: aborted after 1 CA" in text.stdout, text.stdout + text.stderr
+
+
 def test_live_sources_are_refused_under_a_root():
     with pytest.raises(UsageError):
         probe(str(HOSTS / "dgx-h100"), runner=LiveRunner())
