@@ -41,6 +41,10 @@ _FIX = "pass the unedited output of `nvidia-smi topo -m` (TABs or spaces are bot
 #: Multi-word affinity column names, in the order drivers print them.
 _AFFINITY_COLUMNS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 _CELL_RE = re.compile(r"X|N/A|NV#|NV[0-9]{1,3}|[A-Z]{2,8}", re.ASCII)
+
+#: The cells of ``nvidia-smi topo -p2p r|w|n|a|p`` (P2P read/write/NVLink/atomics/prop capability): a matrix of
+#: the same shape that says whether P2P works, not how GPUs connect. Users paste it for ``topo -m``.
+P2P_STATUSES = frozenset({"OK", "CNS", "GNS", "TNS", "NS", "U"})
 _CPUSET_RE = re.compile(r"[0-9]{1,5}(?:-[0-9]{1,5})?(?:,[0-9]{1,5}(?:-[0-9]{1,5})?)*", re.ASCII)
 _NUMA_RE = re.compile(r"[0-9]{1,5}(?:-[0-9]{1,5})?(?:,[0-9]{1,5}(?:-[0-9]{1,5})?)*", re.ASCII)
 _LABEL_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}", re.ASCII)
@@ -189,6 +193,14 @@ def _parse(text: str, source: str) -> SmiTopo:
                 _FIX,
             )
         for j, c in enumerate(cells):
+            if c in P2P_STATUSES:
+                raise perr(
+                    source, lineno,
+                    f"row {row_label}, column {labels[j]}: {c!r} is a P2P status: this is 'nvidia-smi topo -p2p "
+                    "r|w|n|a|p' output (whether peer-to-peer works: OK, CNS, GNS, TNS, NS, U), not the topology "
+                    "matrix of 'nvidia-smi topo -m'",
+                    "capture the topology matrix with: nvidia-smi topo -m > smi-topo.txt",
+                )
             if not _CELL_RE.fullmatch(c):
                 raise perr(
                     source, lineno, f"row {row_label}, column {labels[j]}: bad cell {c!r}", _FIX

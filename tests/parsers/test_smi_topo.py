@@ -233,3 +233,41 @@ def test_errors(text: str, line: int) -> None:
     with pytest.raises(ParseError) as ei:
         parse_nvidia_smi_topo(text, source="cmd/nvidia-smi_topo_-m.txt")
     assert ei.value.line == line and ei.value.path == "cmd/nvidia-smi_topo_-m.txt" and ei.value.fix
+
+
+P2P_READ = """\
+ \tGPU0\tGPU1\tGPU2\tGPU3\t
+ GPU0\tX\tOK\tOK\tCNS\t
+ GPU1\tOK\tX\tOK\tCNS\t
+ GPU2\tOK\tOK\tX\tCNS\t
+ GPU3\tCNS\tCNS\tCNS\tX\t
+
+Legend:
+
+  X    = Self
+  OK   = Status Ok
+  CNS  = Chipset not supported
+  GNS  = GPU not supported
+  TNS  = Topology not supported
+  NS   = Not supported
+  U    = Unknown
+"""
+
+
+def test_p2p_capability_matrix_is_refused_naming_its_command() -> None:
+    """'nvidia-smi topo -p2p r' has the shape of 'topo -m' but says whether P2P works, not the path: refused with
+    the command that produced it and the one to run instead, never read as a topology."""
+    with pytest.raises(ParseError) as ei:
+        parse_nvidia_smi_topo(P2P_READ, source="p2p.txt")
+    err = ei.value
+    assert err.line == 2 and "nvidia-smi topo -p2p" in err.message and "'OK' is a P2P status" in err.message
+    assert "nvidia-smi topo -m" in (err.fix or "")
+
+
+def test_p2p_matrix_through_compare_smi(tmp_path) -> None:
+    f = tmp_path / "p2p.txt"
+    f.write_text(P2P_READ)
+    from conftest import HOSTS, run_cli
+
+    p = run_cli("probe", "--root", str(HOSTS / "dgx-h100"), "--compare-smi", str(f))
+    assert p.returncode == 3 and "nvidia-smi topo -p2p" in p.stderr and "Traceback" not in p.stderr
