@@ -110,7 +110,11 @@ class _Scratch:
     @classmethod
     def path(cls, name: str) -> str:
         if cls._dir is None:
+            import atexit
+            import shutil
+
             cls._dir = tempfile.mkdtemp(prefix="ncclctl-fuzz-")
+            atexit.register(shutil.rmtree, cls._dir, True)  # the suite leaves nothing in the temp folder
         return os.path.join(cls._dir, name)
 
     @classmethod
