@@ -104,13 +104,13 @@ def _os_error(path: str, exc: OSError, kind: Kind) -> InputError:
 
 
 def read_bytes(path: str, kind: str, *, display: str | None = None, limit: int | None = None,
-               nofollow: bool = False, missing_ok: bool = False, raw_os_errors: bool = False,
+               nofollow: bool = False, raw_os_errors: bool = False,
                prechecked: bool = False) -> bytes | None:
     """The bytes of the regular file ``path``, refused over ``kind``'s cap.
 
     ``display``: how the file is named in errors (default ``path``). ``limit``: read only this many bytes, on
     purpose (PCI config space is 4096 bytes; more is not an error). ``nofollow``: the last component must not be a
-    symlink (HostRoot has resolved it already). ``missing_ok``: a missing file gives ``None`` instead of an error.
+    symlink (HostRoot has resolved it already).
     Errors are :class:`InputError` (exit 3). ``raw_os_errors``: operating-system errors (permission denied, a
     missing file, sysfs's EINVAL for an attribute without a value) are re-raised as they are, for HostRoot, which
     treats them as information; the type and size checks still raise InputError. ``prechecked``: the caller has
@@ -126,8 +126,6 @@ def read_bytes(path: str, kind: str, *, display: str | None = None, limit: int |
         if raw_os_errors:
             raise
         if isinstance(exc, FileNotFoundError):
-            if missing_ok:
-                return None
             raise _missing(shown, spec) from None
         raise _os_error(shown, exc, spec) from None
 

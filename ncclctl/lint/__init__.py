@@ -1,1 +1,1 @@
-"""Lint: rules over a node model (and a fleet of them), registered explicitly in :mod:`ncclctl.lint.registry`."""
+"""Lint: rules over a node model (and a fleet of them), registered explicitly in :mod:`ncclctl.registry`."""

@@ -28,7 +28,7 @@ from typing import Any
 from ncclctl.errors import InputError
 from ncclctl.findings import Severity
 from ncclctl.lint.engine import Config, RuleConfig
-from ncclctl.lint.registry import Rule, all_rules, get, suggest
+from ncclctl.registry import Rule, all_rules, get, suggest
 
 DEFAULT_NAME = ".ncclctl.yaml"
 SCHEMA_FILE = "schemas/ncclctl-config.schema.json"

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Iterator
 
 from ncclctl.findings import Finding, Severity, sort_key
 from ncclctl.lint.context import Ctx
-from ncclctl.lint.registry import Hit, Rule, all_rules
+from ncclctl.registry import Hit, Rule, all_rules
 
 
 @dataclass(frozen=True)

@@ -183,7 +183,7 @@ def lint_fleet(sources: list[Source], config, *, expect=None, jobs: int | None =
                host_timeout: float | None = HOST_TIMEOUT) -> FleetResult:
     """Lint every host (in ``jobs`` forked workers), then run the FLT rules across them.
     ``only``: run just these rule ids (node and fleet rules alike). ``host_timeout``: seconds per host."""
-    from ncclctl.lint.registry import all_rules
+    from ncclctl.registry import all_rules
 
     all_rules()  # import every rule module before forking, so workers start warm
     _init(config, expect, only, host_timeout)

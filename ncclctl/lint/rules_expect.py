@@ -11,7 +11,7 @@ from typing import Any, Iterable
 
 from ncclctl.findings import Severity
 from ncclctl.lint.context import Ctx
-from ncclctl.lint.registry import Hit, Option, rule
+from ncclctl.registry import Hit, Option, rule
 
 E = Severity.ERROR
 W = Severity.WARNING

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
 from ncclctl.findings import Severity
-from ncclctl.lint.registry import Hit, Option, rule
+from ncclctl.registry import Hit, Option, rule
 
 E = Severity.ERROR
 W = Severity.WARNING

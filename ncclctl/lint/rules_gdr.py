@@ -17,7 +17,7 @@ from typing import Iterable
 
 from ncclctl.findings import Severity
 from ncclctl.lint.context import Ctx, rdma_nics
-from ncclctl.lint.registry import Hit, rule
+from ncclctl.registry import Hit, rule
 from ncclctl.model import Node
 from ncclctl.nccl.settings import Resolved, resolve
 

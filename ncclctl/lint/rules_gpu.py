@@ -9,7 +9,7 @@ from typing import Iterable
 from ncclctl.errors import UsageError
 from ncclctl.findings import Severity
 from ncclctl.lint.context import Ctx
-from ncclctl.lint.registry import Hit, Option, rule
+from ncclctl.registry import Hit, Option, rule
 from ncclctl.model import Gpu, Node
 from ncclctl.probe.nvml import NVML_INIT_CAUSES, NVML_NOT_A_NODE_FAULT
 

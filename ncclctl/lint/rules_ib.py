@@ -17,7 +17,7 @@ from typing import Iterable
 
 from ncclctl.findings import Severity
 from ncclctl.lint.context import Ctx
-from ncclctl.lint.registry import Hit, Option, rule
+from ncclctl.registry import Hit, Option, rule
 from ncclctl.model import IbPort, Nic
 from ncclctl.plan.paths import natural_key
 

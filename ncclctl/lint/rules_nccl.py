@@ -21,7 +21,7 @@ from typing import Iterable, Literal
 
 from ncclctl.findings import Severity
 from ncclctl.lint.context import Ctx
-from ncclctl.lint.registry import Hit, Option, rule
+from ncclctl.registry import Hit, Option, rule
 from ncclctl.nccl.lists import (
     MAX_IB_HCA_ENTRIES, MAX_IFNAME_ENTRIES, entry_matches_name, hca_selects, ifname_selects, parse_if_list,
 )

@@ -15,7 +15,7 @@ from typing import Iterable
 
 from ncclctl.findings import Severity
 from ncclctl.lint.context import Ctx, rdma_nics
-from ncclctl.lint.registry import Hit, Option, rule
+from ncclctl.registry import Hit, Option, rule
 from ncclctl.model import Gpu, Nic, Node, PciDevice
 from ncclctl.nccl.settings import resolve
 from ncclctl.nccl.values import PATH_LEVELS, disables_p2p, read_level

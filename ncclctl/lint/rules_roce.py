@@ -22,7 +22,7 @@ from typing import Iterable
 
 from ncclctl.findings import Severity
 from ncclctl.lint.context import Ctx
-from ncclctl.lint.registry import Hit, Option, rule
+from ncclctl.registry import Hit, Option, rule
 from ncclctl.model import Gid, IbPort, NetDev, Nic
 from ncclctl.nccl.params import c_int
 from ncclctl.nccl.values import ib_tc_for_dscp

@@ -14,7 +14,7 @@ from ncclctl.errors import InputError
 from ncclctl.findings import Severity
 from ncclctl.lint.config import discover, json_schema, load_config, parse_config
 from ncclctl.lint.engine import Config, RuleConfig
-from ncclctl.lint.registry import Hit, Option, Rule, RuleDoc
+from ncclctl.registry import Hit, Option, Rule, RuleDoc
 
 from conftest import HOSTS, REPO, run_cli
 
@@ -156,7 +156,7 @@ def test_option_types_are_checked():
 
 
 def test_registration_rejects_bad_option_defaults():
-    from ncclctl.lint.registry import rule
+    from ncclctl.registry import rule
 
     with pytest.raises(ValueError, match="default"):
         rule("GPU901", "bad-default", Severity.INFO, "t", what="w", why="y", detect="d", fix="f",

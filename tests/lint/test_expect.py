@@ -49,7 +49,7 @@ def test_dumped_profile_round_trips_and_matches_the_schema(host):
 def test_a_node_matches_its_own_profile():
     from ncclctl.lint.context import Ctx
     from ncclctl.lint.engine import Config, run
-    from ncclctl.lint.registry import all_rules
+    from ncclctl.registry import all_rules
 
     exp_ids = tuple(r.id for r in all_rules() if r.family == "expect")
     for host in ("dgx-h100", "hgx-h100-roce", "cloud-vm-flat", "cpu-only", "pcie-server", "grace-hopper", "dgx-a100"):

@@ -11,7 +11,7 @@ from conftest import HOSTS, run_cli
 from ncclctl.errors import UsageError
 
 from ncclctl.lint.engine import Config, RuleConfig
-from ncclctl.lint.registry import all_rules
+from ncclctl.registry import all_rules
 from ncclctl.lint.rules_gpu import expected_nvlinks, parse_expected
 
 from .family import assert_host, assert_pinned, family_lint, node

@@ -11,7 +11,7 @@ import pytest
 from conftest import HOSTS, run_cli
 from ncclctl.lint.context import Ctx
 
-from ncclctl.lint.registry import all_rules
+from ncclctl.registry import all_rules
 from ncclctl.lint.context import nccl_ports
 from ncclctl.lint.rules_ib import compute_ports, port_lanes
 from ncclctl.nccl.params import param_int as nccl_int

@@ -14,7 +14,7 @@ import pytest
 
 from ncclctl.lint.context import Ctx
 from ncclctl.lint.engine import Config, run
-from ncclctl.lint.registry import all_rules
+from ncclctl.registry import all_rules
 from ncclctl.model import ConfFile, Node
 from ncclctl.nccl.lists import hca_selects, ifname_selects, parse_ib_hca
 from ncclctl.nccl.params import c_atoi, load_param

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ncclctl.lint.registry import all_rules
+from ncclctl.registry import all_rules
 from ncclctl.lint.rules_pcie import acs_bridges, cmdline_iommu, user_level
 from ncclctl.nccl.params import c_int as c_strtol
 from ncclctl.model import ConfFile

@@ -12,7 +12,7 @@ import pytest
 from conftest import HOSTS, run_cli
 from ncclctl.lint.context import Ctx
 from ncclctl.lint.engine import Config, RuleConfig, run
-from ncclctl.lint.registry import all_rules
+from ncclctl.registry import all_rules
 from ncclctl.lint.rules_roce import (gid_family, gid_in_range, iboe_mtu, landing, marking, roce_ports, select_gid)
 from ncclctl.model import Gid, NetDev
 from ncclctl.probe import probe

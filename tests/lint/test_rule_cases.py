@@ -8,7 +8,7 @@ from ncclctl.lint.context import Ctx
 from ncclctl.lint.engine import Config, RuleConfig, run
 from ncclctl.lint.expect import check_profile
 from ncclctl.lint.fleet import Source, lint_fleet
-from ncclctl.lint.registry import all_rules
+from ncclctl.registry import all_rules
 from ncclctl.probe import probe
 
 from .cases import all_cases, load_case_files, materialize

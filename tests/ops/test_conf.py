@@ -209,7 +209,7 @@ def _installed(host: str, tmp_path, conf: bytes, extra: dict[str, bytes]):
 def test_installed_conf_reads_back_and_lints_clean(host, tmp_path):
     from ncclctl.lint.context import Ctx
     from ncclctl.lint.engine import run
-    from ncclctl.lint.registry import all_rules
+    from ncclctl.registry import all_rules
 
     node = probe(str(HOSTS / host))
     topo = "/etc/nccl-topo.xml" if node.is_virtual else None
