@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from typing import Mapping
+
+from ncclctl.nccl.params import param_int
+from ncclctl.nccl.version import DEFAULT, Version
 
 _F32 = struct.Struct("f")
 
@@ -133,6 +137,23 @@ class Node:
         return f"<{NODE_TYPE_STR[self.type]} {self.label or hex(self.id)}>"
 
 
+@dataclass(frozen=True)
+class Params:
+    """The NCCL_* settings NCCL sees (environment over conf files, already merged) and the release modelled.
+
+    ``get("CROSS_NIC", 2)`` reads ``NCCL_CROSS_NIC`` the way ``NCCL_PARAM`` does (``strtoll``; unset, empty or
+    unparsable gives the default)."""
+
+    env: Mapping[str, str] = field(default_factory=dict)
+    version: Version = DEFAULT
+
+    def get(self, name: str, default: int) -> int:
+        return param_int(self.env.get("NCCL_" + name), default)
+
+    def str(self, name: str) -> str | None:
+        return self.env.get("NCCL_" + name)
+
+
 @dataclass(eq=False)
 class System:
     """``struct ncclTopoSystem`` (one host: ``systemId`` 0)."""
@@ -143,6 +164,7 @@ class System:
     max_bw: float = 0.0
     total_bw: float = 0.0
     inter: int = 0
+    params: Params = field(default_factory=Params)
     #: What the model could not follow (unknown values NCCL would read differently, features not modelled).
     caveats: list[str] = field(default_factory=list)
 
