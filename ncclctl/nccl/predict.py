@@ -123,8 +123,8 @@ def predict_xml(data: bytes, *, inputs: Inputs, down: frozenset[tuple[str, int]]
                     first = n
                 used.append(nets[n].name)
         local_nets.append(used)
-        for i, n in enumerate(nets):
-            gdr[(g.rank, n.name)] = (check_gdr(sysm, g.rank, i, 1), check_gdr(sysm, g.rank, i, 0))
+        for i, net in enumerate(nets):
+            gdr[(g.rank, net.name)] = (check_gdr(sysm, g.rank, i, 1), check_gdr(sysm, g.rank, i, 0))
     return Prediction(inputs=inputs, built=built, system=sysm, local_nets=local_nets, gdr=gdr, caveats=caveats)
 
 
