@@ -221,6 +221,19 @@ def _roots_in_order(res: ParseResult) -> list[XmlNode | IgnoredElement]:
     return sorted(tops, key=lambda t: (t.line, t.column))
 
 
+#: (expected root, root found) -> the fix, where the rule's own fix would point the wrong way.
+_WRONG_ROOT_FIX = {
+    ("graphs", "graph"): 'Wrap the <graph> elements in <graphs version="1"> ... </graphs>: NCCL reads <graph> only '
+                         "inside <graphs>.",
+    ("system", "graph"): "This is a graph file: give it as NCCL_GRAPH_FILE with the root <graphs version=\"1\">; "
+                         "NCCL_TOPO_FILE takes a topology file (<system version=\"1\">).",
+    ("system", "graphs"): "This is a graph file: give it as NCCL_GRAPH_FILE; NCCL_TOPO_FILE takes a topology file "
+                          "(<system version=\"1\">).",
+    ("graphs", "system"): "This is a topology file: give it as NCCL_TOPO_FILE; NCCL_GRAPH_FILE takes a graph file "
+                          "(<graphs version=\"1\">).",
+}
+
+
 def _check_roots(ctx: _Ctx, res: ParseResult, root_name: str, r_none: str, r_two: str) -> None:
     """No root / several top-level elements. (A missing or wrong version is fatal in the reader.)"""
     tops = _roots_in_order(res)
@@ -228,7 +241,8 @@ def _check_roots(ctx: _Ctx, res: ParseResult, root_name: str, r_none: str, r_two
     if not res.roots:
         if wrong:
             ctx.add(r_none, f"the top-level element is <{show_text(wrong[0].name)}>, not <{root_name}>: NCCL "
-                            "ignores it with its whole subtree and loads nothing", wrong[0])
+                            "ignores it with its whole subtree and loads nothing", wrong[0],
+                    fix=_WRONG_ROOT_FIX.get((root_name, wrong[0].name)))
         else:
             ctx.add(r_none, f"the file contains no element: NCCL loads nothing from it (no <{root_name}>)",
                     line=1, column=1)
@@ -1382,16 +1396,20 @@ _XSD_ATTRIBUTE = re.compile(r"attribute '([^']+)'")
 
 def without_repeated_xsd(xsd: list[Finding], findings: list[Finding]) -> list[Finding]:
     """The XSD findings that say something the NCCL-based ``findings`` do not: an XSD complaint about attribute A
-    on a line where an NCCL-based finding already names ``A="..."`` is the same fact (one fact, one finding)."""
+    on a line where an NCCL-based finding already names ``A="..."``, or about the root element where NTS001/NTG001
+    report it, is the same fact (one fact, one finding)."""
     named: set[tuple[int | None, str]] = set()
     for f in findings:
         for m in re.finditer(r"(?<![\w])([A-Za-z_][\w]*)=\"", f.message):
             named.add((f.line, m.group(1)))
+    wrong_root = any(f.rule in ("NTS001", "NTG001") for f in findings)
     out = []
     for f in xsd:
         attr = _XSD_ATTRIBUTE.search(f.message)
         if attr is not None and (f.line, attr.group(1)) in named:
             continue
+        if wrong_root and "validation root" in f.message:
+            continue  # the wrong root element, which NTS001/NTG001 report
         out.append(f)
     return out
 

@@ -439,3 +439,28 @@ def test_unknown_numa_node_without_affinity_says_nccl_binds_nothing(dgx_h100_fil
     path.write_text(text.replace(line, bare, 1))
     (f,) = [f for f in _host_rules(path) if f["rule"] == "NTH011"]
     assert "node7/cpumap, finds nothing and does not bind" in f["message"]
+
+
+# --------------------------------------------------------------------------------------------------
+# A graph file written without its <graphs> root
+
+
+GRAPH_ROOT = (b'<graph id="0" pattern="4" crossnic="0" nchannels="1" speedintra="20" speedinter="20" '
+              b'latencyinter="0" typeintra="NVL" typeinter="PIX" samechannels="1">\n  <channel>\n    <gpu dev="0"/>\n'
+              b"  </channel>\n</graph>\n")
+
+
+@pytest.mark.parametrize("command", ["topo", "rings"])
+def test_graph_root_gets_the_graph_file_fix(command: str, tmp_path: Path) -> None:
+    path = tmp_path / "t.xml"  # a name that says nothing about the kind
+    path.write_bytes(GRAPH_ROOT)
+    doc = json.loads(run_cli(command, "validate", str(path), "-f", "json").stdout)
+    assert doc["kind"] == "graph"
+    assert [(f["rule"], f["fix"]) for f in doc["findings"]] == [
+        ("NTG001", 'Wrap the <graph> elements in <graphs version="1"> ... </graphs>: NCCL reads <graph> only inside '
+                   "<graphs>.")]
+
+
+def test_graph_file_given_as_topology_says_so() -> None:
+    (f,) = validate_bytes(GRAPH_ROOT, path="t.xml", kind="topology")
+    assert f.rule == "NTS001" and f.fix.startswith("This is a graph file: give it as NCCL_GRAPH_FILE")
