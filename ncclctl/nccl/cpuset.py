@@ -81,12 +81,15 @@ def misreadings(text: str, version: Version = DEFAULT) -> list[str]:
     no cpumap, what is wrong with it); [] when NCCL reads exactly what the cpumap means."""
     intended = kernel_cpumap(text)
     got = nccl_cpuset(text, version)
+    fields = text.split(",")
+    if len(fields) >= 2 and all(re.fullmatch(r"\s*\d{1,4}\s*", f) for f in fields):
+        return ["it looks like a list of CPU numbers, but NCCL reads 32-bit hex words, the last one for CPUs 0-31 "
+                "(the kernel writes every word after the first with 8 digits)"]
     if intended is not None and intended == got:
         return []
     why: list[str] = []
-    fields = text.split(",")
     new = version >= STRTOK_READER
-    if _CPULIST.fullmatch(text) and "-" in text:
+    if _CPULIST.fullmatch(text) and "-" in text:  # 0-47,96-143
         why.append("it is a CPU list (the cpulist form), not a cpumap of hex words")
     if any(f == "" for f in fields) and text != "":
         why.append("an empty word: " + ("strtok skips it, so the words before it move down by 32 CPUs" if new

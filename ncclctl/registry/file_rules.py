@@ -125,7 +125,8 @@ _EXTRA: dict[str, dict[str, str]] = {
     "NTS050": {
         "why": "NCCL multiplies each <nvlink count> by the per-link bandwidth of the GPU's sm. More links than the GPU "
                "has (NCCL's own detection reads at most 4 on sm 6x, 6 on sm 7x, 12 on sm 8x and 18 from sm 90) "
-               "overstate the NVLink bandwidth NCCL plans rings, trees and channel counts with.",
+               "overstate the NVLink bandwidth NCCL plans rings, trees and channel counts with. Checked up to sm 9x, where "
+               "NCCL's count is the hardware's (Vera-Rubin GPUs have 36 NVLinks).",
     },
     "NTS051": {
         "why": "NCCL reads a topology file into NCCL_TOPO_XML_MAX_NODES (256) element slots. Each rank then adds its "

@@ -578,7 +578,8 @@ class _TopoChecks:
             why = misreadings(affinity, v)
             if why:
                 intended = kernel_cpumap(affinity)
-                meant = f"; the cpumap means CPUs {cpu_ranges(intended)}" if intended is not None else ""
+                meant = (f"; the cpumap means CPUs {cpu_ranges(intended)}" if intended is not None and intended != mask
+                         else "")
                 binds = (f"binds the threads of {gpus} to CPUs {cpu_ranges(mask)}" if mask else
                          f"reads no CPU from it and leaves the threads of {gpus} unbound")
                 if v < STRTOK_READER and not misreadings(affinity, DEFAULT):
@@ -932,6 +933,8 @@ class _TopoChecks:
             if sm_s is None or not strtol(sm_s).whole or not nvlinks:
                 continue
             sm = strtol(sm_s).value
+            if sm >= 100:
+                continue  # newer GPUs (Vera-Rubin: 36 NVLinks) outgrow the 18 that 2.30.7's detection reads
             most = 0 if sm < 60 else 4 if sm < 70 else 6 if sm < 80 else 12 if sm < 90 else 18
             total = sum(max(strtol(c.get("count") or "0").value, 0) for c in nvlinks)
             if total > most:

@@ -17,7 +17,7 @@ from conftest import HOSTS, REPO, run_cli
 
 from ncclctl.findings import Finding, Severity
 from ncclctl.nccl.cpuset import cpu_ranges, kernel_cpumap, misreadings, nccl_cpuset
-from ncclctl.nccl.version import Version, parse
+from ncclctl.nccl.version import Version
 from ncclctl.topo.validate import AFTER_FATAL, validate_bytes, validate_topology
 
 INVALID = REPO / "fixtures" / "topo" / "invalid"
@@ -80,38 +80,38 @@ def test_info_rules_fire_on_their_case(rule_id: str, name: str) -> None:
 
 NEW, OLD = Version(2, 30, 7), Version(2, 27, 7)
 HOSTILE_MASKS = [
-    # mask, CPUs NCCL 2.28+ binds to, CPUs NCCL < 2.28 binds to
-    ("0000ffff,ffffffff", "0-47", "0-47"),
-    ("ff,,00", "32-39", "64-71"),                        # empty word: strtok skips it; the old loop counts it
-    ("0-47", "none", "none"),                            # a cpulist, not a cpumap
-    ("0-47,96-143", "1-2,4,7", "none"),                  # strtoul reads 0x0 and 0x96
-    ("ffffffffff,0", "32-63", "32-63"),                  # 10 hex digits: the low 32 bits stay
-    ("FFFF", "0-15", "none"),                            # upper case: the old loop stops
-    (" ff", "0-7", "none"),                              # leading space: strtoul skips it, the old loop stops
-    ("0x10,0", "36", "none"),                            # 0x prefix
-    ("-1", "0-31", "none"),                              # strtoul negates in unsigned arithmetic
-    ("1" + ",0" * 32, "992", "none"),                    # 33 words: the new reader keeps the first 32
-    ("", "none", "none"),
+    # mask, CPUs NCCL 2.28+ binds to, CPUs NCCL < 2.28 binds to, reported on 2.30.7, reported on 2.27.7
+    ("0000ffff,ffffffff", "0-47", "0-47", False, False),
+    ("ff,,00", "32-39", "64-71", True, True),               # empty word: strtok skips it; the old loop counts it
+    ("0-47", "none", "none", True, True),                   # a cpulist, not a cpumap
+    ("0-47,96-143", "1-2,4,7", "none", True, True),         # strtoul reads 0x0 and 0x96
+    ("0,1,2,3", "0-1,33,64", "0-1,33,64", True, True),      # CPU numbers, read as four 32-bit words
+    ("ffffffffff,0", "32-63", "32-63", True, True),         # 10 hex digits: the low 32 bits stay
+    ("FFFF", "0-15", "none", False, True),                  # upper case: the old loop stops
+    (" ff", "0-7", "none", False, True),                    # leading space: strtoul skips it, the old loop stops
+    ("0x10,0", "36", "none", False, True),                  # 0x prefix
+    ("-1", "0-31", "none", True, True),                     # strtoul negates in unsigned arithmetic
+    ("1" + ",0" * 32, "992", "none", True, True),           # 33 words: the new reader keeps the first 32
+    ("", "none", "none", False, False),
 ]
 
 
-@pytest.mark.parametrize("mask,new,old", HOSTILE_MASKS, ids=[m[0][:20] or "empty" for m in HOSTILE_MASKS])
-def test_masks_are_read_as_nccl_reads_them(mask: str, new: str, old: str) -> None:
+@pytest.mark.parametrize("mask,new,old,_n,_o", HOSTILE_MASKS, ids=[m[0][:20] or "empty" for m in HOSTILE_MASKS])
+def test_masks_are_read_as_nccl_reads_them(mask: str, new: str, old: str, _n: bool, _o: bool) -> None:
     assert cpu_ranges(nccl_cpuset(mask, NEW)) == new
     assert cpu_ranges(nccl_cpuset(mask, OLD)) == old
 
 
-@pytest.mark.parametrize("mask", [m[0] for m in HOSTILE_MASKS if m[0] not in ("0000ffff,ffffffff", "")])
-def test_every_misread_mask_is_one_finding(mask: str) -> None:
+@pytest.mark.parametrize("mask,_new,_old,on_new,on_old", HOSTILE_MASKS,
+                         ids=[m[0][:20] or "empty" for m in HOSTILE_MASKS])
+def test_every_misread_mask_is_one_finding(mask: str, _new: str, _old: str, on_new: bool, on_old: bool) -> None:
     data = system(cpu("0", mask, gpu("0000:18:00.0")))
-    for version in ("2.30.7", "2.27.7"):
+    for version, expected in (("2.30.7", on_new), ("2.27.7", on_old)):
         findings = check(data, version)
-        rules = [f.rule for f in findings if f.rule in ("NTS043", "NTV012", "NTS046")]
-        intended = kernel_cpumap(mask)
-        if intended is not None and nccl_cpuset(mask, parse(version)) == intended:
-            assert rules == [], (version, findings)
-        else:
-            assert len(rules) == 1, (version, [(f.rule, f.message) for f in findings])
+        rules = [f.rule for f in findings if f.rule in ("NTS043", "NTV012")]
+        assert len(rules) == (1 if expected else 0), (version, [(f.rule, f.message) for f in findings])
+    if not on_new and on_old:
+        assert [f.rule for f in check(data, "2.27.7") if f.rule in ("NTS043", "NTV012")] == ["NTV012"]
 
 
 def test_upper_case_is_version_scoped() -> None:
@@ -119,6 +119,14 @@ def test_upper_case_is_version_scoped() -> None:
     assert "NTV012" not in fired(check(data, "2.28.3"))
     (f,) = [f for f in check(data, "2.27.7") if f.rule == "NTV012"]
     assert f.severity is Severity.WARNING and "CPUs 0-15" in f.message and "reads no CPU" in f.message
+
+
+def test_more_than_32_words() -> None:
+    mask = "ff" + ",0000000f" * 32  # 33 words (CPU 1024 and up are past a cpu_set_t)
+    assert "33 words, more than the 32 of a cpu_set_t: NCCL reads the first 32" in misreadings(mask, NEW)[0]
+    assert "memory corruption" in " ".join(misreadings(mask, OLD))
+    # the first word is read as the lowest-but-31: CPUs 992-999 instead of 1024-1031
+    assert cpu_ranges(nccl_cpuset(mask, NEW)).endswith("960-963,992-999")
 
 
 def test_kernel_cpumap_reads_loose_words_as_meant() -> None:
@@ -267,7 +275,7 @@ def test_count_mismatch_states_both_bandwidths() -> None:
 
 @pytest.mark.parametrize("sm,count,fires", [(90, 18, False), (90, 19, True), (80, 12, False), (80, 13, True),
                                             (70, 6, False), (70, 7, True), (60, 4, False), (60, 5, True),
-                                            (52, 1, True)])
+                                            (52, 1, True), (100, 18, False), (107, 36, False)])
 def test_nvlink_count_against_what_nccl_detects_by_sm(sm: int, count: int, fires: bool) -> None:
     nv = f'<gpu sm="{sm}">\n<nvlink target="fffffff:ffff:ff" count="{count}" tclass="0x068000"/>\n</gpu>'.encode()
     assert ("NTS050" in fired(check(system(cpu("0", "0000ffff", gpu("0000:18:00.0", nv)))))) is fires
