@@ -1104,8 +1104,12 @@ class _TopoChecks:
         pcis = self.of("pci")
         bare_gpus = [p for p in pcis if _device_kind(p, v) == "GPU" and not any(c.name == "gpu" for c in p.children)]
         bare_nics = [p for p in pcis if _device_kind(p, v) == "NIC" and not any(c.name == "nic" for c in p.children)]
-        fused = self._fusion_growth()
         nic_add = 2 * len(bare_nics)
+        # Fusion adds at most a <net>, a <nic> and a <pci> per fused NIC: skip the model when even that fits.
+        most = max(used + nic_add + 1, self._kept_count() + len(bare_gpus) + nic_add) + 3 * len(self.of("net"))
+        if most < limit - BUDGET_MARGIN:
+            return
+        fused = self._fusion_growth()
         per_rank = used + nic_add + fused + (1 if bare_gpus else 0)
         kept = self._kept_count() + len(bare_gpus) + nic_add + fused
         peak = max(per_rank, kept)
