@@ -443,9 +443,15 @@ class _TopoChecks:
             self.nic_chain.update(id(a) for a in nic.ancestors())
         # Skeleton leaves: a GPU or NIC <pci> without <gpu>/<nic>, which NCCL fills from the host.
         self.device_chain: set[int] = set(self.gpu_chain) | self.nic_chain
+        #: The <pci> of every GPU, with or without its <gpu> (skeleton files), and the elements above them.
+        self.gpu_pcis = [p for p in self.by_name.get("pci", []) if _device_kind(p, self.v) == "GPU"]
+        self.gpu_device_chain: set[int] = set(self.gpu_chain)
         for pci in self.by_name.get("pci", []):
-            if _device_kind(pci, self.v) is not None:
+            kind = _device_kind(pci, self.v)
+            if kind is not None:
                 self.device_chain.update(id(a) for a in pci.ancestors())
+            if kind == "GPU":
+                self.gpu_device_chain.update(id(a) for a in pci.ancestors())
         self.skeleton = skeleton_elements(root, self.v) is not None
         self._system: object = None  # NCCL's model of the file (built on demand): a System, or False
 
@@ -546,7 +552,7 @@ class _TopoChecks:
             if arch is None or arch_key == "x86_64":
                 complete += ["vendor", "familyid", "modelid"]
             missing = [a for a in complete if not cpu.has(a)]
-            if filled and numaid is not None and strtol(numaid).value < 0:
+            if id(cpu) in self.gpu_device_chain and numaid is not None and strtol(numaid).value < 0:
                 missing = [a for a in missing if a != "affinity"]  # NTS046: NCCL binds no CPU set
             if missing and (filled or has_content or nic_only) and not self.skeleton:
                 how = ("NCCL fills them only on the ranks whose GPU is under this CPU, so per-rank XMLs differ "
@@ -569,7 +575,7 @@ class _TopoChecks:
             affinity = cpu.get("affinity")
             gpus = self._gpus_under(cpu)
             if affinity is None:
-                if numa is not None and numa < 0 and id(cpu) in self.gpu_chain and self.complete:
+                if numa is not None and numa < 0 and id(cpu) in self.gpu_device_chain:
                     ctx.add("NTS046", f"{_where(cpu)} has no affinity: NCCL reads it from /sys/devices/system/node/"
                                       f"node{numa & 0xFFFFFFFF}/cpumap, which does not exist, so the threads of "
                                       f"{gpus} are not bound to any CPU", cpu)
@@ -588,7 +594,7 @@ class _TopoChecks:
                 else:
                     ctx.add("NTS043", f"{_where(cpu)} affinity={_q(affinity)}: {'; '.join(why)}: NCCL {v} {binds}"
                                       f"{meant}", cpu)
-            elif mask == 0 and id(cpu) in self.gpu_chain:
+            elif mask == 0 and id(cpu) in self.gpu_device_chain:
                 ctx.add("NTS046", f"{_where(cpu)} affinity={_q(affinity)} holds no CPU: NCCL logs 'Affinity for GPU "
                                   f"... is empty, ignoring' and does not bind the threads of {gpus}", cpu)
             if mask and numa is not None:
@@ -599,8 +605,7 @@ class _TopoChecks:
             self._affinity_order(members)
 
     def _gpus_under(self, node: XmlNode) -> str:
-        busids = [b for g in self.of("gpu") if any(a is node for a in g.ancestors())
-                  and (b := self._gpu_busid(g)) is not None]
+        busids = [b for p in self.gpu_pcis if any(a is node for a in p.ancestors()) and (b := p.get("busid"))]
         if not busids:
             return "its GPUs"
         return f"GPU {busids[0]}" if len(busids) == 1 else f"its {len(busids)} GPUs"

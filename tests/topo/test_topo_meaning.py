@@ -472,3 +472,11 @@ def test_graph_root_gets_the_graph_file_fix(command: str, tmp_path: Path) -> Non
 def test_graph_file_given_as_topology_says_so() -> None:
     (f,) = validate_bytes(GRAPH_ROOT, path="t.xml", kind="topology")
     assert f.rule == "NTS001" and f.fix.startswith("This is a graph file: give it as NCCL_GRAPH_FILE")
+
+
+def test_no_binding_for_a_gpu_nccl_fills_in() -> None:
+    # A GPU <pci> without <gpu> (NCCL adds it) under <cpu numaid="-1"> without affinity: still no binding.
+    bare = b'    <pci busid="0000:18:00.0" class="0x030200" link_speed="32.0 GT/s PCIe" link_width="16"/>\n'
+    findings = check(system(cpu("-1", None, bare)))
+    (f,) = [f for f in findings if f.severity is not Severity.INFO]
+    assert f.rule == "NTS046" and "GPU 0000:18:00.0" in f.message
