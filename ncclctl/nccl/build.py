@@ -329,6 +329,24 @@ def _populate(top: X, devs: list[PluginDev], params: Params, notes: list[str]) -
                      f"{s.PATH_TYPE_STR[level] if level != s.PATH_PORT else 'PORT'} (default PORT)")
 
 
+def fusion_growth(root, params: Params, plugin: Plugin | None = None) -> int:
+    """How many elements NCCL's NIC fusion (``ncclTopoMakeVNics``: the virtual ``<net>``, and the made-up
+    ``<pci>``/``<nic>`` holding it) adds to the XML of a topology file on every rank."""
+    top = _copy(root)
+    before = len(_all(top))
+    _populate(top, plugin_devices(top, params, plugin or Plugin(), []), params, [])
+    return len(_all(top)) - before
+
+
+def _all(top: X) -> list[X]:
+    out, stack = [], [top]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(n.subs)
+    return out
+
+
 def _unique_busid(top: X, busid: str) -> str:
     used = {n.get("busid") for n in top.find_all("pci")}
     v = bus_id_to_int(busid)

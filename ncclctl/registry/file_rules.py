@@ -100,6 +100,68 @@ _EXTRA: dict[str, dict[str, str]] = {
                   "with the host: those equal to what NCCL would detect there are not reported (a wrong one is "
                   "NTH007, NTH008 or NTH010).",
     },
+    "NTS043": {
+        "why": "NCCL binds each GPU's threads to the CPUs of its <cpu affinity> (ncclTopoGetCpuAffinity). It reads the "
+               "mask with its own parser (include/cpuset.h:ncclStrToCpuset): from 2.28 strtok and strtoul into 32 "
+               "32-bit words, so an empty word shifts the rest, a longer word loses its high digits, a CPU list "
+               "(0-47) reads as a few stray CPUs and more than 32 words lose the low ones. The threads then run on "
+               "the wrong cores, or on none.",
+        "detect": "The mask is read as NCCL --nccl-version reads it and compared with the kernel cpumap it looks "
+                  "like; the message gives the CPUs NCCL binds to and the CPUs the cpumap means.",
+    },
+    "NTS046": {
+        "why": "Without affinity NCCL reads /sys/devices/system/node/node<numaid>/cpumap on the ranks whose GPU is "
+               "under the <cpu>; numaid -1 names no node, so the set is empty. An empty set (or an all-zero mask) "
+               "makes NCCL log 'Affinity for GPU N is empty, ignoring' and leave its threads unbound: host memory "
+               "and proxy threads may land on the far socket.",
+    },
+    "NTS047": {
+        "why": "NCCL gives each PCI link width * speed / 80 GB/s (a width of 0 counts as 16) and a path the bandwidth "
+               "of its slowest link. A virtual switch declared at 2.5 GT/s x1 above an H100 and a 400G NIC caps every "
+               "path that leaves it at 0.19 GB/s: NCCL's search then picks other routes, or few channels.",
+        "detect": "For every switch or bridge, the bandwidth NCCL computes for its own link is compared with the "
+                  "links of the GPUs and NICs under it (as NCCL reads them for --nccl-version).",
+    },
+    "NTS050": {
+        "why": "NCCL multiplies each <nvlink count> by the per-link bandwidth of the GPU's sm. More links than the GPU "
+               "has (NCCL's own detection reads at most 4 on sm 6x, 6 on sm 7x, 12 on sm 8x and 18 from sm 90) "
+               "overstate the NVLink bandwidth NCCL plans rings, trees and channel counts with. Checked up to sm 9x, where "
+               "NCCL's count is the hardware's (Vera-Rubin GPUs have 36 NVLinks).",
+    },
+    "NTS051": {
+        "why": "NCCL reads a topology file into NCCL_TOPO_XML_MAX_NODES (256) element slots. Each rank then adds its "
+               "own GPU's elements, the NICs the net plugin reports and fused NICs, and the local ranks' trimmed "
+               "trees are fused into a tree of the same size. A file that fits can still overflow on a host with "
+               "one more NIC or NVLink peer: init fails with 'too many XML nodes'.",
+        "detect": "The file's element count (as NCCL's reader counts it) plus the elements NCCL adds that the file "
+                  "implies (a <gpu> for a GPU <pci> without one, <nic>/<net> for a NIC <pci> without one, fused "
+                  "NICs from the NCCL model), per rank and after fusion; warned within 16 slots of the limit.",
+    },
+    "NTS052": {
+        "why": "NCCL reads a topology file into NCCL_TOPO_XML_MAX_NODES (256) element slots; what it adds per rank, "
+               "or the fused tree of the local ranks, must fit too, or init fails with 'too many XML nodes'.",
+        "detect": "The same arithmetic as NTS051, over the limit.",
+    },
+    "NTS053": {
+        "why": "Cloud providers ship skeleton files that place GPUs and NICs by bus id under <cpu> and <pci> only; "
+               "NCCL fills in the devices, the CPU attributes and the link attributes from each host. That is fine "
+               "when the bus ids and NUMA layout are the host's; the per-element incompleteness warnings (NTS008, "
+               "NTS011) are not reported for such files.",
+        "detect": "A <system> whose elements are all <cpu> or <pci>, with at least one <pci>. The summary line says "
+                  "how many elements are left to NCCL's detection.",
+    },
+    "NTV011": {
+        "why": "NCCL 2.9.6-2.9.8 read the vendor and device ids of every <pci> on the chain of a GPU or NIC they "
+               "fill from sysfs, and stop when the bus id has no sysfs path. A virtual switch (bus id ffff:..., as "
+               "in published cloud VM files) has none: init fails. 2.9.9 made these reads optional.",
+        "detect": "For --nccl-version 2.9.6 to 2.9.8: a <pci> with bus id domain ffff above a GPU or NIC that "
+                  "lacks vendor, device, subsystem_vendor or subsystem_device.",
+    },
+    "NTV012": {
+        "why": "Before 2.28 NCCL read <cpu affinity> character by character and stopped at the first character that "
+               "is not a lower-case hex digit or a comma: an upper-case mask, spaces or a 0x prefix leave the rest "
+               "of the mask unread, so the GPUs' threads bind to too few CPUs (or none).",
+    },
     "NTH015": {
         "why": "NCCL_GRAPH_FILE in /etc/nccl.conf applies to every job on the node, including jobs on fewer GPUs "
                "or another GPU order, for which the graph is wrong: they fail at init ('dev not found') or run a "
@@ -329,6 +391,46 @@ _ROWS: tuple[tuple[str, str, Severity, str, str], ...] = (
     ('NTS042', 'pci-class-unknown', I,
      "<pci> class not in NCCL's dictionary (treated as a PCI switch)",
      'Use the sysfs class value, e.g. 0x060400 for a bridge.'),
+    ('NTS043', 'cpu-affinity-malformed', W,
+     '<cpu> affinity that NCCL does not read as the cpumap it looks like (or that is no cpumap)',
+     'Copy /sys/devices/system/node/node<N>/cpumap verbatim: 32-bit hex words, most significant first, no empty '
+     'words, at most 32 words.'),
+    ('NTS044', 'cpu-affinity-overlap', W,
+     'two <cpu> elements whose affinities share CPUs (identical or overlapping masks)',
+     "Give each <cpu> its own NUMA node's cpumap (/sys/devices/system/node/node<N>/cpumap)."),
+    ('NTS045', 'cpu-affinity-numa-order', W,
+     '<cpu> affinities out of NUMA order: masks look swapped between NUMA nodes',
+     'Check each numaid against its cpumap (/sys/devices/system/node/node<N>/cpumap) and swap the masks back.'),
+    ('NTS046', 'cpu-affinity-no-binding', W,
+     'a <cpu> with GPUs whose affinity NCCL reads as empty (numaid -1 without affinity, an all-zero mask): no '
+     'CPU binding',
+     "Give the <cpu> the real NUMA node id and its cpumap; with no NUMA information, the cpumap of the CPUs the "
+     "GPUs' threads should run on."),
+    ('NTS047', 'pci-link-caps-devices', W,
+     'a switch or bridge whose link NCCL reads slower than a device under it: every path through it is capped',
+     "Give the switch the link_speed and link_width of its real uplink (at least those of the devices under it)."),
+    ('NTS048', 'link-speed-prefix', I,
+     'link_speed NCCL reads by a known prefix (not one of its exact strings)',
+     'No action needed; write the kernel string (e.g. "32.0 GT/s PCIe") for tools that compare exactly.'),
+    ('NTS049', 'nvlink-target-self', W,
+     "<nvlink> whose target is the GPU's own bus id: NCCL builds a link to itself, no GPU-GPU NVLink",
+     'Set target to the peer GPU (tclass 0x0302..) or the NVSwitch (tclass 0x068000), or remove the <nvlink>.'),
+    ('NTS050', 'nvlink-count-over-max', W,
+     'a GPU with more NVLinks than NCCL detects on its sm: NVLink bandwidth overstated',
+     'Use the NVLink counts NCCL dumps for the GPU (NCCL_TOPO_DUMP_FILE) or ncclctl topo generate writes.'),
+    ('NTS051', 'topo-node-budget-near', W,
+     "the file plus what NCCL adds on each rank and when fusing the local ranks' trees comes near "
+     "NCCL_TOPO_XML_MAX_NODES",
+     'Remove elements NCCL trims anyway (switches without GPUs or NICs, unused NICs) to leave room.'),
+    ('NTS052', 'topo-node-budget-exceeded', E,
+     "the file plus what NCCL adds on each rank or when fusing the local ranks' trees exceeds "
+     "NCCL_TOPO_XML_MAX_NODES: init fails",
+     'Remove elements NCCL trims anyway (switches without GPUs or NICs, unused NICs), or describe the GPUs and '
+     'NICs fully so NCCL adds less.'),
+    ('NTS053', 'topo-skeleton', I,
+     'skeleton file (only <cpu> and <pci>): NCCL completes the devices and attributes from each host',
+     'Nothing to do if the bus ids and NUMA layout are those of the hosts; validate against a host (--root/--live) '
+     'to check them.'),
     # --- NTG: graph semantics (§4) --------------------------------------------------------------------
     ('NTG001', 'graph-no-graphs-root', E,
      'no <graphs> root (empty graph file): no graph is loaded',
@@ -424,6 +526,13 @@ _ROWS: tuple[tuple[str, str, Severity, str, str], ...] = (
     ('NTV010', 'version-single-quotes', I,
      'single-quoted value: needs NCCL 2.27 or later',
      'Use double quotes for files shared with older NCCL versions.'),
+    ('NTV011', 'version-virtual-switch-ids', E,
+     'virtual switch (bus id ffff:...) without vendor/device ids: NCCL 2.9.6-2.9.8 fail init reading them from sysfs',
+     'Add vendor="0x0000" device="0x0000" subsystem_vendor="0x0000" subsystem_device="0x0000" to the virtual '
+     'switch, or target NCCL 2.9.9+.'),
+    ('NTV012', 'version-affinity-misread', W,
+     '<cpu> affinity NCCL before 2.28 reads differently (upper-case hex, spaces, 0x: its reader stops there)',
+     'Write the mask as the kernel does: lower-case 32-bit hex words separated by commas, nothing else.'),
     # --- NTH: the file against a host (hostcheck.py, --root/--live) -----------------------------------
     ('NTH001', 'host-device-absent', E,
      'the file names a GPU or NIC this host does not have: NCCL trims that subtree silently',

@@ -46,9 +46,23 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
     findings = validate_bytes(data, path=path, nccl_version=version, confirmed=confirmed)
     if xsd and kind is not None:
         from ncclctl.topo.schema import xsd_findings  # lxml is imported only here
+        from ncclctl.topo.validate import without_repeated_xsd
 
-        findings += xsd_findings(data, kind, path)
+        findings += without_repeated_xsd(xsd_findings(data, kind, path), findings)
     return kind, findings + against_host
+
+
+def summary_notes(data: bytes, kind: Kind | None, nccl_version: object = DEFAULT) -> tuple[str, ...]:
+    """What the summary line says about the file besides the counts: ``skeleton: N elements left to NCCL's
+    detection`` for a skeleton topology file (rule NTS053)."""
+    if kind != "topology":
+        return ()
+    from ncclctl.topo.ncclxml import parse_nccl_xml
+    from ncclctl.topo.validate import skeleton_elements
+
+    version = parse(nccl_version)
+    left = skeleton_elements(parse_nccl_xml(data, kind=kind, nccl_version=version).root, version)
+    return () if left is None else (f"skeleton: {left} element{'' if left == 1 else 's'} left to NCCL's detection",)
 
 
 def validate_report(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: bool = True,
@@ -75,4 +89,5 @@ def validate_report(data: bytes, path: str, *, nccl_version: object = DEFAULT, x
     return configured(findings, subject=path, fail_on=Severity(fail_on), config=config, only=only,
                       host=nodes[0].hostname if nodes else socket.gethostname(), name=f"ncclctl {command}",
                       fields=(("file", path), ("kind", kind), ("nccl_version", ".".join(map(str, version))),
-                              ("config", config_path)))
+                              ("config", config_path)),
+                      notes=summary_notes(data, kind, version))
