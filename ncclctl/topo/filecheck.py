@@ -64,7 +64,7 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
                     against_host += hostcheck.graph_file_in_etc(node)
                 if meaning is not None:
                     meant = _meaning(result, path, node, meaning, version)
-                    against_host = _without_repeats(against_host, meant)
+                    against_host = _without_repeats(against_host, meant, meaning.doc is not None)
     findings = validate_bytes(data, path=path, nccl_version=version, confirmed=confirmed)
     if xsd and kind is not None:
         from ncclctl.topo.schema import xsd_findings  # lxml is imported only here
@@ -77,11 +77,15 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
 _SAME = {"NTH012": "NTG028", "NTH013": "NTG028", "NTH014": "NTG029"}
 
 
-def _without_repeats(host: list[Finding], meant: list[Finding]) -> list[Finding]:
+def _without_repeats(host: list[Finding], meant: list[Finding], modelled: bool) -> list[Finding]:
+    """``host`` without what a meaning rule reports at the same element; with a model of the node, without NTH014
+    at all: NTG029 checks net devs after NIC fusion (a fused virtual NIC's dev is over the physical count)."""
     at = {(f.rule, f.line, f.column) for f in meant}
     graph_level = {f.rule for f in meant if f.rule == "NTG028"}
     out = []
     for f in host:
+        if modelled and f.rule == "NTH014":
+            continue
         twin = _SAME.get(f.rule)
         if twin is not None and ((twin, f.line, f.column) in at or (f.rule == "NTH013" and twin in graph_level)):
             continue

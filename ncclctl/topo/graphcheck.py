@@ -515,16 +515,20 @@ class _Checks:
                                          "graph for this node")
                     else:
                         union.add(self.gpus[idx].dev)
-            sets = [(c, {self.gpus[i].dev for i in c.gpu_idx if i is not None}) for c in g.channels]
-            bad = [c.index for c, st in sets if st != union and all(i is not None for i in c.gpu_idx)]
-            if bad:
-                c0 = g.channels[bad[0]]
-                self.out.add("NTG028", f"{_channels(bad)} of the {g.name} list GPUs "
-                                       f"{_ranges(sorted(sets[bad[0]][1]))} but the graph's channels together list "
-                                       f"{_ranges(sorted(union))}: every channel must list exactly the job's GPUs; a "
-                                       "job on all of them fails the load where a channel misses one "
-                                       "('dev N not found' is only checked for listed GPUs: the missing ranks stay 0)",
-                             c0.el)
+            sets = [(c, {self.gpus[i].dev for i in c.gpu_idx if i is not None}) for c in g.channels
+                    if all(i is not None for i in c.gpu_idx)]
+            distinct: list[tuple[Chan, set[int]]] = []
+            for c, st in sets:
+                if all(st != d for _, d in distinct):
+                    distinct.append((c, st))
+            if len(distinct) > 1:
+                bad = [c.index for c, st in sets if st != union]
+                examples = "; ".join(f"channel {c.index}: {_ranges(sorted(st))}" for c, st in distinct[:3])
+                self.out.add("NTG028", f"the channels of the {g.name} list different GPUs ({examples}; together "
+                                       f"{_ranges(sorted(union))}): every channel must list exactly the job's GPUs. "
+                                       f"A job on all of them runs {_channels(bad)} with ranks missing (NCCL leaves "
+                                       "them at rank 0: broken rings), a job on one channel's GPUs fails the load "
+                                       "('XML Import Channel : dev N not found')", g.channels[bad[0]].el)
             if union and len(union) < len(self.gpus) and not any(i is None for c in g.channels for i in c.gpu_idx):
                 others = sorted(set(have) - union)
                 self.out.add("NTG028", f"the {g.name} lists GPUs {_ranges(sorted(union))} of the {len(have)} on this "
