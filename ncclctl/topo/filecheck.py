@@ -105,10 +105,11 @@ def _meaning(result, path: str, node: Node | None, meaning: Meaning, version) ->
     except InputError as exc:
         if meaning.topo is not None:
             raise
-        meaning.notes.append(f"graph meaning not checked: {exc.message}")
+        # the summary line's notes hold no parentheses
+        meaning.notes.append("graph meaning not checked: " + exc.message.replace("(", "[").replace(")", "]"))
     if model is None and not meaning.notes:
-        meaning.notes.append("graph meaning (NTG022-NTG031 except NTG026) not checked: give the topology NCCL reads "
-                             "(--topo FILE) or the host (--root DIR / --live)")
+        meaning.notes.append("graph meaning not checked: NTG022-NTG031 but NTG026 need the topology NCCL reads, "
+                             "give --topo FILE, --root DIR or --live")
     return check_graph_meaning(result, path, model if isinstance(model, Model) else None, version=version)
 
 

@@ -87,16 +87,9 @@ def _f(v: float) -> str:
 
 def _ranges(nums: list[int]) -> str:
     """``0-3, 5, 7``."""
-    nums = sorted(set(nums))
-    out: list[str] = []
-    i = 0
-    while i < len(nums):
-        j = i
-        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
-            j += 1
-        out.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
-        i = j + 1
-    return ", ".join(out)
+    from ncclctl.sysfs import format_cpulist
+
+    return format_cpulist(nums).replace(",", ", ")
 
 
 def _channels(nums: list[int]) -> str:
