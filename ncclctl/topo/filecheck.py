@@ -46,12 +46,13 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
     confirmed: frozenset[tuple[int, int, str]] = frozenset()
     against_host: list[Finding] = []
     meant: list[Finding] = []
+    result = None
     if (load_node is not None or meaning is not None) and kind in ("topology", "graph"):
         from ncclctl.topo import hostcheck
         from ncclctl.topo.interpret import interpret
         from ncclctl.topo.ncclxml import parse_nccl_xml
 
-        result = parse_nccl_xml(data, kind=kind, nccl_version=version)
+        result = parse_nccl_xml(data, kind=kind, nccl_version=version, path=path)
         if result.ok and result.root is not None:
             node = load_node() if load_node is not None else None
             if node is not None and kind == "topology" and result.root.name == "system":
@@ -65,7 +66,12 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
                 if meaning is not None:
                     meant = _meaning(result, path, node, meaning, version)
                     against_host = _without_repeats(against_host, meant, meaning.doc is not None)
-    findings = validate_bytes(data, path=path, nccl_version=version, confirmed=confirmed)
+    if kind == "graph" and result is not None:
+        from ncclctl.topo.validate import _validate_graph_result
+
+        findings = _validate_graph_result(result, path)  # the file read once
+    else:
+        findings = validate_bytes(data, path=path, nccl_version=version, confirmed=confirmed)
     if xsd and kind is not None:
         from ncclctl.topo.schema import xsd_findings  # lxml is imported only here
 
