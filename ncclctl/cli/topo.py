@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import List, Optional
 
 import typer
 
 from ncclctl.cli.common import (BACKUP_OPTION, CHECK_OPTION, CONFIG_HELP, DIFF_OPTION, EXIT_CODE_OPTION,
                                 FAIL_ON_HELP, FOLLOW_OPTION, JSON_SCHEMA_VERSION, MODEL_HELP, NCCL_DEFAULT, ROOT_HELP,
-                                RULE_HELP, SHOW_INFO_OPTION, FailOn, Format, ReportFormat, ShowFormat, csv_list,
+                                RULE_HELP, SHOW_INFO_OPTION, FailOn, Format, GdrMode, ReportFormat, ShowFormat, csv_list,
                                 dumps, emit_report, emit_result, format_option, load_config, load_node, note, out,
                                 read_xml, select_rules, sub_app, usage)
 from ncclctl.errors import ExitCode
@@ -54,7 +53,7 @@ def topo_generate(
 
 def validate_file(file: str, *, root: Optional[str], live: bool, nccl_version: str, fmt: ReportFormat,
                   fail_on: FailOn, xsd: bool, config: Optional[str], rule: Optional[List[str]], show_info: bool,
-                  command: str) -> None:
+                  command: str, meaning=None) -> None:
     """The body of ``topo validate`` and ``rings validate``."""
     from ncclctl.nccl.version import parse_option
     from ncclctl.topo.filecheck import validate_report
@@ -65,7 +64,8 @@ def validate_file(file: str, *, root: Optional[str], live: bool, nccl_version: s
     cfg_path, cfg = load_config(config)
     rep = validate_report(read_xml(file), file, nccl_version=parse_option(nccl_version), xsd=xsd,
                           load_node=(lambda: load_node(root, None)) if (root is not None or live) else None,
-                          config=cfg, config_path=cfg_path, only=only, fail_on=fail_on.value, command=command)
+                          config=cfg, config_path=cfg_path, only=only, fail_on=fail_on.value, command=command,
+                          meaning=meaning)
     emit_report(rep, fmt, show_info)
 
 
@@ -124,12 +124,6 @@ def topo_diff(
         out(show.diff_text(changes, a, b))
     if changes:
         raise typer.Exit(int(ExitCode.FINDINGS))
-
-
-class GdrMode(str, Enum):
-    auto = "auto"
-    on = "on"
-    off = "off"
 
 
 @topo_app.command("predict")

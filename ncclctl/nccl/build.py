@@ -511,6 +511,8 @@ class _Builder:
                 self.add_nic(sub, nic, system_id)
 
     def add_nic(self, xn: X, nic: Node, system_id: int) -> None:
+        from ncclctl.nccl.params import strtoul
+
         for xnet in xn.subs:
             if xnet.name != "net" or xnet.get("dev") is None:
                 continue
@@ -522,7 +524,8 @@ class _Builder:
             net.name = xnet.get("name") or f"dev{dev}"
             net.label = net.name
             guid = xnet.get("guid")
-            net.asic = _strtol(guid, 16) if guid is not None else net.id
+            # topo.cc: strtoull(guid, NULL, 16) (a guid with the top bit set must not clamp to LONG_MAX)
+            net.asic = strtoul(guid, 16).value if guid is not None else net.id
             mbps = _int(xnet, "speed", 0)
             if mbps <= 0:
                 mbps = 10000

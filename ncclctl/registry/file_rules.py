@@ -27,6 +27,19 @@ _READER = "ncclctl/topo/ncclxml.py"
 _VALIDATE = "ncclctl/topo/validate.py"
 _HOST = "ncclctl/topo/hostcheck.py"
 _SCHEMA = "ncclctl/topo/schema.py"
+_MEANING = "ncclctl/topo/graphcheck.py"
+#: Where the graph-meaning rules live, and those of them that need no model of the node (docs: when they run).
+MEANING = _MEANING
+MEANING_WITHOUT_MODEL = frozenset({"NTG026"})
+
+# What the graph-meaning rows (NTG022-NTG031) have in common: they need NCCL's model of the node.
+_MEANING_DETECT = (
+    "Only in 'rings validate' with the topology NCCL reads: --topo FILE, or with --root/--live the host's effective "
+    "NCCL_TOPO_FILE, else what 'ncclctl topo generate' writes for it; settings from the host's environment and conf "
+    "files and --env KEY=VAL; GPUDirect RDMA from --gdr (auto: the host's peer-memory and DMA-BUF facts). "
+    "ncclctl builds NCCL's system from them with its model of NCCL 2.30.7 (ncclctl/nccl: the IB plugin's "
+    "NCCL_IB_HCA filtering and NIC fusion, paths.cc's path types, PXN and GPUDirect decisions) and compares each "
+    "ring (id 0) and tree (id 1) graph with it (ncclctl/topo/graphcheck.py).")
 
 # prefix -> (context appended to the title for "what", why, how detected, where the checks live)
 _FAMILY_DOC: dict[str, tuple[str, str, str, str]] = {
@@ -168,6 +181,99 @@ _EXTRA: dict[str, dict[str, str]] = {
                "channel layout made for something else.",
         "detect": "With --root/--live, ncclctl reads the host's /etc/nccl.conf (as NCCL does: the first "
                   "NCCL_GRAPH_FILE= line) when it validates a graph file.",
+    },
+    "NTG022": {
+        "checked_by": _MEANING, "graded": "info when no protocol or tuning choice changes with it",
+        "why": "NCCL stores typeintra and typeinter verbatim and its tuning reads them: LL128 is enabled by default "
+               "only with typeinter <= PXN on sm90 and later (<= PXB below, or with NCCL_LL128_C2C=0) and typeintra "
+               "<= NVB, and on one node typeintra NVL selects NVLink latencies. A type worse than the real path "
+               "turns LL128 off for nothing; a better one claims more than the hardware gives and enables LL128 "
+               "where NCCL would not.",
+        "detect": "The real type of typeintra is the worst GPU -> GPU path along each channel's GPU order (closing "
+                  "back to the first GPU on one node); of typeinter, the worst endpoint path: NET -> first GPU "
+                  "(receives take no PXN), sending GPU -> NET (PXN where NCCL relays), both directions for trees. "
+                  + _MEANING_DETECT,
+    },
+    "NTG023": {
+        "checked_by": _MEANING,
+        "why": "NCCL's tuning takes nchannels x speedintra (up to 2 nodes) or x speedinter (beyond) as the graph's "
+               "bandwidth. A speed the links cannot carry makes NCCL overestimate the ring or tree and choose it, or "
+               "a protocol, where another choice is faster.",
+        "detect": "search.cc's followPath accounting, summed over the graph's channels: every channel takes "
+                  "speedintra on each link of each GPU -> GPU hop and speedinter on each link of its NET -> GPU and "
+                  "GPU -> NET paths (half each for the two sending GPUs of a balanced tree; PCI through an Intel CPU "
+                  "costs 6/5), and each channel that starts on a NET takes speedinter of that NET's bandwidth. A "
+                  "link carrying more than its bandwidth binds the speed. This is a bound from the path model, not "
+                  "NCCL's own search result. " + _MEANING_DETECT,
+    },
+    "NTG024": {
+        "checked_by": _MEANING,
+        "why": "A speed far below what the paths carry makes NCCL's tuning underestimate the ring or tree, so it "
+               "may choose another algorithm or protocol; on sm90 and later across nodes, a ring speedintra of 45 or "
+               "less also forgoes the channel doubling of connect.cc.",
+        "detect": "As NTG023: the largest speed the links allow with the other speed as declared; the file's speed "
+                  "under half of it is reported. " + _MEANING_DETECT,
+    },
+    "NTG025": {
+        "checked_by": _MEANING,
+        "why": "NCCL's own search only produces speeds from its per-architecture arrays (search.cc: speedArrayIntra "
+               "and speedArrayInter, their sm90 and sm100 versions; across nodes both speeds come from the inter "
+               "array). Another value works as written but was not made by NCCL.",
+        "detect": "Each speed against the array for the lowest sm among the GPUs, one node (no <net>) or more. "
+                  + _MEANING_DETECT,
+    },
+    "NTG026": {
+        "checked_by": _MEANING,
+        "why": "connect.cc swaps ring channels c and c^1 on odd nodes when crossnic is 2 and the channel count is "
+               "even ('Alternate rings to avoid crossing rails'), so that the NIC node k sends on is the NIC node "
+               "k+1 receives on. Channels whose out net is not the in net of the channel that follows them on the "
+               "next node make every such hop cross rails (through the spine of a rail-optimized fabric); crossnic "
+               "0 with in != out is a layout NCCL's search never builds.",
+        "detect": "The ring channels' first and last <net> dev, with the swap applied as connect.cc does. Needs no "
+                  "host: runs in every 'rings validate'.",
+    },
+    "NTG027": {
+        "checked_by": _MEANING, "graded": "error when the NIC is not a rail: a storage or front-end NIC",
+        "why": "Net devs are NCCL's IB plugin indices after NCCL_IB_HCA filtering and NIC fusion, so a graph "
+               "numbered for one NCCL_IB_HCA lands on other NICs under another: channels on a storage or front-end "
+               "NIC, or on a NIC across the CPU (PHB/SYS) from their GPU, without GPUDirect RDMA (traffic staged "
+               "through host memory).",
+        "detect": "Each channel endpoint's NET (as NCCL numbers NETs under the node's settings) against the GPU: its "
+                  "path type and GPUDirect RDMA decision (paths.cc ncclTopoCheckGdr) compared with the GPU's closest "
+                  "NET, and, with a host, the rails of 'ncclctl rails'. The fix names the NCCL_IB_HCA that numbers "
+                  "the rails so the dev lands right, or the dev to use. " + _MEANING_DETECT,
+    },
+    "NTG028": {
+        "checked_by": _MEANING,
+        "why": "NCCL maps each <gpu dev> to a rank of the job when it loads the file and fails ('XML Import Channel "
+               ": dev N not found') when the GPU is not in the job; a channel listing fewer GPUs than the job leaves "
+               "the other ranks at 0. A graph file therefore serves exactly one GPU set: every channel must list "
+               "exactly the job's GPUs.",
+        "detect": "The channels' GPUs (by dev, or rank from 2.30.3) against NCCL's system for the node and against "
+                  "each other. " + _MEANING_DETECT,
+    },
+    "NTG029": {
+        "checked_by": _MEANING,
+        "why": "NCCL does not check a graph's net devs when it loads the file; a dev that does not exist fails the "
+               "first connection of the channel ('Could not find NET with id', ncclInternalError). At the default "
+               "NCCL_NET_MERGE_LEVEL the IB plugin fuses the two ports or functions of a dual-port card into one "
+               "virtual NIC numbered after the physical ones: the physical devs are gone.",
+        "detect": "Each <net dev> against the NETs of NCCL's system (after NCCL_IB_HCA and fusion); a fused-away "
+                  "physical dev is named with its virtual NIC. " + _MEANING_DETECT,
+    },
+    "NTG030": {
+        "checked_by": _MEANING,
+        "why": "A channel that ends on a GPU whose NET hangs off another GPU's PCIe switch sends through that GPU "
+               "(PXN): the proxy runs on the peer, network user-buffer registration is off for the connection, and "
+               "with NCCL_PXN_DISABLE=1 the path becomes PHB without GPUDirect RDMA. NCCL's own layout (crossnic 2) "
+               "ends every channel at its out NIC's own GPU.",
+        "detect": "The sending endpoints' GPU -> NET path type (paths.cc PXN). " + _MEANING_DETECT,
+    },
+    "NTG031": {
+        "checked_by": _MEANING,
+        "why": "tuning.cc multiplies tree bandwidth by 0.85 when the tree pattern is 3 (TREE), and NCCL's own search "
+               "uses pattern 1 (BALANCED_TREE) below sm90 (the simpler tree is only a fallback from sm90 on).",
+        "detect": "The tree graph's pattern and the lowest sm among the GPUs. " + _MEANING_DETECT,
     },
     "NTX090": {
         "checked_by": _SCHEMA,
@@ -495,6 +601,37 @@ _ROWS: tuple[tuple[str, str, Severity, str, str], ...] = (
     ('NTG021', 'graph-element-ignored', W,
      'element NCCL ignores in a graph file (unknown name or wrong position)',
      'Use only graphs > graph > channel > net/gpu.'),
+    # --- NTG: what the graph means on the node (graphcheck.py, rings validate with a topology) ----------------
+    ('NTG022', 'graph-path-type-mismatch', W,
+     'declared typeintra/typeinter differ from the real path types of the channels (LL128 on or off wrongly)',
+     "Declare the real worst path types (NCCL's own search writes them; see the message)."),
+    ('NTG023', 'graph-speed-oversubscribed', W,
+     "declared speed more than the channels' paths carry (NCCL's tuning overestimates the graph)",
+     'Lower the speed to the bound in the message, or regenerate the graph.'),
+    ('NTG024', 'graph-speed-underused', W,
+     "declared speed under half of what the channels' paths carry (NCCL's tuning underestimates the graph)",
+     'Raise the speed toward the bound in the message, or regenerate the graph.'),
+    ('NTG025', 'graph-speed-not-nccl', I,
+     "speed not in NCCL's search speed arrays for the GPUs' sm",
+     "Use a value from NCCL's array for that sm (the message lists it)."),
+    ('NTG026', 'graph-crossnic-rails', W,
+     "crossnic and the channels' in/out nets make ring hops between nodes cross rails",
+     'Use crossnic="0" with each channel entering and leaving on one net, or crossnic="2" with channel pairs c, c^1.'),
+    ('NTG027', 'graph-net-not-compute', W,
+     "a channel's net is not its GPU's compute NIC (storage/front-end NIC, PHB/SYS, or no GPUDirect RDMA)",
+     'Set NCCL_IB_HCA to the rails the graph was numbered for, or use the dev in the message.'),
+    ('NTG028', 'graph-gpu-set', E,
+     "the channels' GPUs are not exactly the job's GPUs (a subset, uneven channels, or GPUs the node lacks)",
+     "List every GPU of the job in every channel, by its NVML index; use the file only for jobs on that GPU set."),
+    ('NTG029', 'graph-net-dev-missing', E,
+     'net dev that NCCL will not have after NCCL_IB_HCA and NIC fusion (fails at connect time)',
+     'Use a dev NCCL has (ncclctl topo predict lists them), or NCCL_NET_MERGE_LEVEL=LOC to keep physical devs.'),
+    ('NTG030', 'graph-pxn-endpoint', I,
+     'channels that end on a GPU reaching its net through another GPU (PXN)',
+     "End each channel at its out net's own GPU (NCCL's layout: crossnic 2, channel c leaves on rail c^1 from its GPU)."),
+    ('NTG031', 'graph-tree-pattern', I,
+     'tree pattern 3 below sm90 (tuning x0.85; NCCL uses the balanced tree)',
+     'Use pattern="1" (BALANCED_TREE) for the tree graph below sm90.'),
     # --- NTV: version-specific (§6) -------------------------------------------------------------------
     ('NTV001', 'version-element-unknown', W,
      'element not understood by the target NCCL version (ignored)',
@@ -597,7 +734,8 @@ def _register(rule_id: str, slug: str, severity: Severity, title: str, fix: str)
     context, why, detect, module = _FAMILY_DOC[rule_id[:3]]
     extra = _EXTRA.get(rule_id, {})
     return table(rule_id, slug, severity, title, what=_what(title, context), why=extra.get("why", why),
-                 detect=extra.get("detect", detect), fix=fix, checked_by=extra.get("checked_by", module))
+                 detect=extra.get("detect", detect), fix=fix, checked_by=extra.get("checked_by", module),
+                 graded=extra.get("graded"))
 
 
 RULES: tuple[Rule, ...] = tuple(_register(*row) for row in _ROWS)
