@@ -113,8 +113,13 @@ def complete(root: XmlNode, *, names: Mapping[str, str] | None = None) -> tuple[
                 n.children.append(_N("gpu", [("sm", ASSUMED_SM)], []))
                 counts["gpu"] += 1
             elif not kids and kind == "nic":
+                from ncclctl.nccl.build import pci_link_bw
+                from ncclctl.nccl.params import strtol
+
                 name = (names or {}).get(busid) or f"NIC@{busid}"
-                n.children.append(_N("nic", [], [_N("net", [("name", name)], [])]))
+                # as fast as its PCI link (the plugin reports the port speed on the host)
+                mbps = int(pci_link_bw(n.get("link_speed") or "", strtol(n.get("link_width") or "0").value or 0) * 8000)
+                n.children.append(_N("nic", [], [_N("net", [("name", name), ("speed", str(mbps))], [])]))
                 comp.nic_busid[name] = busid
                 counts["nic"] += 1
             if "gpu" in {c.name for c in n.children} or "nic" in {c.name for c in n.children}:
@@ -151,7 +156,8 @@ def complete(root: XmlNode, *, names: Mapping[str, str] | None = None) -> tuple[
     found = [f"{counts[k]} {w}{'s' if counts[k] != 1 else ''}" for k, w in (("gpu", "GPU"), ("nic", "NIC"))
              if counts[k]]
     if found:
-        comp.assumed.append(f"{' and '.join(found)} where the file has a GPU- or network-class <pci> without one")
+        comp.assumed.append(f"{' and '.join(found)} where the file has a GPU- or network-class <pci> without one"
+                            + (", each NIC as fast as its PCI link" if counts["nic"] else ""))
     if counts["sm"] or counts["gpu"]:
         comp.assumed.append(f"sm {ASSUMED_SM}")
     if counts["cpu"]:

@@ -143,7 +143,10 @@ def diff(a: TopoView, b: TopoView) -> list[dict]:
     return changes
 
 
-def diff_text(changes: list[dict], a: str, b: str) -> str:
+def diff_text(changes: list[dict], a: str, b: str, notes: list[str] | None = None,
+              consequences: list[str] | None = None) -> str:
+    """The changes (each with its ``meaning`` lines when :mod:`ncclctl.topo.explain` added them), then file-level
+    notes and what NCCL decides differently."""
     if not changes:
         return f"no semantic difference between {a} and {b}\n"
     lines = [f"--- {a}", f"+++ {b}"]
@@ -154,5 +157,8 @@ def diff_text(changes: list[dict], a: str, b: str) -> str:
             lines.append(f"+ {c['what']}")
         else:
             lines.append(f"~ {c['what']}: {c['attr']}: {c['from']!r} -> {c['to']!r}")
+        lines.extend(f"    {m}" for m in c.get("meaning", ()))
     lines.append(f"{len(changes)} difference(s)")
+    lines.extend(notes or ())
+    lines.extend(consequences or ())
     return "\n".join(lines) + "\n"
