@@ -48,9 +48,9 @@ def _kind(pci: XmlNode) -> str:
 
 
 def _parent(node: XmlNode) -> str:
-    p = node.parent
-    while p is not None and p.name not in ("pci", "cpu"):
-        p = p.parent
+    from ncclctl.topo.show import nearest_parent
+
+    p = nearest_parent(node)
     if p is None:
         return "nothing"
     if p.name == "pci":

@@ -86,6 +86,14 @@ def view_doc(view: TopoView) -> dict:
 # Semantic diff: facts keyed by identity (busid, numaid, net name), blind to formatting and order.
 
 
+def nearest_parent(node: XmlNode) -> XmlNode | None:
+    """The ``<pci>`` or ``<cpu>`` an element hangs from (None at the top)."""
+    p = node.parent
+    while p is not None and p.name not in ("pci", "cpu"):
+        p = p.parent
+    return p
+
+
 def facts(view: TopoView) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     root = view.result.root
@@ -95,9 +103,7 @@ def facts(view: TopoView) -> dict[str, dict[str, str]]:
         out[f"cpu numaid={c.numaid}"] = {k: v for k, v in c.attrs.items() if k and k != "host_hash"}
 
     def parent_id(node: XmlNode) -> str:
-        p = node.parent
-        while p is not None and p.name not in ("pci", "cpu"):
-            p = p.parent
+        p = nearest_parent(node)
         if p is None:
             return "-"
         return f"pci {p.get('busid')}" if p.name == "pci" else f"cpu numaid={p.get('numaid')}"
