@@ -109,19 +109,28 @@ def topo_diff(
     a: str = typer.Argument(..., help="The old topology file.", metavar="OLD"),
     b: str = typer.Argument(..., help="The new topology file.", metavar="NEW"),
     fmt: Format = format_option(Format.text),
+    nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Read both files as this NCCL version does.", metavar="X.Y[.Z]"),
 ) -> None:
-    """Semantic diff of two topology files (devices, links, attributes), blind to formatting and order.
+    """Semantic diff of two topology files (devices, links, attributes), blind to formatting and order, with what
+    each change means to NCCL (CPU sets, link bandwidth, NUMA moves) and what NCCL then decides differently (NETs,
+    path types and GPUDirect RDMA per GPU, GPU-GPU paths, CPU binding), from NCCL's model of each file.
 
     Exit 0 when they mean the same to NCCL, 1 when they differ.
     """
+    from ncclctl.nccl.version import parse_option
     from ncclctl.topo import show
+    from ncclctl.topo.explain import consequence_lines, explain
     from ncclctl.topo.interpret import load_view
 
-    changes = show.diff(load_view(read_xml(a), path=a), load_view(read_xml(b), path=b))
+    version = parse_option(nccl_version)
+    va = load_view(read_xml(a), path=a, nccl_version=version)
+    vb = load_view(read_xml(b), path=b, nccl_version=version)
+    changes, notes, cons = explain(va, vb, show.diff(va, vb), version)
     if fmt == Format.json:
-        out(dumps({"schema_version": JSON_SCHEMA_VERSION, "a": a, "b": b, "same": not changes, "changes": changes}))
+        out(dumps({"schema_version": JSON_SCHEMA_VERSION, "a": a, "b": b, "same": not changes, "changes": changes,
+                   "notes": notes, "consequences": cons}))
     else:
-        out(show.diff_text(changes, a, b))
+        out(show.diff_text(changes, a, b, notes, consequence_lines(cons) if cons else []))
     if changes:
         raise typer.Exit(int(ExitCode.FINDINGS))
 

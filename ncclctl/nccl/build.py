@@ -425,6 +425,12 @@ def _kv(value: str, table: tuple[tuple[str, int], ...], default: int) -> int:
     return default
 
 
+def pci_link_bw(speed: str, width: int) -> float:
+    """NCCL's bandwidth (GB/s) of a ``<pci>`` link: ``link_width`` lanes (0 read as 16) times the per-lane rate of
+    the first ``link_speed`` key that prefixes the value (6 Gb/s, Gen3, when none does), over 8 bits."""
+    return f32((width or 16) * _kv(speed, _PCI_GEN, 60) / 80.0)
+
+
 def _device(node: X) -> int:
     ret = 0
     for key, shift in (("vendor", 48), ("device", 32), ("subsystem_vendor", 16), ("subsystem_device", 0)):
@@ -555,9 +561,7 @@ class _Builder:
         if speed_s is None:
             raise InputError(f"<pci busid=\"{busid}\"> has no link_speed: NCCL stops here (ncclInternalError)",
                              fix="add link_speed=\"16.0 GT/s PCIe\" (or the link's speed)")
-        if width == 0:
-            width = 16
-        bw = f32(width * _kv(speed_s, _PCI_GEN, 60) / 80.0)
+        bw = pci_link_bw(speed_s, width)
         for xg in xp.subs:
             if xg.name != "gpu":
                 continue

@@ -275,6 +275,28 @@ _EXTRA: dict[str, dict[str, str]] = {
                "uses pattern 1 (BALANCED_TREE) below sm90 (the simpler tree is only a fallback from sm90 on).",
         "detect": "The tree graph's pattern and the lowest sm among the GPUs. " + _MEANING_DETECT,
     },
+    "NTS070": {
+        "checked_by": "ncclctl/topo/meaning.py",
+        "why": "NCCL uses GPUDirect RDMA only between a GPU and a NIC at most NCCL_NET_GDR_LEVEL apart (default P2C: "
+               "under a common PCIe switch). A file that hangs every GPU and NIC directly off the CPU (as hypervisors "
+               "present PCI devices, and as VM topology files often copy it), or puts them under different switches, "
+               "makes every GPU-NIC path PHB or SYS: NCCL turns GPUDirect RDMA off and stages every inter-node "
+               "transfer through host memory, while the real machine may pair them behind one switch.",
+        "detect": "NCCL's model of the file (ncclctl/nccl: build, paths, predict; what ncclctl topo predict prints) "
+                  "for a job of two such nodes, with GPUDirect RDMA assumed available: the rule fires when every GPU "
+                  "has GPUDirect RDMA off for every NET it uses because of the path alone. Devices the file leaves "
+                  "to NCCL (skeleton <pci> without <gpu>/<nic>) are completed as NCCL would find them; the message "
+                  "lists what was assumed.",
+    },
+    "NTH030": {
+        "checked_by": "ncclctl/topo/meaning.py",
+        "why": "On this host NCCL would pair the GPU with a NIC behind a common PCIe switch and use GPUDirect RDMA; "
+               "the file describes a layout in which the pair is farther apart than NCCL_NET_GDR_LEVEL, so NCCL "
+               "turns GPUDirect RDMA off and stages the GPU's inter-node traffic through host memory.",
+        "detect": "With --root/--live on a bare-metal host: NCCL's model of the hardware NCCL detects there (what "
+                  "ncclctl topo generate writes, the host's NCCL settings and GPUDirect RDMA support) against NCCL's "
+                  "model of the file, GPU by GPU. A VM's PCI tree carries no locality, so VMs are left to NTS070.",
+    },
     "NTX090": {
         "checked_by": _SCHEMA,
         "why": "The schemas describe the structure NCCL understands. A mismatch usually means an element or "
@@ -537,6 +559,13 @@ _ROWS: tuple[tuple[str, str, Severity, str, str], ...] = (
      'skeleton file (only <cpu> and <pci>): NCCL completes the devices and attributes from each host',
      'Nothing to do if the bus ids and NUMA layout are those of the hosts; validate against a host (--root/--live) '
      'to check them.'),
+    # --- NTS070-089: what the file makes NCCL decide, from NCCL's model (meaning.py) ---------------------
+    ('NTS070', 'layout-gdr-off-everywhere', W,
+     'no GPU shares a PCI switch with a NIC: GPUDirect RDMA is off for every GPU (flat or degraded layout)',
+     'If the machine pairs each GPU with a NIC under a PCIe switch (most 8-GPU servers and their VMs do), describe '
+     'that switch: put the GPU and its NIC under one <pci class="0x060400"> (a made-up bus id such as ffff:ff:01.0 '
+     'works; ncclctl topo generate --profile or --spec writes it). If they really sit on separate root ports, this '
+     'is what NCCL does anyway.'),
     # --- NTG: graph semantics (§4) --------------------------------------------------------------------
     ('NTG001', 'graph-no-graphs-root', E,
      'no <graphs> root (empty graph file): no graph is loaded',
@@ -713,6 +742,10 @@ _ROWS: tuple[tuple[str, str, Severity, str, str], ...] = (
     ('NTH014', 'host-graph-net-dev', E,
      "graph <net dev> is not a net device NCCL will have on this host: 'Could not find NET' fails init",
      'Number nets as the IB plugin does (active ports in PCI order, after NCCL_IB_HCA), or regenerate the file.'),
+    ('NTH030', 'host-gdr-lost', W,
+     'the file turns GPUDirect RDMA off for a GPU that this host pairs with a NIC',
+     'Regenerate the file on this host (ncclctl topo generate), or describe the PCIe switch the GPU shares with '
+     'its NIC as the host has it.'),
     ('NTH015', 'host-graph-file-in-etc', W,
      'NCCL_GRAPH_FILE is set in /etc/nccl.conf: every job on the node reads it, including ones on fewer GPUs',
      'Set NCCL_GRAPH_FILE per job (environment) for experiments only, not node-wide.'),

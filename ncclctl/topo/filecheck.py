@@ -58,6 +58,12 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
             if node is not None and kind == "topology" and result.root.name == "system":
                 view = interpret(result)
                 against_host = hostcheck.check_against_host(view, node, path)
+                from ncclctl.topo.meaning import host_gdr_lost
+
+                lost = host_gdr_lost(result, node, path)
+                if lost:  # one fact, one finding: NTH030 says more than NTH006 about the same GPU
+                    at = {f.line for f in lost}
+                    against_host = [f for f in against_host if not (f.rule == "NTH006" and f.line in at)] + lost
                 confirmed = hostcheck.confirmed_values(view, node)
             elif kind == "graph" and result.root.name == "graphs":
                 if node is not None:
@@ -72,6 +78,8 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
         findings = _validate_graph_result(result, path)  # the file read once
     else:
         findings = validate_bytes(data, path=path, nccl_version=version, confirmed=confirmed)
+    if any(f.rule == "NTH030" for f in against_host):  # the host confirms NTS070 GPU by GPU
+        findings = [f for f in findings if f.rule != "NTS070"]
     if xsd and kind is not None:
         from ncclctl.topo.schema import xsd_findings  # lxml is imported only here
         from ncclctl.topo.validate import without_repeated_xsd

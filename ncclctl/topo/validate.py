@@ -277,6 +277,11 @@ def _validate_topology_result(res: ParseResult, path: str,
     _check_topo_ignored(ctx, res)
     if res.root is not None:
         _TopoChecks(ctx, res.root, res).run()
+        if res.root.name == "system" and not any(f.severity.value == "error" for f in ctx.findings):
+            from ncclctl.topo.meaning import flat_layout  # NCCL's model: only for a file NCCL would load
+
+            for rule_id, message, node in flat_layout(res):
+                ctx.add(rule_id, message, node)
     return ctx.result()
 
 
