@@ -30,3 +30,26 @@ def test_nccl_reads_it_without_complaint(path):
     res = parse_nccl_xml(data, kind="topology")
     assert res.fatal is None and res.root is not None and res.root.name == "system"
     assert [d for d in res.diagnostics if d.severity.value == "error"] == []
+
+
+# The rule that now reports each class (issue 15); the one-socket <cpu> needs the host (NTH004 with --root).
+CAUGHT = {
+    "cpu-identical-affinity.xml": ("NTS044", None),
+    "cpu-swapped-affinity.xml": ("NTS045", None),
+    "link-bridge-2.5gt-x1.xml": ("NTS047", None),
+    "link-empty-speed-width-zero.xml": ("NTS031", None),
+    "link-speed-pcie-s-suffix.xml": ("NTS048", None),
+    "nvlink-self-target.xml": ("NTS049", None),
+    "skeleton-bus-ids-only.xml": ("NTS053", None),
+    "version-virtual-switch-without-ids.xml": ("NTV011", "2.9.6"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CAUGHT))
+def test_class_is_reported(name):
+    from ncclctl.topo.validate import validate_bytes
+
+    rule, version = CAUGHT[name]
+    data = (CLASSES / name).read_bytes()
+    kw = {"nccl_version": version} if version else {}
+    assert rule in {f.rule for f in validate_bytes(data, path=name, **kw)}
