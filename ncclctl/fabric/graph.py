@@ -67,6 +67,8 @@ class FabricGraph:
     switch_links: list[tuple] = field(default_factory=list)
     #: links that join two HCAs (back-to-back) or routers: counted, not used
     other_links: int = 0
+    #: HCA ports cabled straight to another HCA (no switch between): (guid, port) -> (remote guid, remote port)
+    direct: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     #: GUIDs of the CAs that are a switch's SHARP Aggregation Node (the switch's own virtual CA, described
     #: "Mellanox Technologies Aggregation Node", with the switch's system image GUID): not hosts, and a switch that
@@ -212,7 +214,8 @@ def detect_kind(text: str, *, source: str) -> str:
             return "ibnetdiscover"
         if _P_LINE.match(s):
             return "ibnetdiscover-ports"
-        if s.startswith(("Switch: 0x", "Switch 0x", "CA: ", "Router: ")) or _LINK_MODE.match(s):
+        if s.startswith(("Switch: 0x", "Switch 0x", "CA: ", "Router: ")) or _LINK_MODE.match(s) or (
+                "==(" in s and ")==>" in s):  # a port line: with --line, or filtered by grep without its header
             return "iblinkinfo"
         raise ParseError(f"not ibnetdiscover or iblinkinfo output: {s[:80]!r}", path=source, line=lineno, fix=_FIX)
     raise InputError("no fabric in the file (empty, or only comments)", path=source,
@@ -228,7 +231,10 @@ def read_fabric_text(path: str) -> str:
 
 
 def parse_fabric_text(text: str, *, source: str):
-    """(kind, Fabric): the parser is chosen by content."""
+    """(kind, Fabric): the parser is chosen by content (after a pasted prompt and command echo)."""
+    from ncclctl.parsers._common import paste_text
+
+    text, _pasted = paste_text(text, ("ibnetdiscover", "iblinkinfo"))
     kind = detect_kind(text, source=source)
     if kind == "iblinkinfo":
         try:
@@ -267,6 +273,8 @@ def from_fabric(fabric, *, source: str, kind: str = "ibnetdiscover") -> FabricGr
     if g is None:
         g = _from_fabric_careful(fabric, source=source, kind=kind)
     _mark_aggregation(g, fabric)
+    for note in getattr(fabric, "notes", ()):
+        g.findings.append(finding("FAB019", note, subject=source))
     return g
 
 
@@ -467,6 +475,9 @@ def _from_fabric_careful(fabric, *, source: str, kind: str) -> FabricGraph:
             g.switch_links.append((key[0], key[1], rguid, rport, p.width, p.speed, rate, p.line))
         else:
             g.other_links += 1
+            if lkind == "ca" and rkind == "ca":
+                g.direct[key] = rkey
+                g.direct[rkey] = key
     if unresolved:
         g.findings.append(finding(
             "FAB010", f"{len(unresolved)} link(s) lead to nodes the output does not identify (first at line "

@@ -457,6 +457,16 @@ def analyze(inp: FabricInput, *, rails: int | None = None, expect_rate: str | No
             problems.append({**rec, "problem": "absent", "line": line, "expected": _swd(g, exp_leaf)})
             return
         link = ep.link
+        if link is None and (ep.guid, ep.port) in g.direct:
+            rguid, rport = g.direct[(ep.guid, ep.port)]
+            rdesc = g.hcas[rguid][0] if rguid in g.hcas else ""
+            findings.append(finding(
+                "FAB020", f"{h} {hca} port {ep.port} (rail {k}): cabled straight to HCA "
+                          f"{rdesc + ' ' if rdesc else ''}({rguid}) port {rport}, with no switch between",
+                subject=src, line=ep.line, host=h))
+            problems.append({**rec, "problem": "back-to-back", "line": ep.line,
+                             "actual": {"guid": rguid, "desc": rdesc or None, "port": rport}})
+            return
         if link is None:
             findings.append(finding(
                 "FAB002", f"{h} {hca} port {ep.port} (rail {k}): no link"

@@ -121,6 +121,16 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
      "Relabel the switch or host, or move its cables to where its name says it belongs.",
      "Names are what people cable and debug by: a switch whose name says rail 3 while it carries rail 5 sends every "
      "repair to the wrong place.", _DETECT_LAYOUT, _LAYOUT, None),
+    ("FAB019", "fabric-filtered-capture", W, "filtered capture: port lines without their node headers",
+     "The iblinkinfo output lost its 'Switch:'/'CA:' headers (it went through grep, e.g. 'iblinkinfo | grep Up'): "
+     "the ports it lists are read, switches are named by their LID, and what the filter dropped is unknown.",
+     "Capture the whole output (iblinkinfo > fabric.txt, or iblinkinfo --line) and filter afterwards.",
+     _WHY_DATA, _DETECT_GRAPH, "ncclctl/parsers/iblinkinfo.py", None),
+    ("FAB020", "fabric-back-to-back", W, "HCA cabled straight to another HCA, with no switch between",
+     "A rail HCA whose link goes to another HCA (two hosts cabled back to back, a lab set-up) instead of a leaf.",
+     "Nothing to fix for a two-host lab set-up; in a cluster, cable the HCA to its rail's leaf.",
+     "A back-to-back link reaches one host only: NCCL can use it between those two hosts, but the rail is cut off "
+     "from the rest of the fabric.", _DETECT_LAYOUT, _LAYOUT, None),
 )
 
 RULES: tuple[Rule, ...] = tuple(

@@ -167,3 +167,23 @@ def test_name_fields_number_labels_and_extrapolate():
     counted = [(f"leaf{i:03d}", i % 4) for i in range(16)]
     assert find_field(counted) is None
     assert find_field([("spine", 0), ("spine", 1)]) is None
+
+
+OUTPUTS = REPO / "fixtures" / "outputs"
+
+
+def test_filtered_iblinkinfo_is_read_and_said():
+    doc = rails_json(str(OUTPUTS / "iblinkinfo-grep-active.txt"))
+    assert [g["hosts"] for g in doc["groups"]] == [["gpu07", "gpu08"]]
+    assert doc["groups"][0]["leaves"][0]["guid"] == "lid:3"
+    filtered = by_rule(doc, "FAB019")
+    assert len(filtered) == 1 and "filtered (grep?)" in filtered[0]["message"]
+
+
+def test_back_to_back_hcas_are_not_down_links():
+    doc = rails_json(str(OUTPUTS / "iblinkinfo-back-to-back.txt"))
+    b2b = by_rule(doc, "FAB020")
+    assert {f["message"].split()[0] for f in b2b} == {"lab01", "lab02"}
+    assert "cabled straight to HCA lab02 mlx5_0" in next(f["message"] for f in b2b if f["message"].startswith("lab01"))
+    assert not by_rule(doc, "FAB002")
+    assert {p["problem"] for p in doc["problems"]} == {"back-to-back"}
