@@ -108,11 +108,11 @@ def test_table_rules_keep_their_ids():
     from ncclctl.fabric.rules import RULES as FABRIC
     from ncclctl.topo.rules import RULES as FILE
 
-    assert len(FILE) == 115 and len(FABRIC) == 14
+    assert len(FILE) == 115 and len(FABRIC) == 20
     assert {f"NTX{i:03d}" for i in [*range(1, 26), 90, 91]} | {f"NTS{i:03d}" for i in range(1, 43)} \
         | {f"NTG{i:03d}" for i in range(1, 22)} | {f"NTV{i:03d}" for i in range(1, 11)} \
         | {f"NTH{i:03d}" for i in range(1, 16)} == set(FILE)
-    assert {f"FAB{i:03d}" for i in range(1, 15)} == set(FABRIC)
+    assert {f"FAB{i:03d}" for i in range(1, 21)} == set(FABRIC)
     assert all(FILE[rid] is get(rid) for rid in FILE) and all(FABRIC[rid] is get(rid) for rid in FABRIC)
 
 
