@@ -95,8 +95,20 @@ class _Probe:
             )
         return result
 
-    def command(self, argv: tuple[str, ...], parse: Callable[..., T]) -> T | None:
+    def command(self, argv: tuple[str, ...], parse: Callable[..., T], *, partial_ok: bool = False) -> T | None:
+        """``partial_ok``: a command that exited non-zero after printing output (ibstat stops at the first CA it
+        cannot stat) is parsed from that output; the parser says what was cut (``failure``), else the exit status is
+        listed under ``unavailable``."""
         result: CommandResult = self.runner.run(argv)
+        if not result.ok and partial_ok and result.partial:
+            try:
+                out = parse(result.partial, source=" ".join(argv))
+            except NcclctlError:
+                out = None
+            if out is not None:
+                if getattr(out, "failure", None) is None:
+                    self.unavailable.append(Unavailable(source=" ".join(argv), reason=result.reason or "failed"))
+                return out
         if not result.ok:
             if result.reason != "not captured" or self.host.live:
                 self.unavailable.append(Unavailable(source=" ".join(argv), reason=result.reason or "failed"))
@@ -589,7 +601,7 @@ class _Probe:
     def _nics_from_ibstat(self, by_bdf: dict[str, list[str]]) -> tuple[Nic, ...]:
         from ncclctl.parsers.ibstat import parse_ibstat  # noqa: PLC0415
 
-        cas = self.command(("ibstat",), parse_ibstat)
+        cas = self.command(("ibstat",), parse_ibstat, partial_ok=True)
         if cas is None:
             self.unavailable.append(Unavailable(source="rdma", reason="no /sys/class/infiniband and no ibstat"))
             return ()
