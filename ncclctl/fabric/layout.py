@@ -28,7 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ncclctl.errors import UsageError
-from ncclctl.fabric.graph import WHY_TEXT, Endpoint, FabricGraph, finding, rate_label, unknown_findings
+from ncclctl.fabric.graph import WHY_TEXT, Endpoint, FabricGraph, UnknownHca, finding, rate_label, unknown_findings
 from ncclctl.fabric.hostlist import compress
 from ncclctl.fabric.naming import NameField, find_field, mismatches, with_number
 from ncclctl.fabric.sources import FabricInput
@@ -317,9 +317,8 @@ def _outsiders(g: FabricGraph, st: _Structure) -> dict[str, str]:
     for h in st.hosts:
         if st.host_group.get(h) is None:
             continue  # no linked rail: reported as such (FAB002/FAB003), kept in the layout's unplaced list
-        hr = st.host_rails[h]
-        present = sum(1 for ep in hr if ep is not None)
-        if 2 * present <= n or any(level.get(leaf, 0) != 1 for leaf in st.host_leaves[h] if leaf is not None):
+        count = sum(1 for ep in st.host_rails[h] if ep is not None)
+        if 2 * count <= n or any(level.get(leaf, 0) != 1 for leaf in st.host_leaves[h] if leaf is not None):
             candidates.append(h)
     if not candidates:
         return out
@@ -641,7 +640,7 @@ def _name_findings(g: FabricGraph, st: _Structure, num: Numbering, findings: lis
     group than the one it is cabled into."""
     src = g.source
     rail_items, group_items, host_items = _name_items(g, st)
-    group_of = {grp.hosts[0]: grp for grp in st.groups}
+    group_of: dict[object, Group] = {grp.hosts[0]: grp for grp in st.groups}
     by_desc: dict[str, str] = {}
     for grp in st.groups:
         for L in grp.leaves:
@@ -765,11 +764,14 @@ def _place_unknown(g: FabricGraph, inp: FabricInput, st: _Structure, findings: l
             if isinstance(p, int):
                 aligned.setdefault(gi, []).append((p, h))
     port_groups = {gi for gi, rows in aligned.items() if 4 * len(rows) >= 3 * total[gi] and total[gi] >= 2}
-    positions: dict[tuple[int, int], list[tuple[int, object]]] = {}
+    positions: dict[tuple[int, int], list[tuple[int, UnknownHca]]] = {}
     rest = []
     for u in inp.unknown:
         link = g.hca_links.get((u.guid, 1)) or g.hca_links.get((u.guid, 2))
-        pos = leaf_pos.get(link[0]) if link is not None else None
+        if link is None:
+            rest.append(u)
+            continue
+        pos = leaf_pos.get(link[0])
         if pos is None or pos[0] not in port_groups or not isinstance(link[1], int) or u.why == "not-inventory":
             rest.append(u)
             continue

@@ -102,20 +102,21 @@ def find_field(items: list[tuple[str, object]], *, min_labels: int = 2) -> NameF
     for name, label in items:
         t = _FIELD.sub("#", name)
         if t != name:
-            rows = by_template.get(t)
-            if rows is None:
-                rows = by_template[t] = []
-            rows.append((name, label))
+            bucket = by_template.get(t)
+            if bucket is None:
+                bucket = by_template[t] = []
+            bucket.append((name, label))
     if not by_template:
         return None
     t, named = max(by_template.items(), key=lambda kv: (len(kv[1]), kv[0]))
     if len(named) < _MIN_SHARE * len(items):
         return None
-    rows = [(tuple(int(m.group(1)) if len(m.group(1)) < 10 else -1 for m in _FIELD.finditer(name)), label, name)
-            for name, label in named]
+    rows: list[tuple[tuple[int, ...], object, str]] = [
+        (tuple(int(m.group(1)) if len(m.group(1)) < 10 else -1 for m in _FIELD.finditer(name)), label, name)
+        for name, label in named]
     if len({label for _, label, _n in rows}) < min_labels:
         return None
-    best: tuple[int, int, dict] | None = None
+    best: tuple[int, int, dict[object, int]] | None = None
     for i in range(len(rows[0][0])):
         per: dict[object, dict[int, int]] = {}
         for nums, label, _n in rows:
@@ -126,7 +127,9 @@ def find_field(items: list[tuple[str, object]], *, min_labels: int = 2) -> NameF
             c[v] = c.get(v, 0) + 1
         if any(-1 in c for c in per.values()):
             continue
-        mapping = {label: min(c, key=lambda v, c=c: (-c[v], v)) for label, c in per.items()}
+        mapping: dict[object, int] = {}
+        for label, c in per.items():
+            mapping[label] = min(c, key=lambda v, c=c: (-c[v], v))  # type: ignore[misc]
         if len(set(mapping.values())) != len(mapping):
             continue
         agree = sum(per[label][v] for label, v in mapping.items())

@@ -184,16 +184,18 @@ class _Parser:
                     node = last_line_node
                     node.listed += 1
                 else:
-                    node = cur
-                    if node is not None and (node.kind == "switch") != (pguid is None):
-                        node = None  # a switch port line under a CA header, or the reverse: a header was filtered
-                    if node is None:
+                    under: _Node | None = cur
+                    if under is not None and (under.kind == "switch") != (pguid is None):
+                        under = None  # a switch port line under a CA header, or the reverse: a header was filtered
+                    if under is None:
                         # no header for this line: the output went through grep ("iblinkinfo | grep Up"). A CA
                         # line names its port GUID; a switch line only its switch's LID.
                         node = self.headerless_node(pguid, int(lid), lineno)
                         cur = None
-                    elif node.kind != "switch" and not node.guid:
-                        node.guid = self.guid(pguid)
+                    else:
+                        node = under
+                        if node.kind != "switch" and not node.guid:
+                            node.guid = self.guid(pguid)
                 self.port(node, pguid, int(lid), int(port), ext, inner, remote, lineno)
         return self.finish()
 

@@ -113,7 +113,7 @@ def write_tree(dest: str, node: Node, recorder: Recorder, runner: RecordingRunne
         name = slug(res.argv)
         if res.ok:
             files[f"/cmd/{name}.txt"] = (res.stdout or "").encode()
-        elif getattr(res, "partial", None):
+        elif res.partial:
             # what the tool printed before it failed, and its error line: the recording reads as the live run did
             files[f"/cmd/{name}.txt"] = res.partial.encode()
         elif res.reason != "not captured":
