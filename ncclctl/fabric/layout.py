@@ -118,6 +118,16 @@ def _width_num(w: str | None) -> int | None:
         return None
 
 
+def _root(parent: dict[str, str], x: str) -> str:
+    """Union-find: the root of ``x``, compressing the path to it."""
+    r = x
+    while parent[r] != r:
+        r = parent[r]
+    while parent[x] != r:
+        parent[x], x = r, parent[x]
+    return r
+
+
 @dataclass
 class _Structure:
     """Rails, groups and rail leaves of a set of hosts (steps 1-3), before the check."""
@@ -199,12 +209,7 @@ def _structure(inp: FabricInput, hosts: list[str], rails: int | None) -> _Struct
     parent = {leaf: leaf for leaf in nh}
 
     def find(x: str) -> str:
-        root = x
-        while parent[root] != root:
-            root = parent[root]
-        while parent[x] != root:
-            parent[x], x = root, parent[x]
-        return root
+        return _root(parent, x)
 
     for (a, b), w in pair_w.items():
         if 2 * w > max(nh[a], nh[b]):
@@ -242,12 +247,7 @@ def _structure(inp: FabricInput, hosts: list[str], rails: int | None) -> _Struct
     plane = {leaf: leaf for leaf in leaf_votes}
 
     def pfind(x: str) -> str:
-        r = x
-        while plane[r] != r:
-            r = plane[r]
-        while plane[x] != r:
-            plane[x], x = r, plane[x]
-        return r
+        return _root(plane, x)
 
     spine_leaf: dict[str, str] = {}
     for a, _pa, b, _pb, *_ in g.switch_links:
@@ -555,12 +555,7 @@ def _pods(g: FabricGraph) -> tuple[dict[str, int], int]:
 
     def find(x: str) -> str:
         parent.setdefault(x, x)
-        r = x
-        while parent[r] != r:
-            r = parent[r]
-        while parent[x] != r:
-            parent[x], x = r, parent[x]
-        return r
+        return _root(parent, x)
 
     for a, _pa, b, _pb, *_ in g.switch_links:
         la, lb = level.get(a, 0), level.get(b, 0)

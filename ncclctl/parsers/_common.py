@@ -96,6 +96,12 @@ def is_blank(text: str) -> bool:
     return not text.strip()
 
 
+def cut_here(lines: list[str], lineno: int) -> bool:
+    """Whether line ``lineno`` (1-based) is the last one with text: a line a parser cannot read there is where a
+    paste was cut, not garbage."""
+    return lineno >= last_line(lines)
+
+
 def last_line(lines: list[str]) -> int:
     """1-based number of the last non-blank line (1 for empty input)."""
     for i in range(len(lines), 0, -1):

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ncclctl.parsers._common import paste_body, perr, run_parser, split_lines, strip_ansi
+from ncclctl.parsers._common import cut_here, paste_body, perr, run_parser, split_lines, strip_ansi
 
 __all__ = ["IbstatusOutput", "IbstatusPort", "parse_ibstatus"]
 
@@ -109,7 +109,7 @@ def _parse(text: str, source: str) -> IbstatusOutput:
         key = " ".join(key.split())
         value = value.strip()
         if not sep or key not in _KEYS:
-            if lineno == len(lines) or all(not x.strip() for x in lines[lineno:]):
+            if cut_here(lines, lineno):
                 notes.append(f"line {lineno}: the output is cut in the middle of a line ({s[:40]!r})")
                 continue
             raise perr(source, lineno, f"{cur['device']} port {cur['port']}: cannot read {s[:80]!r}", _FIX)

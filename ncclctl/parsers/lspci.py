@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ncclctl.parsers._common import ELISION_RE, paste_body, perr, run_parser, split_lines, strip_ansi
+from ncclctl.parsers._common import cut_here, ELISION_RE, paste_body, perr, run_parser, split_lines, strip_ansi
 from ncclctl.sysfs import GEN_SPEED_STRING, link_speed_gen
 
 __all__ = ["ACS_FLAGS", "LspciDevice", "LspciOutput", "parse_lspci"]
@@ -187,7 +187,7 @@ def _parse(text: str, source: str) -> LspciOutput:
         elif key == "Kernel driver in use":
             cur["driver"] = value
         elif not indented and not sep:
-            if lineno == len(lines) or all(not x.strip() for x in lines[lineno:]):
+            if cut_here(lines, lineno):
                 notes.append(f"line {lineno}: the output is cut in the middle of a line ({s[:40]!r})")
                 continue
             raise perr(source, lineno, f"unexpected line: {s[:80]!r}", _FIX)

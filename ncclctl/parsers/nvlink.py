@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ncclctl.parsers._common import ELISION_RE, paste_body, perr, run_parser, split_lines, strip_ansi
+from ncclctl.parsers._common import cut_here, ELISION_RE, paste_body, perr, run_parser, split_lines, strip_ansi
 
 __all__ = ["NvlinkGpu", "NvlinkLink", "NvlinkStatus", "parse_nvlink_status"]
 
@@ -107,7 +107,7 @@ def _parse(text: str, source: str) -> NvlinkStatus:
             else:
                 raise perr(source, lineno, f"GPU {cur['idx']} link {link}: unknown state {m['state']!r}", _FIX)
             continue
-        if lineno == len(lines) or all(not x.strip() for x in lines[lineno:]):
+        if cut_here(lines, lineno):
             notes.append(f"line {lineno}: the output is cut in the middle of a line ({s[:40]!r})")
             continue
         hint = ""
