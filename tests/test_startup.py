@@ -50,7 +50,8 @@ def _cli_modules(args: list[str]) -> set[str]:
 
 
 @pytest.mark.parametrize("command,module", [("lint", "ncclctl.cli.lint"), ("topo", "ncclctl.cli.topo"),
-                                            ("fabric", "ncclctl.cli.fabric"), ("conf", "ncclctl.cli.ops")])
+                                            ("fabric", "ncclctl.cli.fabric"), ("conf", "ncclctl.cli.ops"),
+                                            ("parse", "ncclctl.cli.parse")])
 def test_a_command_imports_only_its_own_module(command, module):
     """The command tree is registered without importing command modules: ``X --help`` loads X's module only
     (and the shared one), and ``--help`` none."""

@@ -45,6 +45,9 @@ COMMANDS: dict[str, Entry] = {
     "fabric": Entry("ncclctl.cli.fabric", "fabric_app",
                     "The fabric: load ibnetdiscover/iblinkinfo/LLDP, check rail cabling, order hosts for rings, "
                     "synthesize test fabrics."),
+    "parse": Entry("ncclctl.cli.parse", "parse_app",
+                   "Parse one command's output and print what ncclctl understood of it (the records and the notes "
+                   "on what it left aside); exit 3 with FILE:LINE and a fix when it cannot read it."),
     "conf": Entry("ncclctl.cli.ops", "conf_app",
                   "/etc/nccl.conf derived from the node: rails, socket interface, RoCE GID and traffic class."),
     "facts": Entry("ncclctl.cli.ops", "facts_app",

@@ -139,12 +139,12 @@ def fabric_load(
     show_info: bool = SHOW_INFO_OPTION,
 ) -> None:
     """Read a fabric (ibnetdiscover, ibnetdiscover -p, iblinkinfo, or the inventory hosts' LLDP) and summarise it."""
-    from ncclctl.fabric.sources import load_input, load_summary
+    from ncclctl.fabric.sources import load_findings, load_input, load_summary
 
     _no_gc()
     inp = load_input(fabric_file, inventory)
     header, doc = load_summary(inp)
-    _report(inp.findings, fmt, fail_on, header=header, doc=doc, subject=fabric_file or inventory or "fabric",
+    _report(load_findings(inp), fmt, fail_on, header=header, doc=doc, subject=fabric_file or inventory or "fabric",
             config=config, rule=rule, show_info=show_info, command="fabric load")
 
 

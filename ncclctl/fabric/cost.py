@@ -4,7 +4,8 @@ The model (docs/fabric.md has the derivation and the assumptions):
 
 * NCCL runs one ring channel per rail; channel r's inter-node step from host a to host b leaves on a's rail-r HCA
   and enters on b's. The step costs **2 hops** (HCA-leaf-HCA) when both HCAs sit on one leaf, else **4 hops**
-  (HCA-leaf-spine-leaf-HCA: a two-tier fabric is assumed). A down or absent HCA is taken at its group's rail leaf.
+  (HCA-leaf-spine-leaf-HCA); on a three-tier fabric a step between leaves of different pods (leaves that share no
+  spine) costs **6 hops** (through the core). A down or absent HCA is taken at its group's rail leaf.
 * **Bandwidth.** A step runs at the slower of the two HCA links; a step that crosses the spine also shares its
   leaves' uplinks with the other crossing steps of that rail: each gets ``uplink capacity / crossings`` at the
   source leaf (egress) and at the destination leaf (ingress). Uplink capacity is the sum of the leaf's
@@ -69,7 +70,7 @@ class FabricCapacity:
         self.down: dict[str, float] = {}
         self.down_ports: Counter = Counter()
         default = lay.expected_rate or 0.0
-        for link in g.hca_links.values():
+        for _key, link in g.host_links():
             self.down[link[0]] = self.down.get(link[0], 0.0) + (link[4] or default)
             self.down_ports[link[0]] += 1
         up = g.uplink_gbps()
@@ -116,6 +117,7 @@ def ring_cost(order: list[str], lay, params: CostParams, capacity: FabricCapacit
     default_rate = lay.expected_rate
     k = n * params.ranks_per_host
     hist: Counter = Counter()
+    pods = lay.leaf_pod if getattr(lay, "tiers", 2) >= 3 else None
     worst_time = 0.0
     worst = None
     bottleneck = math.inf
@@ -141,14 +143,19 @@ def ring_cost(order: list[str], lay, params: CostParams, capacity: FabricCapacit
         ncross = len(crossing)
         crossing_steps += ncross
         hist[2] += n - ncross
-        hist[4] += ncross
+        far = 0
+        if pods:
+            far = sum(1 for i in crossing if leaves[i] is not None and nxt[i] is not None
+                      and pods.get(leaves[i]) != pods.get(nxt[i]))
+        hist[4] += ncross - far
+        hist[6] += far
         bw = min(rates)  # every host has a step in and a step out: the slowest HCA link bounds the ring
         for i in crossing:
             a, b = leaves[i], nxt[i]
             s = min(cap.uplink(a) / egress[a], cap.uplink(b) / ingress[b])
             if s < bw:
                 bw = s
-        mean_hops = (2 * (n - ncross) + 4 * ncross) / n
+        mean_hops = (2 * (n - ncross) + 4 * (ncross - far) + 6 * far) / n
         lat = (params.base_latency_us + (2 * (k - 1) - 2 * (n - 1)) * params.intra_latency_us
                + 2 * (n - 1) * (params.net_latency_us + mean_hops * params.hop_latency_us))
         if bw <= 0 or math.isinf(bw):
@@ -158,12 +165,13 @@ def ring_cost(order: list[str], lay, params: CostParams, capacity: FabricCapacit
         bottleneck = min(bottleneck, bw)
         if worst is None or t > worst_time:
             worst_time, worst = t, (r, lat, bw, mean_hops)
-    steps = hist[2] + hist[4]
+    steps = hist[2] + hist[4] + hist[6]
     busbw = params.message_bytes / worst_time * (2 * (k - 1) / k) / 1e9 if worst_time and not math.isinf(worst_time) else 0.0
     out.update({
         "crossing_steps": crossing_steps,
-        "hops_per_step": {"mean": round((2 * hist[2] + 4 * hist[4]) / steps, 4), "max": 4 if hist[4] else 2,
-                          "histogram": {"2": hist[2], "4": hist[4]}},
+        "hops_per_step": {"mean": round((2 * hist[2] + 4 * hist[4] + 6 * hist[6]) / steps, 4),
+                          "max": 6 if hist[6] else 4 if hist[4] else 2,
+                          "histogram": {"2": hist[2], "4": hist[4], **({"6": hist[6]} if hist[6] else {})}},
         "bottleneck_gbps": None if math.isinf(bottleneck) else round(bottleneck, 3),
         "slowest_rail": worst[0] if worst else None,
         "latency_us": round(worst[1], 3) if worst else None,

@@ -67,7 +67,13 @@ class FabricGraph:
     switch_links: list[tuple] = field(default_factory=list)
     #: links that join two HCAs (back-to-back) or routers: counted, not used
     other_links: int = 0
+    #: HCA ports cabled straight to another HCA (no switch between): (guid, port) -> (remote guid, remote port)
+    direct: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
+    #: GUIDs of the CAs that are a switch's SHARP Aggregation Node (the switch's own virtual CA, described
+    #: "Mellanox Technologies Aggregation Node", with the switch's system image GUID): not hosts, and a switch that
+    #: carries one is not a leaf for it.
+    aggregation: set[str] = field(default_factory=set)
     _level: dict | None = field(default=None, repr=False, compare=False)
 
     # -- derived -------------------------------------------------------------------------------------------------
@@ -93,9 +99,20 @@ class FabricGraph:
             out[b] = out.get(b, 0.0) + r
         return out
 
+    def host_links(self):
+        """The HCA links of hosts: ``(hca guid, port) -> link``, SHARP Aggregation Nodes left out."""
+        agg = self.aggregation
+        if not agg:
+            return self.hca_links.items()
+        return ((k, v) for k, v in self.hca_links.items() if k[0] not in agg)
+
     def layers(self) -> dict[str, int]:
-        """Switch guid -> tier: 1 for leaves (switches with HCAs), 2 for their neighbours (spines), 3 (core)...
-        Switches unreachable from any leaf get 0. Computed once (the graph is not changed after it is built)."""
+        """Switch guid -> tier: 1 for leaves, 2 for their neighbours (spines), 3 (core)... Switches unreachable
+        from any leaf get 0. Computed once (the graph is not changed after it is built).
+
+        Leaves are the switches with hosts below them: a SHARP Aggregation Node (the switch's own CA) does not make
+        its switch a leaf. A switch with hosts that is linked mostly to other switches with hosts is a spine that
+        carries a host (a UFM server or a login node cabled to a spine): leaves are not linked to each other."""
         if self._level is not None:
             return self._level
         adj: dict[str, set[str]] = {}
@@ -109,7 +126,15 @@ class FabricGraph:
                 sb = adj[b] = set()
             sb.add(a)
         level = dict.fromkeys(self.switches, 0)
-        frontier = sorted({link[0] for link in self.hca_links.values()})
+        with_hosts = {link[0] for _k, link in self.host_links()}
+        demoted = set()
+        for s in with_hosts:
+            nb = adj.get(s)
+            if nb and len(nb) >= 2:
+                inside = sum(1 for t in nb if t in with_hosts)
+                if 2 * inside > len(nb):
+                    demoted.add(s)
+        frontier = sorted(with_hosts - demoted) if len(demoted) < len(with_hosts) else sorted(with_hosts)
         for s in frontier:
             level[s] = 1
         depth = 1
@@ -143,7 +168,8 @@ class FabricGraph:
             "source": self.source,
             "kind": self.kind,
             "switches": len(self.switches),
-            "hcas": len(self.hcas),
+            "hcas": len(self.hcas) - len(self.aggregation),
+            "aggregation_nodes": len(self.aggregation),
             "links": len(self.hca_links) + len(self.switch_links) + self.other_links,
             "hca_links": len(self.hca_links),
             "switch_links": len(self.switch_links),
@@ -188,7 +214,8 @@ def detect_kind(text: str, *, source: str) -> str:
             return "ibnetdiscover"
         if _P_LINE.match(s):
             return "ibnetdiscover-ports"
-        if s.startswith(("Switch: 0x", "Switch 0x", "CA: ", "Router: ")) or _LINK_MODE.match(s):
+        if s.startswith(("Switch: 0x", "Switch 0x", "CA: ", "Router: ")) or _LINK_MODE.match(s) or (
+                "==(" in s and ")==>" in s):  # a port line: with --line, or filtered by grep without its header
             return "iblinkinfo"
         raise ParseError(f"not ibnetdiscover or iblinkinfo output: {s[:80]!r}", path=source, line=lineno, fix=_FIX)
     raise InputError("no fabric in the file (empty, or only comments)", path=source,
@@ -204,7 +231,10 @@ def read_fabric_text(path: str) -> str:
 
 
 def parse_fabric_text(text: str, *, source: str):
-    """(kind, Fabric): the parser is chosen by content."""
+    """(kind, Fabric): the parser is chosen by content (after a pasted prompt and command echo)."""
+    from ncclctl.parsers._common import paste_text
+
+    text, _pasted = paste_text(text, ("ibnetdiscover", "iblinkinfo"))
     kind = detect_kind(text, source=source)
     if kind == "iblinkinfo":
         try:
@@ -240,9 +270,36 @@ def from_fabric(fabric, *, source: str, kind: str = "ibnetdiscover") -> FabricGr
     says what is wrong.
     """
     g = _from_fabric_fast(fabric, source=source, kind=kind)
-    if g is not None:
-        return g
-    return _from_fabric_careful(fabric, source=source, kind=kind)
+    if g is None:
+        g = _from_fabric_careful(fabric, source=source, kind=kind)
+    _mark_aggregation(g, fabric)
+    for note in getattr(fabric, "notes", ()):
+        g.findings.append(finding("FAB019", note, subject=source))
+    return g
+
+
+_AN_DESC = "Aggregation Node"
+
+
+def _mark_aggregation(g: FabricGraph, fabric) -> None:
+    """SHARP Aggregation Nodes: a CA described as an Aggregation Node (the firmware's "Mellanox Technologies
+    Aggregation Node"), or one inside a switch (its system image GUID is the switch's GUID; only the topology form
+    prints it)."""
+    switches = g.switches
+    agg = g.aggregation
+    hcas = g.hcas
+    for guid, (desc, _ports, _line) in hcas.items():
+        if _AN_DESC in desc:
+            agg.add(guid)
+    for n in fabric.nodes:
+        sysimg = n.sysimgguid
+        if sysimg is not None and sysimg != n.guid and n.kind == "ca" and sysimg in switches and n.guid in hcas:
+            agg.add(n.guid)
+
+
+def is_aggregation_desc(desc: str) -> bool:
+    """The node description of a SHARP Aggregation Node ("Mellanox Technologies Aggregation Node")."""
+    return _AN_DESC.lower() in desc.lower()
 
 
 def _known_ports(n, listed_ports: bool) -> tuple[int, ...]:
@@ -418,6 +475,9 @@ def _from_fabric_careful(fabric, *, source: str, kind: str) -> FabricGraph:
             g.switch_links.append((key[0], key[1], rguid, rport, p.width, p.speed, rate, p.line))
         else:
             g.other_links += 1
+            if lkind == "ca" and rkind == "ca":
+                g.direct[key] = rkey
+                g.direct[rkey] = key
     if unresolved:
         g.findings.append(finding(
             "FAB010", f"{len(unresolved)} link(s) lead to nodes the output does not identify (first at line "
@@ -549,12 +609,16 @@ class Endpoint:
 
 def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None = None,
                    model_guids: dict[str, tuple[str, str]] | None = None,
-                   host_guids: dict[tuple[str, str], str] | None = None) -> tuple[dict[str, dict[str, Endpoint]], list[Finding]]:
+                   host_guids: dict[tuple[str, str], str] | None = None,
+                   unknown_out: list | None = None) -> tuple[dict[str, dict[str, Endpoint]], list[Finding]]:
     """Host -> {"<hca>:<port>": Endpoint} from the HCAs' node descriptions ("<host> <hca>", as rdma-ndd writes them).
 
     ``known_hosts`` (the inventory) restricts hosts to those names (a fully qualified name matches its short name).
     ``model_guids`` (GUID -> (host, nic) from node models) places HCAs whose description names no host;
     ``host_guids`` ((host, nic) -> GUID) checks the fabric's GUID against the model's (FAB014).
+    SHARP Aggregation Nodes are not hosts and are left out. HCAs that name no host are FAB007 findings, one per HCA
+    (the first 20); with ``unknown_out`` they are appended there as :class:`UnknownHca` instead, for the caller to
+    place (:func:`unknown_findings`, the layout's unnamed host positions).
     """
     out: dict[str, dict[str, Endpoint]] = {}
     findings: list[Finding] = []
@@ -566,7 +630,10 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
         info = g.hcas.get(guid)
         if info is not None and port not in info[1]:
             extra_ports.setdefault(guid, []).append(port)
+    agg = g.aggregation
     for guid, (desc, ports, line) in g.hcas.items():
+        if agg and guid in agg:
+            continue
         toks = desc.split()
         host = hca = None
         if len(toks) == 2:
@@ -609,16 +676,86 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
                     subject=src, line=line))
                 continue
             eps[k] = ep
+    if unknown_out is not None:
+        known = known_hosts is not None
+        unknown_out.extend(UnknownHca(guid, desc, line, _unknown_why(desc, known)) for guid, desc, line in unknown)
+        return out, findings
     for i, (guid, desc, line) in enumerate(unknown):
         if i == _REPORT_CAP:
             findings.append(finding(
                 "FAB007", f"... and {len(unknown) - _REPORT_CAP} more HCA(s) whose description names no "
                           f"{'inventory ' if known_hosts is not None else ''}host", subject=src, line=line))
             break
-        toks = desc.split()
-        why = ("is not '<host> <hca>'" if len(toks) != 2 else
-               "names no real host (rdma-ndd ran before the hostname was set?)" if toks[0].lower() in _NO_HOST else
-               "names no inventory host")
-        findings.append(finding("FAB007", f"HCA {guid}: description {desc!r} {why}; the HCA is left out",
-                                subject=src, line=line))
+        findings.append(finding("FAB007", f"HCA {guid}: description {desc!r} {_unknown_why(desc, known_hosts is not None)}; "
+                                          "the HCA is left out", subject=src, line=line))
     return out, findings
+
+
+@dataclass(frozen=True)
+class UnknownHca:
+    """An HCA whose node description names no (inventory) host: ``why`` is ``default`` (not '<host> <hca>': the
+    firmware's description, rdma-ndd not running), ``localhost`` (the host's name was unset when rdma-ndd ran) or
+    ``not-inventory`` (a host the inventory lacks)."""
+
+    guid: str
+    desc: str
+    line: int
+    why: str
+
+
+def _unknown_why(desc: str, known: bool) -> str:
+    toks = desc.split()
+    if len(toks) != 2:
+        return "default"
+    if toks[0].lower() in _NO_HOST:
+        return "localhost"
+    return "not-inventory" if known else "default"
+
+
+WHY_TEXT = {
+    "default": "is not '<host> <hca>' (the adapter's firmware default: rdma-ndd has not set it)",
+    "localhost": "names no real host (rdma-ndd ran before the hostname was set)",
+    "not-inventory": "names no inventory host",
+}
+
+
+def unknown_findings(g: FabricGraph, unknown: list[UnknownHca]) -> list[Finding]:
+    """FAB007 for HCAs that name no host: one finding per description (firmware defaults are usually shared by
+    dozens of HCAs) or, for hosts the inventory lacks, per host; the first 20 such findings, then a count."""
+    groups: dict[tuple[str, str], list[UnknownHca]] = {}
+    for u in unknown:
+        toks = u.desc.split()
+        if u.why == "not-inventory":
+            key = (u.why, toks[0])
+        elif u.why == "localhost":
+            key = (u.why, toks[0].lower())
+        else:
+            key = (u.why, " ".join(toks))
+        groups.setdefault(key, []).append(u)
+    out: list[Finding] = []
+    for i, ((why, label), us) in enumerate(sorted(groups.items(), key=lambda kv: kv[1][0].line)):
+        if i == _REPORT_CAP:
+            rest = sum(len(v) for v in list(groups.values())[_REPORT_CAP:])
+            out.append(finding("FAB007", f"... and {rest} more HCA(s) whose description names no host",
+                               subject=g.source, line=us[0].line))
+            break
+        first = us[0]
+        if len(us) == 1:
+            msg = f"HCA {first.guid}: description {first.desc!r} {WHY_TEXT[why]}; the HCA is left out"
+        elif why == "localhost":
+            from ncclctl.plan.paths import natural_key
+
+            hcas = ", ".join(sorted({u.desc.split()[1] for u in us}, key=natural_key))
+            msg = (f"{len(us)} HCAs ({hcas}) name the host {first.desc.split()[0]!r}: rdma-ndd ran before the "
+                   f"hostname was set (first: {first.guid} at line {first.line}); they are left out")
+        elif why == "not-inventory":
+            from ncclctl.plan.paths import natural_key
+
+            hcas = ", ".join(sorted({u.desc.split()[1] for u in us}, key=natural_key))
+            msg = f"host {label} ({len(us)} HCAs: {hcas}) names no inventory host; its HCAs are left out"
+        else:
+            msg = (f"{len(us)} HCAs: description {' '.join(first.desc.split())!r} {WHY_TEXT[why]} (first: "
+                   f"{first.guid} at line {first.line}); they are left out")
+        out.append(finding("FAB007", msg, subject=g.source, line=first.line,
+                           host=label if why == "not-inventory" else None))
+    return out

@@ -28,8 +28,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ncclctl.errors import UsageError
-from ncclctl.fabric.graph import Endpoint, FabricGraph, finding, rate_label
+from ncclctl.fabric.graph import WHY_TEXT, Endpoint, FabricGraph, UnknownHca, finding, rate_label, unknown_findings
 from ncclctl.fabric.hostlist import compress
+from ncclctl.fabric.naming import NameField, find_field, mismatches, with_number
 from ncclctl.fabric.sources import FabricInput
 from ncclctl.findings import Finding, Severity
 from ncclctl.parsers.ibnetdiscover import LANE_GBPS
@@ -68,6 +69,17 @@ class Layout:
     gpus: dict[str, int] = field(default_factory=dict)
     #: host -> rail -> the leaf its HCA reaches; for a down or absent rail, its group's rail leaf
     eff_leaves: dict[str, list[str | None]] = field(default_factory=dict)
+    #: hosts that are not part of the rail layout (management hosts), with why; not in groups, order or output
+    outside: dict[str, str] = field(default_factory=dict)
+    #: host positions whose HCAs carry no host name (FAB016): group, leaf port, rails, GUIDs, the likely name
+    unnamed: list[dict] = field(default_factory=list)
+    #: missing rail leaves (FAB017): group, rail, the hosts it strands
+    missing: list[dict] = field(default_factory=list)
+    #: the fabric's own numbers in its names (None fields: the names carry none)
+    numbering: "Numbering | None" = None
+    #: leaf -> pod (leaves that share a spine); tiers: number of switch tiers (2: leaf/spine, 3: leaf/spine/core)
+    leaf_pod: dict[str, int] = field(default_factory=dict)
+    tiers: int = 2
 
     def leaf_of(self, host: str, rail: int) -> str | None:
         """The leaf the host's rail reaches; for a down or absent rail, its group's rail leaf."""
@@ -106,13 +118,39 @@ def _width_num(w: str | None) -> int | None:
         return None
 
 
-def analyze(inp: FabricInput, *, rails: int | None = None, expect_rate: str | None = None) -> Layout:
+def _root(parent: dict[str, str], x: str) -> str:
+    """Union-find: the root of ``x``, compressing the path to it."""
+    r = x
+    while parent[r] != r:
+        r = parent[r]
+    while parent[x] != r:
+        parent[x], x = r, parent[x]
+    return r
+
+
+@dataclass
+class _Structure:
+    """Rails, groups and rail leaves of a set of hosts (steps 1-3), before the check."""
+
+    hosts: list[str]
+    rail_keys: dict[str, tuple[str, ...]]
+    host_rails: dict[str, list[Endpoint | None]]
+    table: tuple[str, ...]
+    model_keys: dict[str, tuple[str, ...]]
+    nrails: int
+    rail_source: str
+    host_leaves: dict[str, list[str | None]]
+    groups: list[Group]
+    host_group: dict[str, int]
+    unplaced: list[str]
+    findings: list[Finding]
+
+
+def _structure(inp: FabricInput, hosts: list[str], rails: int | None) -> _Structure:
     g = inp.graph
     src = g.source
     eps = inp.endpoints
-    findings: list[Finding] = list(inp.findings)
-    problems: list[dict] = []
-    hosts = sorted(eps, key=natural_key)
+    findings: list[Finding] = []
 
     # 1. rails of each host ------------------------------------------------------------------------------------
     model_keys: dict[str, tuple[str, ...]] = {}
@@ -171,12 +209,7 @@ def analyze(inp: FabricInput, *, rails: int | None = None, expect_rate: str | No
     parent = {leaf: leaf for leaf in nh}
 
     def find(x: str) -> str:
-        root = x
-        while parent[root] != root:
-            root = parent[root]
-        while parent[x] != root:
-            parent[x], x = root, parent[x]
-        return root
+        return _root(parent, x)
 
     for (a, b), w in pair_w.items():
         if 2 * w > max(nh[a], nh[b]):
@@ -199,17 +232,8 @@ def analyze(inp: FabricInput, *, rails: int | None = None, expect_rate: str | No
             best = min(votes, key=lambda c: (-votes[c], c))
         comp_hosts.setdefault(best, []).append(h)
     ordered = sorted(comp_hosts.values(), key=lambda hs: natural_key(hs[0]))
-    width = max(2, len(str(len(ordered))))
-    groups = [Group(index=i, name=f"su{i + 1:0{width}d}", hosts=hs) for i, hs in enumerate(ordered)]
+    groups = [Group(index=i, name="", hosts=hs) for i, hs in enumerate(ordered)]
     host_group = {h: grp.index for grp in groups for h in grp.hosts}
-    if inp.hosts:
-        # a group whose hosts all carry one inventory group hint takes that name (when no other group does)
-        hints = [{inp.hosts[h].group if h in inp.hosts else None for h in grp.hosts} for grp in groups]
-        names = [next(iter(hs)) if len(hs) == 1 else None for hs in hints]
-        taken = Counter(n for n in names if n)
-        for grp, name in zip(groups, names):
-            if name and taken[name] == 1 and _NAME_OK.match(name):
-                grp.name = name
 
     # 3. layout: rail leaves of each group, ties broken by spine planes and leaf names ---------------------------
     level = g.layers()
@@ -223,12 +247,7 @@ def analyze(inp: FabricInput, *, rails: int | None = None, expect_rate: str | No
     plane = {leaf: leaf for leaf in leaf_votes}
 
     def pfind(x: str) -> str:
-        r = x
-        while plane[r] != r:
-            r = plane[r]
-        while plane[x] != r:
-            plane[x], x = r, plane[x]
-        return r
+        return _root(plane, x)
 
     spine_leaf: dict[str, str] = {}
     for a, _pa, b, _pb, *_ in g.switch_links:
@@ -276,6 +295,108 @@ def analyze(inp: FabricInput, *, rails: int | None = None, expect_rate: str | No
                                              leaf_rail.get(L) != k, L))
             used.add(best)
             grp.leaves.append(best)
+    return _Structure(hosts=hosts, rail_keys=rail_keys, host_rails=host_rails, table=table, model_keys=model_keys,
+                      nrails=nrails, rail_source=rail_source, host_leaves=host_leaves, groups=groups,
+                      host_group=host_group, unplaced=unplaced, findings=findings)
+
+
+_MGMT_NAME = re.compile(r"ufm|mgmt|manage|admin|login|head|master|ctrl|control|bastion|sm[0-9-]", re.IGNORECASE)
+
+
+def _outsiders(g: FabricGraph, st: _Structure) -> dict[str, str]:
+    """Hosts that are not part of the rail pattern, with why: compute hosts have an HCA on (nearly) every rail, on
+    the rail leaves of their group, named like the group's other hosts. A management host (a UFM server, a login
+    node) with an HCA or two on some leaf does not, and judging it as a miscabled compute host gives false errors."""
+    level = g.layers()
+    n = st.nrails
+    out: dict[str, str] = {}
+    if n == 0:
+        return out
+    # the cheap test first: few HCAs, or HCAs on non-leaves only; most fabrics have no such host at all
+    candidates = []
+    for h in st.hosts:
+        if st.host_group.get(h) is None:
+            continue  # no linked rail: reported as such (FAB002/FAB003), kept in the layout's unplaced list
+        count = sum(1 for ep in st.host_rails[h] if ep is not None)
+        if 2 * count <= n or any(level.get(leaf, 0) != 1 for leaf in st.host_leaves[h] if leaf is not None):
+            candidates.append(h)
+    if not candidates:
+        return out
+    naming: dict[int, Counter] = {}
+    skeletons: dict[int, Counter] = {}
+    for h in st.hosts:
+        gi = st.host_group.get(h)
+        if gi is not None:
+            naming.setdefault(gi, Counter())[st.rail_keys[h]] += 1
+            skeletons.setdefault(gi, Counter())[_skeleton(h)] += 1
+    for h in candidates:
+        gi = st.host_group[h]
+        hr = st.host_rails[h]
+        present = [ep for ep in hr if ep is not None]
+        linked = [leaf for leaf in st.host_leaves[h] if leaf is not None]
+        keys = st.rail_keys[h]
+        grp = st.groups[gi]
+        common = naming[gi].most_common(1)[0][0]
+        own_naming = keys != common and naming[gi][keys] < naming[gi][common]
+        reasons: list[str] = []
+        fit = any(leaf is not None and k < len(grp.leaves) and leaf == grp.leaves[k]
+                  for k, leaf in enumerate(st.host_leaves[h]))
+        sk = skeletons[gi].most_common(1)[0][0]
+        odd_name = _skeleton(h) != sk and skeletons[gi][sk] > 1
+        if linked and all(level.get(leaf, 0) != 1 for leaf in linked):
+            reasons.append("its HCAs reach spine switches, not leaves")
+        elif 2 * len(present) <= n and (own_naming or not fit or odd_name):
+            # few HCAs, and something else unlike a compute host: a compute host that lost HCAs keeps its name
+            # and the rest of its HCAs where they belong
+            names = ", ".join(ep.hca for ep in present)
+            reasons.append(f"{len(present)} HCA(s) ({names}) where the compute hosts have {n}")
+            if not fit:
+                reasons.append("none of them on the leaf of its rail")
+        if not reasons:
+            continue
+        if own_naming:
+            reasons.append(f"its HCAs are named {', '.join(k.split(':')[0] for k in keys)}, the group's compute "
+                           f"hosts' {', '.join(k.split(':')[0] for k in common)}")
+        if odd_name:
+            reasons.append("its name does not follow the compute hosts' pattern")
+        if _MGMT_NAME.search(h):
+            reasons.append("the name says management (UFM, login, head node)")
+        out[h] = "; ".join(reasons)
+    return out
+
+
+def _skeleton(name: str) -> str:
+    return re.sub(r"[0-9]+", "#", name.lower())
+
+
+def analyze(inp: FabricInput, *, rails: int | None = None, expect_rate: str | None = None) -> Layout:
+    g = inp.graph
+    src = g.source
+    eps = inp.endpoints
+    findings: list[Finding] = list(inp.findings)
+    problems: list[dict] = []
+    all_hosts = sorted(eps, key=natural_key)
+
+    st = _structure(inp, all_hosts, rails)
+    # Hosts that do not form the rail pattern (management hosts) are judged apart and the layout is made from
+    # the others; an inventory says which hosts are compute hosts, so with one every host is.
+    outside = {} if inp.hosts else _outsiders(g, st)
+    if outside:
+        st = _structure(inp, [h for h in all_hosts if h not in outside], rails)
+    findings += st.findings
+    hosts = st.hosts
+    rail_keys, host_rails, host_leaves = st.rail_keys, st.host_rails, st.host_leaves
+    groups, host_group, nrails = st.groups, st.host_group, st.nrails
+
+    # numbering: the fabric's own numbers in leaf and host names, checked against the detected structure
+    numbering = _numbering(g, st)
+    _name_groups(inp, groups, numbering)
+    groups.sort(key=lambda grp: grp.index)
+    host_group.clear()
+    host_group.update({h: grp.index for grp in groups for h in grp.hosts})
+    _name_findings(g, st, numbering, findings)
+
+    for grp in groups:
         shared = Counter(L for L in grp.leaves if L is not None)
         for leaf, n in sorted(shared.items()):
             if n > 1:
@@ -292,6 +413,9 @@ def analyze(inp: FabricInput, *, rails: int | None = None, expect_rate: str | No
             gl = groups[gi].leaves
             hl = [leaf if leaf is not None else (gl[k] if k < len(gl) else None) for k, leaf in enumerate(hl)]
         eff_leaves[h] = hl
+
+    # a rail that most hosts of a group lack: its leaf is missing (or down), one finding instead of one per host
+    missing = _missing_leaves(g, st, numbering, findings, problems)
 
     # 4. the check ---------------------------------------------------------------------------------------------
     exp_rate, exp_width = (None, None)
@@ -323,6 +447,8 @@ def analyze(inp: FabricInput, *, rails: int | None = None, expect_rate: str | No
         exp_leaf = grp.leaves[k] if grp is not None and k < len(grp.leaves) else None
         rec = {"host": h, "hca": hca, "port": int(port) if port.isdigit() else port, "rail": k,
                "group": grp.name if grp else None}
+        if (ep is None or ep.link is None) and grp is not None and (grp.index, k) in missing:
+            return  # the group's rail-k leaf is missing: one FAB017 for the group names this host
         if ep is None:
             subject, line = where(h, None)
             findings.append(finding("FAB003", f"{h} {hca} (rail {k}): not in the fabric", subject=subject, line=line,
@@ -330,6 +456,16 @@ def analyze(inp: FabricInput, *, rails: int | None = None, expect_rate: str | No
             problems.append({**rec, "problem": "absent", "line": line, "expected": _swd(g, exp_leaf)})
             return
         link = ep.link
+        if link is None and (ep.guid, ep.port) in g.direct:
+            rguid, rport = g.direct[(ep.guid, ep.port)]
+            rdesc = g.hcas[rguid][0] if rguid in g.hcas else ""
+            findings.append(finding(
+                "FAB020", f"{h} {hca} port {ep.port} (rail {k}): cabled straight to HCA "
+                          f"{rdesc + ' ' if rdesc else ''}({rguid}) port {rport}, with no switch between",
+                subject=src, line=ep.line, host=h))
+            problems.append({**rec, "problem": "back-to-back", "line": ep.line,
+                             "actual": {"guid": rguid, "desc": rdesc or None, "port": rport}})
+            return
         if link is None:
             findings.append(finding(
                 "FAB002", f"{h} {hca} port {ep.port} (rail {k}): no link"
@@ -390,11 +526,299 @@ def analyze(inp: FabricInput, *, rails: int | None = None, expect_rate: str | No
                 findings.append(finding("FAB004", f"{what}, most switch links run at {s_rate:g} Gb/s", subject=src,
                                         line=line, severity=Severity.WARNING))
 
+    # hosts outside the rail layout, and HCAs that name no host: each one accounted for in a finding
+    for h, why in outside.items():
+        first = next(iter(eps[h].values()), None)
+        findings.append(finding(
+            "FAB015", f"{h}: not in the rail layout ({why}); left out of the ring order, hostfile and Slurm "
+                      "topology (list it in an inventory to check it as a compute host)",
+            subject=src, line=first.line if first else None, host=h))
+    unnamed = _place_unknown(g, inp, st, findings)
+
+    leaf_pod, tiers = _pods(g)
     gpus = {h: i.gpus for h, i in hinfo.items() if i.gpus}
-    return Layout(graph=g, rails=nrails, rail_source=rail_source, hosts=hosts, host_rails=host_rails,
-                  rail_keys=rail_keys, groups=groups, host_group=host_group, unplaced=unplaced,
+    return Layout(graph=g, rails=nrails, rail_source=st.rail_source, hosts=hosts, host_rails=host_rails,
+                  rail_keys=rail_keys, groups=groups, host_group=host_group, unplaced=st.unplaced,
                   expected_rate=exp_rate, expected_width=exp_width, findings=findings, problems=problems,
-                  inventory_path=inv, gpus=gpus, eff_leaves=eff_leaves)
+                  inventory_path=inv, gpus=gpus, eff_leaves=eff_leaves, outside=outside, unnamed=unnamed,
+                  missing=[missing[key] for key in sorted(missing)], numbering=numbering, leaf_pod=leaf_pod,
+                  tiers=tiers)
+
+
+def _pods(g: FabricGraph) -> tuple[dict[str, int], int]:
+    """Leaf -> pod (leaves joined through a shared spine), and the number of switch tiers."""
+    level = g.layers()
+    tiers = max(level.values(), default=0)
+    if tiers < 3:
+        return {}, tiers  # the cost model needs pods only where a core joins them
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        parent.setdefault(x, x)
+        return _root(parent, x)
+
+    for a, _pa, b, _pb, *_ in g.switch_links:
+        la, lb = level.get(a, 0), level.get(b, 0)
+        if {la, lb} == {1, 2}:
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+    roots: dict[str, int] = {}
+    pod: dict[str, int] = {}
+    for s in sorted(level):
+        if level[s] == 1:
+            r = find(s)
+            pod[s] = roots.setdefault(r, len(roots))
+    return pod, tiers
+
+
+@dataclass
+class Numbering:
+    """What the fabric's names say: the digit run of leaf names that numbers rails and groups, of host names that
+    numbers groups (:mod:`ncclctl.fabric.naming`). Groups are labelled by their first host."""
+
+    leaf_rail: NameField | None = None
+    leaf_group: NameField | None = None
+    host_group: NameField | None = None
+
+    def group_number(self, grp: Group) -> str | None:
+        for fld in (self.leaf_group, self.host_group):
+            if fld is not None and grp.hosts and grp.hosts[0] in fld.printed:
+                return fld.printed[grp.hosts[0]]
+        return None
+
+    def group_name(self, grp: Group) -> str | None:
+        """The group's name in the fabric's own numbering: the field as its names print it when it has letters
+        (``g003``), else ``su`` and the number (``su08``)."""
+        for fld in (self.leaf_group, self.host_group):
+            if fld is not None and grp.hosts and grp.hosts[0] in fld.printed:
+                tok = fld.token[grp.hosts[0]]
+                return tok if not tok.isdigit() else "su" + tok
+        return None
+
+    def rail_number(self, k: int) -> str | None:
+        return self.leaf_rail.printed_for(k) if self.leaf_rail is not None else None
+
+    def doc(self) -> dict:
+        def one(fld: NameField | None) -> dict | None:
+            if fld is None:
+                return None
+            return {"template": fld.template, "digit_run": fld.index, "names_agreeing": fld.agree,
+                    "names": fld.total}
+        return {"leaf_rail": one(self.leaf_rail), "leaf_group": one(self.leaf_group),
+                "host_group": one(self.host_group)}
+
+
+def _name_items(g: FabricGraph, st: _Structure):
+    rail_items = [(g.switches[L].desc, k) for grp in st.groups for k, L in enumerate(grp.leaves)
+                  if L is not None and L in g.switches and g.switches[L].desc]
+    group_items = [(g.switches[L].desc, grp.hosts[0]) for grp in st.groups for L in dict.fromkeys(grp.leaves)
+                   if L is not None and L in g.switches and g.switches[L].desc]
+    host_items = [(h, st.groups[st.host_group[h]].hosts[0]) for h in st.hosts if h in st.host_group]
+    return rail_items, group_items, host_items
+
+
+def _numbering(g: FabricGraph, st: _Structure) -> Numbering:
+    rail_items, group_items, host_items = _name_items(g, st)
+    num = Numbering()
+    num.leaf_rail = find_field(rail_items)
+    lg = find_field(group_items)
+    if lg is not None and num.leaf_rail is not None and lg.index == num.leaf_rail.index:
+        lg = None  # one digit run cannot number both
+    num.leaf_group = lg
+    num.host_group = find_field(host_items)
+    return num
+
+
+def _name_findings(g: FabricGraph, st: _Structure, num: Numbering, findings: list[Finding]) -> None:
+    """FAB018: a leaf named for another rail or group than the one its hosts use it as; a host named for another
+    group than the one it is cabled into."""
+    src = g.source
+    rail_items, group_items, host_items = _name_items(g, st)
+    group_of: dict[object, Group] = {grp.hosts[0]: grp for grp in st.groups}
+    by_desc: dict[str, str] = {}
+    for grp in st.groups:
+        for L in grp.leaves:
+            if L is not None and L in g.switches:
+                by_desc.setdefault(g.switches[L].desc, L)
+    seen: set[str] = set()
+    if num.leaf_rail is not None:
+        for desc, k, named in mismatches(num.leaf_rail, rail_items):
+            L = by_desc[desc]
+            if L in seen:
+                continue
+            seen.add(L)
+            findings.append(finding(
+                "FAB018", f"leaf {_sw(g, L)} is named for rail {named} (fabric rail {num.leaf_rail.printed_for(named)}), "
+                          f"but its hosts use it as rail {k}: the switch is mislabelled, or its cables belong to "
+                          "another leaf", subject=src, line=g.switches[L].line))
+    if num.leaf_group is not None:
+        for desc, gk, named in mismatches(num.leaf_group, group_items):
+            L = by_desc[desc]
+            if L in seen:
+                continue
+            seen.add(L)
+            grp = group_of[gk]
+            findings.append(finding(
+                "FAB018", f"leaf {_sw(g, L)} is named for group {num.leaf_group.printed_for(named)}, but it serves "
+                          f"the hosts of {grp.name} ({compress(grp.hosts)})", subject=src, line=g.switches[L].line))
+    if num.host_group is not None:
+        for h, gk, named in mismatches(num.host_group, host_items):
+            ep = next((e for e in st.host_rails[h] if e is not None), None)
+            findings.append(finding(
+                "FAB018", f"{h}: its name says group {num.host_group.printed_for(named)}, but its HCAs are cabled to "
+                          f"the leaves of {group_of[gk].name}", subject=src, line=ep.line if ep else None, host=h))
+
+
+def _name_groups(inp: FabricInput, groups: list[Group], numbering: Numbering) -> None:
+    """Group names and order: the fabric's own group numbers when every group has a distinct one (``su08`` is the
+    group its names call 08, ``g003`` the group its leaves call g003), else ``su01``... in the order of the groups'
+    first host names; an inventory group hint names a group all of whose hosts carry it."""
+    numbers = [numbering.group_number(grp) for grp in groups]
+    if groups and all(n is not None for n in numbers) and len(set(numbers)) == len(numbers):
+        order = sorted(range(len(groups)), key=lambda i: (int(numbers[i] or 0), natural_key(groups[i].hosts[0])))
+        for pos, i in enumerate(order):
+            groups[i].name = numbering.group_name(groups[i]) or f"su{numbers[i]}"
+            groups[i].index = pos
+    else:
+        width = max(2, len(str(len(groups))))
+        for grp in groups:
+            grp.name = f"su{grp.index + 1:0{width}d}"
+    if inp.hosts:
+        hints = [{inp.hosts[h].group if h in inp.hosts else None for h in grp.hosts} for grp in groups]
+        names = [next(iter(hs)) if len(hs) == 1 else None for hs in hints]
+        taken = Counter(n for n in names if n)
+        for grp, name in zip(groups, names):
+            if name and taken[name] == 1 and _NAME_OK.match(name):
+                grp.name = name
+
+
+def _missing_leaves(g: FabricGraph, st: _Structure, numbering: Numbering, findings: list[Finding],
+                    problems: list[dict]) -> dict[tuple[int, int], dict]:
+    """(group, rail) -> record, for the rails most hosts of a group (two or more) have no link on: the leaf is
+    missing from the fabric or down, one FAB017 naming the position and the hosts it strands."""
+    src = g.source
+    out: dict[tuple[int, int], dict] = {}
+    for grp in st.groups:
+        if len(grp.hosts) < 2:
+            continue
+        for k in range(st.nrails):
+            lacking = [h for h in grp.hosts
+                       if k >= len(st.host_leaves[h]) or st.host_leaves[h][k] is None]
+            if len(lacking) < 2 or 2 * len(lacking) <= len(grp.hosts):
+                continue
+            label = numbering.rail_number(k)
+            like = None
+            if numbering.leaf_rail is not None:
+                for j, L in enumerate(grp.leaves):
+                    if L is not None and L in g.switches and numbering.leaf_rail.label(g.switches[L].desc) == j:
+                        like = numbering.leaf_rail.rename(g.switches[L].desc, k)
+                        if like:
+                            break
+            absent = sum(1 for h in lacking if k >= len(st.host_rails[h]) or st.host_rails[h][k] is None)
+            state = ("not in the fabric" if absent == len(lacking) else
+                     "without a link" if absent == 0 else f"absent ({absent}) or without a link")
+            ep0 = next((e for h in grp.hosts for e in st.host_rails[h] if e is not None), None)
+            line = ep0.line if ep0 else None
+            findings.append(finding(
+                "FAB017", f"{grp.name}: the rail-{k} leaf is missing"
+                          + (f" (fabric rail {label}" + (f", a switch named like {like!r}" if like else "") + ")"
+                             if label else "")
+                          + f": the rail-{k} HCAs of {len(lacking)} of its {len(grp.hosts)} hosts are {state} "
+                          f"({compress(lacking)}); check that leaf switch (power, uplinks, subnet manager) before "
+                          "the hosts", subject=src, line=line))
+            rec = {"group": grp.name, "rail": k, "hosts": lacking, "state": state, "name_like": like}
+            out[(grp.index, k)] = rec
+            problems.append({"host": None, "hca": None, "port": None, "rail": k, "group": grp.name,
+                             "problem": "leaf-missing", "hosts": lacking, "line": line, "expected_name": like})
+    return out
+
+
+def _place_unknown(g: FabricGraph, inp: FabricInput, st: _Structure, findings: list[Finding]) -> list[dict]:
+    """HCAs whose description names no host, placed by where they are cabled: on a rail-optimized fabric host i
+    of a group uses the same port on each of the group's rail leaves, so the unnamed HCAs at one port of a group's
+    rail leaves are one host (FAB016, with the name its neighbours' names suggest). The rest are FAB007."""
+    src = g.source
+    if not inp.unknown:
+        return []
+    leaf_pos: dict[str, tuple[int, int]] = {}
+    for grp in st.groups:
+        for k, L in enumerate(grp.leaves):
+            if L is not None:
+                leaf_pos.setdefault(L, (grp.index, k))
+    aligned: dict[int, list[tuple[int, str]]] = {}
+    total: Counter = Counter()
+    for h in st.hosts:
+        gi = st.host_group.get(h)
+        if gi is None:
+            continue
+        ports = {ep.link[1] for ep in st.host_rails[h] if ep is not None and ep.link is not None}
+        total[gi] += 1
+        if len(ports) == 1:
+            p = next(iter(ports))
+            if isinstance(p, int):
+                aligned.setdefault(gi, []).append((p, h))
+    port_groups = {gi for gi, rows in aligned.items() if 4 * len(rows) >= 3 * total[gi] and total[gi] >= 2}
+    positions: dict[tuple[int, int], list[tuple[int, UnknownHca]]] = {}
+    rest = []
+    for u in inp.unknown:
+        link = g.hca_links.get((u.guid, 1)) or g.hca_links.get((u.guid, 2))
+        if link is None:
+            rest.append(u)
+            continue
+        pos = leaf_pos.get(link[0])
+        if pos is None or pos[0] not in port_groups or not isinstance(link[1], int) or u.why == "not-inventory":
+            rest.append(u)
+            continue
+        positions.setdefault((pos[0], link[1]), []).append((pos[1], u))
+    occupant = {(gi, p): h for gi, rows in aligned.items() for p, h in rows}
+    out: list[dict] = []
+    for (gi, port), items in sorted(positions.items()):
+        grp = st.groups[gi]
+        items.sort(key=lambda it: it[0])
+        occ = occupant.get((gi, port))
+        if occ is not None:
+            # the port of a named host: its HCA, whose description was not (re)written
+            for k, u in items:
+                findings.append(finding(
+                    "FAB007", f"HCA {u.guid}: description {u.desc!r} {WHY_TEXT[u.why]}; it is cabled to port {port} "
+                              f"of {grp.name}'s rail-{k} leaf, where {occ}'s other HCAs are: probably {occ}'s rail-{k} "
+                              "HCA (left out)", subject=src, line=u.line, host=occ))
+            continue
+        likely = _likely_name(aligned.get(gi, []), port, set(st.hosts))
+        whys = {u.why for _, u in items}
+        descs = sorted({" ".join(u.desc.split()) for _, u in items})
+        rails_at = [k for k, _ in items]
+        if whys == {"localhost"}:
+            what = (f"describe themselves as {', '.join(repr(d) for d in descs)}: the host's name was not set when "
+                    "rdma-ndd wrote them (restart rdma-ndd once the hostname is set)")
+        else:
+            what = (f"carry the adapter's default description {descs[0]!r}: rdma-ndd has not set '<hostname> <hca>' "
+                    "on this host (or it has not booted its OS)")
+        first = items[0][1]
+        findings.append(finding(
+            "FAB016", f"{grp.name}: a host without a name at port {port} of the group's rail leaves: its "
+                      f"{len(items)} HCA(s) (rail(s) {', '.join(map(str, rails_at))}) {what}"
+                      + (f"; by its neighbours' names it is probably {likely}" if likely else "")
+                      + "; it is left out of the layout and the order", subject=src, line=first.line,
+            host=likely))
+        out.append({"group": grp.name, "port": port, "rails": rails_at, "guids": [u.guid for _, u in items],
+                    "descriptions": descs, "likely": likely, "line": first.line})
+    findings.extend(unknown_findings(g, rest))
+    return out
+
+
+def _likely_name(rows: list[tuple[int, str]], port: int, taken: set[str]) -> str | None:
+    """The name of the host at ``port`` when the group's host names number their hosts by leaf port."""
+    if len(rows) < 2:
+        return None
+    fld = find_field([(h, p) for p, h in rows], min_labels=2)
+    if fld is None or any(fld.printed.get(p) is not None and int(fld.printed[p]) != p for p, _ in rows):
+        return None
+    p0, h0 = rows[0]
+    width = len(fld.printed[p0])
+    guess = with_number(h0, fld.index, str(port).zfill(width))
+    return guess if guess not in taken else None
 
 
 def _sw(g: FabricGraph, guid: str | None) -> str:
@@ -430,6 +854,11 @@ def layout_doc(lay: Layout) -> dict:
                     "leaves": [{"rail": k, **(_swd(g, leaf) or {"guid": None, "desc": None})}
                                for k, leaf in enumerate(grp.leaves)]} for grp in lay.groups],
         "unplaced": lay.unplaced,
+        "not_in_layout": [{"host": h, "why": why} for h, why in lay.outside.items()],
+        "unnamed": lay.unnamed,
+        "missing_leaves": lay.missing,
+        "tiers": lay.tiers,
+        "numbering": lay.numbering.doc() if lay.numbering is not None else None,
         "problems": lay.problems,
     }
 
@@ -447,11 +876,19 @@ def layout_text(lay: Layout) -> str:
                      + (f", width {lay.expected_width}" if lay.expected_width else ""))
     if lay.unplaced:
         lines.append(f"hosts with no linked rail (left out of groups): {compress(lay.unplaced)}")
+    if lay.outside:
+        lines.append(f"not in the rail layout (management hosts?): {compress(lay.outside)}")
+    if lay.unnamed:
+        lines.append(f"host positions whose HCAs carry no host name: {len(lay.unnamed)} (FAB016)")
     if len(lay.groups) <= _LAYOUT_TEXT_GROUPS:
         for grp in lay.groups:
             lines.append(f"{grp.name}: {compress(grp.hosts)} ({len(grp.hosts)} host{'s' if len(grp.hosts) != 1 else ''})")
+            num = lay.numbering
             for k, leaf in enumerate(grp.leaves):
-                lines.append(f"  rail {k}: {_sw(g, leaf) if leaf else '(no linked HCA)'}")
+                label = num.rail_number(k) if num is not None else None
+                label = label if label is not None and label != str(k) else None
+                lines.append(f"  rail {k}{f' (fabric rail {label})' if label else ''}: "
+                             f"{_sw(g, leaf) if leaf else '(no linked HCA)'}")
     else:
         lines.append(f"layout: {len(lay.groups)} groups (the table is in --format json)")
     return "\n".join(lines) + "\n"

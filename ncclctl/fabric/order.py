@@ -35,6 +35,10 @@ class Order:
     cost: dict = field(default_factory=dict)
     naive_cost: dict = field(default_factory=dict)
     params: dict = field(default_factory=dict)
+    #: hosts outside the rail layout (management hosts, FAB015) and the likely names of unnamed hosts (FAB016):
+    #: not in the order, named in the outputs' comments
+    outside: list[str] = field(default_factory=list)
+    unnamed: list[str] = field(default_factory=list)
 
 
 def crossings(order: list[str], host_group: dict[str, int]) -> int:
@@ -70,7 +74,8 @@ def plan_order(lay: Layout, *, slots: int | None = None, params: CostParams | No
     capacity = FabricCapacity(lay, params.oversubscription)
     result = Order(hosts=order, naive=naive, crossings=crossings(order, hg), naive_crossings=crossings(naive, hg),
                    lower_bound=occupied if occupied > 1 else 0, segments=segments, excluded=list(lay.unplaced),
-                   slots=slots)
+                   slots=slots, outside=sorted(lay.outside, key=natural_key),
+                   unnamed=[f"{u['likely'] or 'unnamed'} ({u['group']} port {u['port']})" for u in lay.unnamed])
     result.cost = ring_cost(order, lay, params, capacity)
     result.naive_cost = ring_cost(naive, lay, params, capacity)
     result.params = params_doc(params, capacity, lay.expected_rate)
@@ -92,6 +97,17 @@ def _header(o: Order, lay: Layout, what: str) -> list[str]:
             f"ring crossings {o.crossings} (lower bound {o.lower_bound})"]
 
 
+def _left_out(o: Order) -> list[str]:
+    lines = []
+    if o.excluded:
+        lines.append(f"# not connected (no linked rail HCA): {compress(o.excluded)}")
+    if o.outside:
+        lines.append(f"# not in the rail layout (management hosts?): {compress(o.outside)}")
+    if o.unnamed:
+        lines.append(f"# hosts whose HCAs carry no host name: {', '.join(o.unnamed)}")
+    return lines
+
+
 def slurm_tree(o: Order, lay: Layout, *, top: str = "spine") -> str:
     """topology/tree: one leaf switch per group (``Nodes=``) and a top switch over the groups (``Switches=``)."""
     lines = _header(o, lay, "topology/tree")
@@ -99,8 +115,7 @@ def slurm_tree(o: Order, lay: Layout, *, top: str = "spine") -> str:
         lines.append(f"SwitchName={name} Nodes={compress(hosts)}")
     if len(o.segments) > 1:
         lines.append(f"SwitchName={top} Switches={compress([name for name, _ in o.segments])}")
-    if o.excluded:
-        lines.append(f"# not connected (no linked rail HCA): {compress(o.excluded)}")
+    lines += _left_out(o)
     return "\n".join(lines) + "\n"
 
 
@@ -112,8 +127,7 @@ def slurm_block(o: Order, lay: Layout) -> str:
         lines.append(f"BlockName={name} Nodes={compress(hosts)}")
     if o.segments:
         lines.append(f"BlockSizes={min(len(h) for _, h in o.segments)}")
-    if o.excluded:
-        lines.append(f"# not connected (no linked rail HCA): {compress(o.excluded)}")
+    lines += _left_out(o)
     return "\n".join(lines) + "\n"
 
 
@@ -129,6 +143,8 @@ def order_doc(o: Order, lay: Layout) -> dict:
         "order": o.hosts,
         "groups": [{"name": name, "hosts": hosts} for name, hosts in o.segments],
         "excluded": o.excluded,
+        "not_in_layout": o.outside,
+        "unnamed": o.unnamed,
         "crossings": o.crossings,
         "lower_bound": o.lower_bound,
         "naive": {"order": "hostnames, natural sort", "crossings": o.naive_crossings, "cost": o.naive_cost},
@@ -174,6 +190,10 @@ def order_text(o: Order, lay: Layout) -> str:
         lines.append(f"  {name}: {compress(hosts) if hosts == sorted(hosts, key=natural_key) else ' '.join(hosts)}")
     if o.excluded:
         lines.append(f"left out (no linked rail HCA): {compress(o.excluded)}")
+    if o.outside:
+        lines.append(f"left out (not in the rail layout: management hosts?): {compress(o.outside)}")
+    if o.unnamed:
+        lines.append(f"left out (HCAs without a host name): {', '.join(o.unnamed)}")
     return "\n".join(lines) + "\n"
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ncclctl.errors import UsageError
-from ncclctl.fabric.graph import FabricGraph, finding, from_lldp, host_endpoints, load_fabric_file, norm_guid
+from ncclctl.fabric.graph import (FabricGraph, UnknownHca, finding, from_lldp, host_endpoints, load_fabric_file,
+                                  norm_guid, unknown_findings)
 from ncclctl.findings import Finding
 
 
@@ -36,6 +37,9 @@ class FabricInput:
     #: Host -> {"<hca>:<port>": Endpoint}
     endpoints: dict = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
+    #: HCAs whose description names no (inventory) host; :func:`load_findings` reports them (FAB007), the layout
+    #: places those that sit at a host position of a group (FAB016).
+    unknown: list[UnknownHca] = field(default_factory=list)
 
     @property
     def source_label(self) -> str:
@@ -49,8 +53,9 @@ def load_input(fabric_file: str | None, inventory: str | None) -> FabricInput:
     if inventory is None:
         assert fabric_file is not None  # one of the two is given (checked above)
         graph = load_fabric_file(fabric_file)
-        eps, found = host_endpoints(graph)
-        return FabricInput(graph=graph, endpoints=eps, findings=list(graph.findings) + found)
+        unknown: list[UnknownHca] = []
+        eps, found = host_endpoints(graph, unknown_out=unknown)
+        return FabricInput(graph=graph, endpoints=eps, findings=list(graph.findings) + found, unknown=unknown)
 
     from ncclctl.ops.inventory import load_inventory
     from ncclctl.plan.rails import plan_rails
@@ -72,20 +77,27 @@ def load_input(fabric_file: str | None, inventory: str | None) -> FabricInput:
                 model_guids.setdefault(guid, (h.name, nic.name))
                 host_guids[(h.name, nic.name)] = guid
     path = fabric_file or inv.fabric
+    unknown = []
     if path is not None:
         graph = load_fabric_file(path)
         eps, found = host_endpoints(graph, known_hosts={n: i.line for n, i in hosts.items()},
-                                    model_guids=model_guids, host_guids=host_guids)
+                                    model_guids=model_guids, host_guids=host_guids, unknown_out=unknown)
     else:
         graph = from_lldp(nodes, source=inventory)
-        eps, found = host_endpoints(graph, known_hosts={n: i.line for n, i in hosts.items()})
+        eps, found = host_endpoints(graph, known_hosts={n: i.line for n, i in hosts.items()}, unknown_out=unknown)
     findings = list(graph.findings) + found
     for name, info in hosts.items():
         if name not in eps:
             what = "RDMA NIC with an Ethernet port (no LLDP data)" if path is None else "HCA in the fabric"
             findings.append(finding("FAB008", f"inventory host {name} has no {what}", subject=inventory,
                                     line=info.line, host=name))
-    return FabricInput(graph=graph, inventory_path=inventory, hosts=hosts, endpoints=eps, findings=findings)
+    return FabricInput(graph=graph, inventory_path=inventory, hosts=hosts, endpoints=eps, findings=findings,
+                       unknown=unknown)
+
+
+def load_findings(inp: FabricInput) -> list[Finding]:
+    """``ncclctl fabric load``'s findings: the input's own and one FAB007 per unknown description (or host)."""
+    return list(inp.findings) + unknown_findings(inp.graph, inp.unknown)
 
 
 def load_summary(inp: FabricInput) -> tuple[str, dict]:
@@ -101,7 +113,8 @@ def load_summary(inp: FabricInput) -> tuple[str, dict]:
     lines = [f"fabric: {summary['source']} ({KINDS.get(summary['kind'], summary['kind'])})",
              f"switches: {summary['switches']} ("
              + ", ".join(f"{n} {name}" for name, n in summary["layers"].items()) + ")",
-             f"HCAs: {summary['hcas']}, {linked} HCA port(s) linked",
+             f"HCAs: {summary['hcas']}, {linked} HCA port(s) of hosts linked"
+             + (f"; SHARP aggregation nodes: {summary['aggregation_nodes']}" if summary["aggregation_nodes"] else ""),
              f"links: {summary['links']} ({summary['hca_links']} HCA-switch, {summary['switch_links']} switch-switch"
              + (f", {summary['other_links']} other" if summary["other_links"] else "") + ")",
              "rates: " + (", ".join(f"{label} x{n}" for label, n in summary["rates"].items()) or "none"),

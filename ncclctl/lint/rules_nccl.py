@@ -27,8 +27,10 @@ from ncclctl.nccl.lists import (
 )
 from ncclctl.nccl.params import c_int, strtol
 from ncclctl.nccl.settings import ETC_CONF, Resolved, Setting
-from ncclctl.nccl.values import PATH_LEVELS, algo_proto_names, check_algo_proto, disables_p2p, level_names, read_level
-from ncclctl.nccl.variables import KNOWN, REPLACED_BY, known_variable, suggest_variable
+from ncclctl.nccl.values import (PATH_LEVELS, VALUE_RANGES, algo_proto_names, check_algo_proto, disables_p2p,
+                                level_names, out_of_range, read_level, template_text)
+from ncclctl.nccl.variables import (KNOWN, REPLACED_BY, helper_variable, known_variable, plugin_variable,
+                                   suggest_variable)
 from ncclctl.nccl.version import DEFAULT, DEFAULT_TEXT, RELEASES, Version, parse
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -261,7 +263,10 @@ def conf_crlf(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         "the operator believes is active (for instance a NIC restriction) is not, and no log line says so.",
     detect="Every NCCL_* name in the environment and the conf files against the table of names read by NCCL "
            "2.3.5 to 2.30.7 (extracted from every release tag's NCCL_PARAM, DEFINE_NCCL_PARAM and "
-           "ncclGetEnv/getenv calls), plus site patterns for net plugins.",
+           "ncclGetEnv/getenv calls), the names the common plugins read (nccl-rdma-sharp-plugins: SHARP, UCX; "
+           "aws-ofi-nccl), plus site patterns for other net plugins. Build and installation helpers "
+           "(NCCL_LIB_DIR, NCCL_HOME, NCCL_ROOT, NCCL_INCLUDE_DIR...) are reported at info; a 'did you mean' "
+           "names only a variable NCCL or those plugins read, a couple of keystrokes away.",
     fix="Use the exact name from the NCCL documentation (the finding suggests the closest one), or add a plugin's "
         "variables to this rule's known_variables option.",
     options=(
@@ -284,13 +289,24 @@ def unknown_variable(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         if info is True:
             continue
         if info is None:
+            if helper_variable(s.name):
+                yield _hit(s, "not an NCCL setting: a build or installation helper that locates NCCL (like "
+                              "PyTorch's NCCL_LIB_DIR or a module's NCCL_HOME); NCCL ignores it", severity=I,
+                           fix="nothing to do if it is meant for a build or a launcher")
+                continue
             best = suggest_variable(s.name)
             if s.name.upper() != s.name and best == s.name.upper():
                 msg = f"variable names are case-sensitive: NCCL reads {best}, not {s.name}"
+            elif best and best.startswith("OFI_NCCL_"):
+                msg = (f"NCCL reads no variable named {s.name}; the aws-ofi-nccl plugin's settings are OFI_NCCL_*: "
+                       f"did you mean {best}?")
             elif best:
-                msg = f"NCCL reads no variable named {s.name}; did you mean {best}?"
+                who = plugin_variable(best)
+                msg = f"NCCL reads no variable named {s.name}; did you mean {best}" + (
+                    f" (read by the {who} plugin)?" if who else "?")
             else:
-                msg = f"NCCL reads no variable named {s.name} (no release 2.3.5-2.30.7 does)"
+                msg = (f"NCCL reads no variable named {s.name} (no release 2.3.5-2.30.7 does, nor the SHARP, UCX "
+                       "or OFI plugins)")
             yield _hit(s, msg, fix=f"rename it to {best}" if best else None)
         elif info.until is not None and info.until < version:
             repl = REPLACED_BY.get(s.name)
@@ -908,6 +924,80 @@ def enum_value_invalid(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             fix = _line_fix(s, guess) if _enum_ok(kind, values, guess, version) else f"use one of {', '.join(values)}"
             yield _hit(s, f"not one of {', '.join(values)} ({how}): NCCL {fallback}",
                        severity=I if name == "NCCL_DEBUG" else None, fix=fix)
+
+
+@rule(
+    "NCCL024", "value-masked-or-clamped", W, "NCCL setting beyond the range NCCL or the NIC can use",
+    what="An integer setting outside the range its destination can hold: NCCL_IB_RETRY_CNT above 7 (a 3-bit QP "
+         "field), NCCL_IB_TIMEOUT above 31 (5 bits), NCCL_IB_SL above 15 (4 bits), NCCL_IB_TC or NCCL_IB_GID_INDEX "
+         "above 255 (one byte), NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS above 64, NCCL_NTHREADS not a multiple of 32 "
+         "from 64 to 512, NCCL_IB_QPS_PER_CONNECTION above 128.",
+    why="NCCL copies the QP values into the verbs structures (uint8_t fields) without a range check and the NIC "
+        "driver keeps the low bits: NCCL_IB_RETRY_CNT=8 becomes 0 retries (a single lost packet fails the job), "
+        "NCCL_IB_TIMEOUT=32 becomes 0 (wait forever: a dead peer hangs the job instead of failing it). Channel and "
+        "thread counts are clamped with only an INFO line, so the setting silently does something else; more than "
+        "128 QPs per connection overrun NCCL's QP array.",
+    detect="Every definition (environment and conf files) read as NCCL reads integers (strtoll), then compared with "
+           "the limits of NCCL 2.30.7's code (net_ib/connect.cc, graph/connect.cc, graph/tuning.cc) and the verbs "
+           "field widths (ncclctl.nccl.values.VALUE_RANGES).",
+    fix="Use a value within the range the finding gives (NCCL_IB_RETRY_CNT=7 and NCCL_IB_TIMEOUT=20 to 22 are the "
+        "usual choices).",
+    options=(_VERSION_OPT,),
+)
+def value_masked_or_clamped(ctx: Ctx, opts: dict) -> Iterable[Hit]:
+    res = _resolved(ctx, opts)
+    for name, rng in VALUE_RANGES.items():
+        for s in res.candidates(name):
+            r = strtol(s.value)
+            if not r.digits or r.overflow:
+                continue  # NCCL007's
+            hit = out_of_range(name, r.value)
+            if hit is None:
+                continue
+            used = hit[1]
+            span = f"{rng.lo} to {rng.hi}" + (f" in steps of {rng.multiple}" if rng.multiple else "")
+            if rng.effect == "masked":
+                msg = (f"{rng.what} ({rng.source}) holds {span}: NCCL passes {r.value} on unchecked and the NIC "
+                       f"keeps the low bits, {used}")
+                if name in ("NCCL_IB_RETRY_CNT", "NCCL_IB_TIMEOUT") and used == 0:
+                    msg += " (" + ("no retries: one lost packet fails the job" if name == "NCCL_IB_RETRY_CNT" else
+                                   "wait forever: a dead peer hangs the job") + ")"
+                sev = E if name in ("NCCL_IB_RETRY_CNT", "NCCL_IB_TIMEOUT") and used == 0 else None
+            elif rng.effect == "clamped":
+                msg = f"{rng.what}: NCCL uses {used} instead (said only at NCCL_DEBUG=INFO)"
+                sev = None
+            else:
+                msg = f"{rng.what}: {r.value} overruns it"
+                sev = E
+            yield _hit(s, msg, fix=_line_fix(s, str(min(max(r.value, rng.lo), rng.hi) if not rng.multiple else
+                                                    used)), severity=sev)
+
+
+@rule(
+    "NCCL025", "unrendered-template", E, "NCCL setting whose value is template or shell text left unexpanded",
+    what="A value that still holds the text a configuration tool or a shell should have replaced: Jinja/Ansible "
+         "'{{ nccl_ib_hca }}' or '{% ... %}', shell '${IFACE}' or '$IFACE', autoconf/CMake '@IB_HCA@'.",
+    why="NCCL reads the value literally: NCCL_IB_HCA={{ hcas }} selects no device (NCCL falls back to the other "
+        "devices or to sockets), NCCL_SOCKET_IFNAME=${IFACE} matches no interface. A template that was copied "
+        "instead of rendered, or an environment set with single quotes, leaves exactly this.",
+    detect="Every definition in the environment and the conf files, matched against the template and shell "
+           "expansion syntaxes (NCCL's own %h/%p in NCCL_DEBUG_FILE are not template text).",
+    fix="Render the template (or expand the variable) and write the resulting value.",
+    options=(_VERSION_OPT,),
+)
+def unrendered_template(ctx: Ctx, opts: dict) -> Iterable[Hit]:
+    res = _resolved(ctx, opts)
+    for name in res.names():
+        if not _looks_nccl(name):
+            continue
+        for s in res.candidates(name):
+            piece = template_text(s.value)
+            if piece is None:
+                continue
+            kind = ("Jinja/Ansible template text" if piece.startswith("{") else
+                    "a shell variable that was not expanded" if piece.startswith("$") else "autoconf/CMake template text")
+            yield _hit(s, f"{piece!r} is {kind}: NCCL reads it literally",
+                       fix="render the template (or expand the variable) and write the value itself")
 
 
 # --------------------------------------------------------------------------------------------------

@@ -5,12 +5,16 @@
 * ``NCCL_ALGO`` / ``NCCL_PROTO``: ``src/graph/tuning.cc:parseList``.
 * ``NCCL_IB_TC``: the GRH traffic class byte (``net_ib``: ``ah_attr.grh.traffic_class``), DSCP in the top six
   bits and ECN in the low two: :func:`ib_tc_for_dscp`.
+* Integer settings NCCL or the verbs provider masks or clamps (``NCCL_IB_RETRY_CNT`` is a 3-bit field):
+  :data:`VALUE_RANGES`, :func:`out_of_range`.
+* Template or shell text left in a value (``{{ hca }}``, ``${IFACE}``): :func:`template_text`.
 
 Each with the release that changed it.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ncclctl.nccl.params import c_int
@@ -148,3 +152,93 @@ def ib_tc_for_dscp(dscp: int) -> int:
     if not 0 <= dscp < 64:
         raise ValueError(f"DSCP {dscp} is not 0-63")
     return dscp << 2 | IB_TC_ECN_BITS
+
+
+# --------------------------------------------------------------------------------------------------
+# Integer settings whose value NCCL (or the verbs provider below it) masks or clamps
+
+
+@dataclass(frozen=True)
+class ValueRange:
+    """What NCCL does with an integer setting outside the range it can use.
+
+    ``effect``: ``masked`` (the value lands in a hardware field of ``bits`` bits, after a C cast to ``uint8``
+    where NCCL's field is one: the provider keeps the low bits), ``clamped`` (NCCL replaces it with the nearest
+    limit, saying so only at NCCL_DEBUG=INFO), ``overflow`` (NCCL uses the value unchecked as an array bound).
+    ``special``: values that mean "not set" (``-1``: NCCL's default applies) and are not judged.
+    """
+
+    name: str
+    lo: int
+    hi: int
+    effect: str
+    what: str
+    source: str
+    bits: int | None = None
+    cast8: bool = False
+    special: tuple[int, ...] = ()
+    #: for NCCL_NTHREADS: a multiple of this, or NCCL uses the maximum
+    multiple: int | None = None
+
+    def used(self, value: int) -> int:
+        """The value the hardware or NCCL ends up with."""
+        if self.effect == "masked":
+            v = value & 0xFF if self.cast8 else value
+            return v & ((1 << self.bits) - 1) if self.bits else v
+        if self.effect == "clamped":
+            if self.multiple and value > 0 and value % self.multiple:
+                return self.hi
+            return min(max(value, self.lo), self.hi)
+        return value
+
+
+#: NCCL 2.30.7 (src/transport/net_ib/connect.cc, common.h; graph/connect.cc; graph/tuning.cc) and the verbs fields
+#: the values land in (struct ibv_qp_attr: uint8_t timeout, retry_cnt; struct ibv_ah_attr: uint8_t sl;
+#: ibv_global_route: uint8_t traffic_class, sgid_index), masked to the InfiniBand field widths by the provider
+#: (mlx5: MLX5_SET of the 3-bit retry count, 5-bit ack timeout, 4-bit SL).
+VALUE_RANGES: dict[str, ValueRange] = {r.name: r for r in (
+    ValueRange("NCCL_IB_RETRY_CNT", 0, 7, "masked", "the QP retry count, a 3-bit field", "ibv_qp_attr.retry_cnt",
+               bits=3, cast8=True),
+    ValueRange("NCCL_IB_TIMEOUT", 0, 31, "masked", "the QP ack timeout exponent (4.096 us x 2^n), a 5-bit field; 0 "
+               "means wait forever", "ibv_qp_attr.timeout", bits=5, cast8=True),
+    ValueRange("NCCL_IB_SL", 0, 15, "masked", "the InfiniBand service level, a 4-bit field", "ibv_ah_attr.sl",
+               bits=4, cast8=True, special=(-1,)),
+    ValueRange("NCCL_IB_TC", 0, 255, "masked", "the GRH traffic class byte", "ibv_global_route.traffic_class",
+               bits=8, cast8=True, special=(-1,)),
+    ValueRange("NCCL_IB_GID_INDEX", 0, 255, "masked", "the source GID index, one byte",
+               "ibv_global_route.sgid_index", bits=8, cast8=True, special=(-1,)),
+    ValueRange("NCCL_IB_QPS_PER_CONNECTION", 1, 128, "overflow", "QPs per connection and device; NCCL keeps the QPs "
+               "of a connection in an array of NCCL_IB_MAX_QPS (128) and does not check the count", "net_ib/common.h"),
+    ValueRange("NCCL_MIN_NCHANNELS", 0, 64, "clamped", "the minimum number of channels (MAXCHANNELS is 64)",
+               "graph/connect.cc:ncclMinNchannels"),
+    ValueRange("NCCL_MAX_NCHANNELS", 1, 64, "clamped", "the maximum number of channels (MAXCHANNELS is 64)",
+               "graph/connect.cc:ncclMaxNchannels"),
+    ValueRange("NCCL_NTHREADS", 64, 512, "clamped", "threads per block: a multiple of 32 (the warp size) from 64 to "
+               "512, or NCCL uses 512", "graph/tuning.cc:getNthreads", multiple=32, special=(-2,)),
+)}
+
+
+def out_of_range(name: str, value: int) -> tuple[ValueRange, int] | None:
+    """``(range, value used)`` when NCCL cannot use ``value`` for ``name`` as written; None when it can (or the
+    variable has no such limit)."""
+    r = VALUE_RANGES.get(name)
+    if r is None or value in r.special:
+        return None
+    if r.effect == "clamped" and name == "NCCL_NTHREADS" and value <= 0:
+        return None  # 0 or negative: NCCL's own default
+    ok = r.lo <= value <= r.hi and not (r.multiple and value % r.multiple)
+    return None if ok else (r, r.used(value))
+
+
+# --------------------------------------------------------------------------------------------------
+# Text that a template or a shell should have replaced
+
+#: Jinja/Ansible ``{{ x }}`` and ``{% %}``, shell ``${X}``/``$X``, autoconf/CMake ``@X@``: never NCCL's syntax
+#: (NCCL_DEBUG_FILE's ``%h``/``%p`` are NCCL's own and not matched).
+_TEMPLATE_RE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|@[A-Za-z_][A-Za-z0-9_]*@")
+
+
+def template_text(value: str) -> str | None:
+    """The first piece of unrendered template or unexpanded shell text in ``value``, or None."""
+    m = _TEMPLATE_RE.search(value)
+    return m.group(0) if m else None

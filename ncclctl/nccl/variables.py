@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import re
 from dataclasses import dataclass
 from typing import Iterable, Literal
 
@@ -359,21 +360,98 @@ def _load_table() -> dict[str, VarInfo]:
 KNOWN: dict[str, VarInfo] = _load_table()
 
 
+#: NCCL_* variables read by the common network plugins, not by NCCL itself: nccl-rdma-sharp-plugins (SHARP CollNet,
+#: UCX and its own IB transport; Mellanox/nccl-rdma-sharp-plugins 2f5ac02) and aws-ofi-nccl (2daf7d30), from their
+#: NCCL_PARAM definitions and getenv calls. Their IB transport's NCCL_IB_* names are NCCL's own.
+PLUGIN_VARIABLES: dict[str, str] = {
+    **dict.fromkeys((
+        "NCCL_IBEXT_DISABLE", "NCCL_IB_IS_GLOBAL", "NCCL_PLUGIN_P2P", "NCCL_SHARP_COLL_TRACE", "NCCL_SHARP_DISABLE",
+        "NCCL_SHARP_DISABLE_ALLGATHER", "NCCL_SHARP_DISABLE_REDUCE_SCATTER", "NCCL_SHARP_GROUP_SIZE_THRESH",
+        "NCCL_SHARP_MAX_COMMS", "NCCL_SHARP_V3_DATATYPES", "NCCL_UCX_CUDA_DISABLE", "NCCL_UCX_DISABLE",
+        "NCCL_UCX_RMA_DISABLE", "NCCL_UCX_TLS", "NCCL_UCX_ZCOPY_THRESH"), "nccl-rdma-sharp-plugins"),
+    "NCCL_GIN_PROXY_NTHREADS": "aws-ofi-nccl",
+}
+#: aws-ofi-nccl's own settings are OFI_NCCL_* (include/nccl_ofi_param.h): a NCCL_OFI_* name is one of them misnamed.
+OFI_VARIABLES = frozenset((
+    "OFI_NCCL_ABORT_ON_ERROR", "OFI_NCCL_CM_NUM_RX_BUFFERS", "OFI_NCCL_CQ_READ_COUNT", "OFI_NCCL_CQ_SIZE",
+    "OFI_NCCL_CUDA_FLUSH_ENABLE", "OFI_NCCL_DISABLE_CLOSE_MESSAGE", "OFI_NCCL_DISABLE_DMABUF",
+    "OFI_NCCL_DISABLE_GDR_REQUIRED_CHECK", "OFI_NCCL_DISABLE_NATIVE_RDMA_CHECK", "OFI_NCCL_EAGER_MAX_SIZE",
+    "OFI_NCCL_EARLY_COMPLETION", "OFI_NCCL_ENDPOINT_PER_COMM", "OFI_NCCL_ERRORCHECK_MUTEX", "OFI_NCCL_EXCLUDE_TCP_IF",
+    "OFI_NCCL_FORCE_NUM_RAILS", "OFI_NCCL_GDAKI_EFA_HW_COUNTER", "OFI_NCCL_GDR_FLUSH_DISABLE",
+    "OFI_NCCL_GIN_CQ_PROCESS_MAX_ITER", "OFI_NCCL_MIN_STRIPE_SIZE", "OFI_NCCL_MR_CACHE_DISABLE", "OFI_NCCL_MR_KEY_SIZE",
+    "OFI_NCCL_NET_LATENCY", "OFI_NCCL_NIC_DUP_CONNS", "OFI_NCCL_NVTX_TRACE_DIMENSION", "OFI_NCCL_PLATFORM",
+    "OFI_NCCL_PROGRESS_MODEL", "OFI_NCCL_PROTOCOL", "OFI_NCCL_RDMA_MAX_POSTED_CONTROL_BUFFERS",
+    "OFI_NCCL_RDMA_MAX_POSTED_EAGER_BUFFERS", "OFI_NCCL_RDMA_MIN_POSTED_CONTROL_BUFFERS",
+    "OFI_NCCL_RDMA_MIN_POSTED_EAGER_BUFFERS", "OFI_NCCL_RR_CTRL_MSG", "OFI_NCCL_SCHED_MAX_SMALL_RR_SIZE",
+    "OFI_NCCL_TUNER_NET_COMP_OVERHEAD", "OFI_NCCL_TUNER_NET_LATENCY", "OFI_NCCL_TUNER_NUM_CHANNELS",
+    "OFI_NCCL_TUNER_TYPE", "OFI_NCCL_USE_IPV6_TCP", "OFI_NCCL_USE_LOW_LATENCY_TC"))
+
+#: The words build systems and module files give the variables that locate NCCL (PyTorch's NCCL_ROOT,
+#: NCCL_LIB_DIR, NCCL_INCLUDE_DIR; TensorFlow's NCCL_INSTALL_PATH, NCCL_HDR_PATH; NCCL_HOME in modules).
+_HELPER_RE = re.compile(r"NCCL_(?:[A-Z0-9]+_)*(?:HOME|ROOT|DIR|DIRS|LIBDIR|PATH|PREFIX|INCLUDE|INCLUDES|INC|LIB|"
+                        r"LIBS|LIBRARY|LIBRARIES|SO|VERSION|VER|HDR|HEADERS|BIN|SRC|BUILD)")
+
+
+def plugin_variable(name: str) -> str | None:
+    """The plugin that reads ``name`` (an NCCL_* variable NCCL itself does not), or None."""
+    return PLUGIN_VARIABLES.get(name)
+
+
+def helper_variable(name: str) -> bool:
+    """A build or installation helper named NCCL_* (``NCCL_LIB_DIR``, ``NCCL_HOME``): not a setting of NCCL."""
+    return name not in KNOWN and _HELPER_RE.fullmatch(name) is not None
+
+
 def known_variable(name: str, patterns: Iterable[str] = ()) -> VarInfo | Literal[True] | None:
-    """The table entry for ``name``; True when only a site pattern (fnmatch) knows it; None when unknown."""
+    """The table entry for ``name``; True when a common plugin reads it or a site pattern (fnmatch) knows it; None
+    when unknown."""
     info = KNOWN.get(name)
     if info is not None:
         return info
-    if any(fnmatch.fnmatchcase(name, p) for p in patterns):
+    if name in PLUGIN_VARIABLES or any(fnmatch.fnmatchcase(name, p) for p in patterns):
         return True
     return None
 
 
+def _distance(a: str, b: str) -> int:
+    """Levenshtein distance with adjacent transpositions (a typo's edits)."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
 def suggest_variable(name: str) -> str | None:
-    """The closest variable a 2.30.7 NCCL reads (a typo's likely intent), or None."""
+    """The variable a typo most likely meant: one NCCL 2.30.7 or a common plugin reads, whose name after ``NCCL_`` is
+    a couple of keystrokes away (or a prefix of it, ``NCCL_DEBUG_SUBSYSTEM``), else None. ``NCCL_OFI_X`` gives the
+    aws-ofi-nccl plugin's ``OFI_NCCL_X``."""
     upper = name.upper()
-    if upper != name and upper in KNOWN:
+    if upper != name and (upper in KNOWN or upper in PLUGIN_VARIABLES):
         return upper
-    current = [n for n, i in KNOWN.items() if i.until is None]
-    best = difflib.get_close_matches(upper, current, n=1, cutoff=0.8)
-    return best[0] if best else None
+    if upper.startswith("NCCL_OFI_") and "OFI_NCCL_" + upper[9:] in OFI_VARIABLES:
+        return "OFI_NCCL_" + upper[9:]
+    if not upper.startswith("NCCL_"):
+        return None
+    body = upper[5:]
+    current = [n for n, i in KNOWN.items() if i.until is None] + list(PLUGIN_VARIABLES)
+    best: tuple[float, str] | None = None
+    for cand in current:
+        cb = cand[5:]
+        if abs(len(cb) - len(body)) > 4:
+            continue
+        d = _distance(body, cb)
+        near = d <= (1 if len(cb) <= 4 else 2)
+        prefix = (body.startswith(cb) or cb.startswith(body)) and abs(len(cb) - len(body)) <= 3 and min(
+            len(cb), len(body)) >= 6
+        if not (near or prefix):
+            continue
+        score = difflib.SequenceMatcher(None, body, cb).ratio()
+        if best is None or score > best[0]:
+            best = (score, cand)
+    return best[1] if best and best[0] >= 0.75 else None

@@ -96,6 +96,12 @@ def is_blank(text: str) -> bool:
     return not text.strip()
 
 
+def cut_here(lines: list[str], lineno: int) -> bool:
+    """Whether line ``lineno`` (1-based) is the last one with text: a line a parser cannot read there is where a
+    paste was cut, not garbage."""
+    return lineno >= last_line(lines)
+
+
 def last_line(lines: list[str]) -> int:
     """1-based number of the last non-blank line (1 for empty input)."""
     for i in range(len(lines), 0, -1):
@@ -211,3 +217,119 @@ def yes_no(value: str) -> bool | None:
     if low in ("no", "off", "false", "0"):
         return False
     return None
+
+
+# ------------------------------------------------------------------------------------- pasted text
+
+#: A shell prompt: ``[root@n01 HPL]#``, ``root@t3640:/#``, ``user@host:~$``, ``(base) root@epyc:~/x#``, ``$``;
+#: then the command, if any. ``#`` alone (a root prompt, or a comment) counts only when a known tool follows.
+_PROMPT_RE = re.compile(
+    r"(?P<env>\([\w.-]{1,40}\)[ \t]*)?"
+    r"(?P<who>\[[^\]\n]{1,120}\]|[\w.-]{1,64}@[\w.-]{1,64}(?::[^ \t#$%]{0,200})?)?"
+    r"[ \t]?(?P<sign>[#$%])(?:[ \t]+(?P<cmd>.*))?")
+#: ``+ ibstat`` (set -x trace), ``sudo``/``time`` before the tool
+_XTRACE_RE = re.compile(r"\+{1,3}[ \t]+(?P<cmd>.*)")
+_WRAPPERS = ("sudo", "time", "command", "exec", "doas")
+#: ``....`` / ``…`` lines people put where they cut output
+ELISION_RE = re.compile(r"(?:\.{2,}|…+)")
+
+
+def _invokes(cmd: str, tools: tuple[str, ...]) -> bool:
+    """Whether the shell command ``cmd`` runs one of ``tools`` (``"ibstat"``, ``"nvidia-smi topo"``): its first
+    words (after sudo/time, and ``VAR=x`` assignments), or the first words of a pipeline stage."""
+    for stage in re.split(r"[|;&]+", cmd):
+        words = stage.split()
+        while words and (words[0] in _WRAPPERS or ("=" in words[0] and not words[0].startswith("-"))):
+            words.pop(0)
+        if words and words[0].startswith("/"):
+            words[0] = words[0].rsplit("/", 1)[-1]  # /usr/sbin/ibstat
+        for tool in tools:
+            tw = tool.split()
+            if words[: len(tw)] == tw:
+                return True
+    return False
+
+
+def shell_line(line: str, tools: tuple[str, ...]) -> str | None:
+    """What a pasted line is, when it is not the tool's output: ``"invocation"`` (a prompt or command echo that
+    runs one of ``tools``), ``"prompt"`` (a prompt with another command, or none), else None."""
+    s = line.strip()
+    if not s:
+        return None
+    m = _PROMPT_RE.fullmatch(s)
+    if m is not None:
+        cmd = (m["cmd"] or "").strip()
+        if cmd and _invokes(cmd, tools):
+            return "invocation"
+        strong = m["who"] is not None or m["env"] is not None or m["sign"] == "$"
+        if strong and m["sign"] != "%":
+            return "prompt"
+        return None
+    m = _XTRACE_RE.fullmatch(s)
+    if m is not None and _invokes(m["cmd"], tools):
+        return "invocation"
+    if _invokes(s, tools) and len(s) <= 200:
+        return "invocation"  # the command echoed without a prompt ("nvidia-smi nvlink -s")
+    return None
+
+
+def paste_body(lines: list[str], tools: tuple[str, ...]) -> tuple[list[str], int]:
+    """The tool's output in pasted text: lines up to the last prompt or echo that runs one of ``tools``, and from
+    the next prompt on (another command's output), are blanked; so are bare prompts. Line numbers stay as they
+    are. Returns the lines and how many were blanked (0 for a clean capture)."""
+    kinds = [shell_line(ln, tools) if ln else None for ln in lines]
+    if not any(kinds):
+        return lines, 0
+    out = list(lines)
+    start = 0
+    for i, k in enumerate(kinds):
+        if k == "invocation":
+            start = i + 1
+    blanked = 0
+    for i in range(start):
+        if out[i].strip():
+            blanked += 1
+        out[i] = ""
+    for i in range(start, len(out)):
+        if kinds[i] is not None:
+            # the next command: what follows is its output, not this tool's
+            for j in range(i, len(out)):
+                if out[j].strip():
+                    blanked += 1
+                out[j] = ""
+            break
+    return out, blanked
+
+
+#: How much of a large text's head and tail is searched for prompts (a paste has them there).
+_EDGE = 1 << 16
+
+
+def paste_text(text: str, tools: tuple[str, ...]) -> tuple[str, int]:
+    """:func:`paste_body` for a whole text (the fabric parsers read text, not lines): prompts and command echoes
+    in the first and last 64 KiB are blanked, keeping every newline (line numbers stay)."""
+    if len(text) <= 2 * _EDGE:
+        lines = text.split("\n")
+        body, n = paste_body(lines, tools)
+        return ("\n".join(body), n) if n else (text, 0)
+    head_end = text.rfind("\n", 0, _EDGE)
+    tail_start = text.find("\n", len(text) - _EDGE)
+    if head_end < 0 or tail_start < 0 or tail_start <= head_end:
+        return text, 0
+    head = text[:head_end].split("\n")
+    tail = text[tail_start + 1:].split("\n")
+    hk = [shell_line(ln, tools) for ln in head]
+    tk = [shell_line(ln, tools) for ln in tail]
+    if not any(hk) and not any(tk):
+        return text, 0
+    n = 0
+    last = max((i for i, k in enumerate(hk) if k == "invocation"), default=-1)
+    for i in range(last + 1):
+        n += bool(head[i].strip())
+        head[i] = ""
+    first = next((i for i, k in enumerate(tk) if k is not None), None)
+    if first is not None:
+        for j in range(first, len(tail)):
+            n += bool(tail[j].strip())
+            tail[j] = ""
+    return "\n".join(head) + text[head_end:tail_start + 1] + "\n".join(tail), n

@@ -44,7 +44,7 @@ import gc
 import re
 
 from ncclctl.errors import ParseError
-from ncclctl.parsers._common import as_text
+from ncclctl.parsers._common import as_text, paste_text
 from ncclctl.parsers.ibnetdiscover import MAX_LINE, Fabric, FabricPort, _chunks, _mk_node, _mk_port
 
 __all__ = ["parse_iblinkinfo", "SPEED_NAMES", "WIDTH_NAMES"]
@@ -86,6 +86,7 @@ def parse_iblinkinfo(text: str | bytes, *, source: str = "iblinkinfo") -> Fabric
     try:
         if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
+        text, _pasted = paste_text(text, ("iblinkinfo",))  # a pasted capture: the prompt and command echo
         return _Parser(source).run(text)
     except (ParseError, MemoryError):
         raise
@@ -121,6 +122,8 @@ class _Parser:
         self.links: dict[str, tuple] = {}
         self.line_mode = False
         self.default_mode = False
+        #: nodes of lines whose header was filtered out: ("ca", port guid) or ("switch", lid) -> node
+        self.headerless: dict[tuple[str, object], _Node] = {}
 
     def err(self, message: str, line: int, fix: str = _FIX) -> ParseError:
         return ParseError(message, path=self.source, line=line, fix=fix)
@@ -181,19 +184,33 @@ class _Parser:
                     node = last_line_node
                     node.listed += 1
                 else:
-                    if cur is None:
-                        raise self.err("port line before any 'Switch:'/'CA:' header", lineno,
-                                       fix="the output is truncated at the start; " + _FIX)
-                    node = cur
-                    if node.kind == "switch":
-                        if pguid is not None:
-                            raise self.err("a switch port line with a port GUID", lineno)
-                    elif pguid is None:
-                        raise self.err(f"a {node.kind} port line without its port GUID", lineno)
-                    elif not node.guid:
-                        node.guid = self.guid(pguid)
+                    under: _Node | None = cur
+                    if under is not None and (under.kind == "switch") != (pguid is None):
+                        under = None  # a switch port line under a CA header, or the reverse: a header was filtered
+                    if under is None:
+                        # no header for this line: the output went through grep ("iblinkinfo | grep Up"). A CA
+                        # line names its port GUID; a switch line only its switch's LID.
+                        node = self.headerless_node(pguid, int(lid), lineno)
+                        cur = None
+                    else:
+                        node = under
+                        if node.kind != "switch" and not node.guid:
+                            node.guid = self.guid(pguid)
                 self.port(node, pguid, int(lid), int(port), ext, inner, remote, lineno)
         return self.finish()
+
+    def headerless_node(self, pguid: str | None, lid: int, lineno: int) -> _Node:
+        """The node of a port line without a header: a CA by its port GUID, a switch by its LID (its GUID is only in
+        the header: the switch is named ``lid:<LID>``); descriptions are filled in from the remote ends that name
+        them (:meth:`finish`)."""
+        key: tuple[str, object] = ("ca", self.guid(pguid)) if pguid else ("switch", lid)
+        node = self.headerless.get(key)
+        if node is None:
+            guid = key[1] if pguid else f"lid:{lid}"
+            node = self.headerless[key] = _Node(key[0], str(guid), "", lineno)
+            self.nodes.append(node)
+        self.default_mode = True
+        return node
 
     def header(self, word: str, rest: str, lineno: int) -> _Node:
         kind = _KIND[word]
@@ -295,6 +312,18 @@ class _Parser:
                         bucket = by_lid.setdefault(lid, [])
                         if n not in bucket:
                             bucket.append(n)
+        if self.headerless:
+            # descriptions of header-less nodes from the remote ends that name their LIDs
+            desc_of: dict[int, str] = {}
+            for n in nodes:
+                for p in n.ports:
+                    rem = p[7]
+                    if rem is not None and rem[1] and rem[3]:
+                        desc_of.setdefault(rem[1], rem[3])
+            for n in self.headerless.values():
+                if not n.desc:
+                    lids = [n.lid] if n.kind == "switch" else [p[11] for p in n.ports]
+                    n.desc = next((desc_of[x] for x in lids if x in desc_of), "")
         out = []
         for n in nodes:
             linked: list[FabricPort] = []
@@ -315,7 +344,13 @@ class _Parser:
             out.append(_mk_node(n.kind, n.guid, nports, n.desc, n.lid, None, None, None, tuple(linked), n.line,
                                 tuple(unlinked)))
         form = "iblinkinfo-line" if self.line_mode and not self.default_mode else "iblinkinfo"
-        return Fabric(nodes=tuple(out), form=form)
+        notes: tuple[str, ...] = ()
+        if self.headerless:
+            first = min(n.line for n in self.headerless.values())
+            notes = (f"{len(self.headerless)} node(s) have port lines but no 'Switch:'/'CA:' header (first at line "
+                     f"{first}): the output was filtered (grep?), so only the listed ports are known and switches "
+                     "are named by their LID",)
+        return Fabric(nodes=tuple(out), form=form, notes=notes)
 
     def resolve(self, n: _Node, rguid: str | None, rlid: int, rport: int, rdesc: str, by_guid: dict[str, _Node],
                 by_lid: dict[int, list[_Node]], port_owner: dict[str, _Node]) -> tuple[str, str, str | None]:

@@ -37,7 +37,7 @@ from ncclctl.errors import ParseError
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not imported at run time
     from collections.abc import Iterable, Iterator
-from ncclctl.parsers._common import as_text
+from ncclctl.parsers._common import as_text, paste_text
 
 _FIX = "pass the unmodified output of 'ibnetdiscover' (or 'ibnetdiscover -p')"
 
@@ -128,6 +128,8 @@ class Fabric:
     nodes: tuple[FabricNode, ...]
     #: The output form it was read from: ibnetdiscover, ibnetdiscover-p, iblinkinfo or iblinkinfo-line.
     form: str = field(default="", compare=False)
+    #: What the parser could not read whole (a filtered capture): sentences for the user.
+    notes: tuple[str, ...] = field(default=(), compare=False)
 
     def node(self, guid: str) -> FabricNode | None:
         return self._index().get(guid)
@@ -261,6 +263,7 @@ def parse_ibnetdiscover(text: str | bytes, *, source: str = "ibnetdiscover") -> 
     try:
         if "\r" in text:  # LF, CRLF and a lone CR end a line (as for editors and awk; not \x0b, \x1c, \u2028...)
             text = text.replace("\r\n", "\n").replace("\r", "\n")
+        text, _pasted = paste_text(text, ("ibnetdiscover",))  # a pasted capture: the prompt and command echo
         for lines in _chunks(text):
             for raw in lines:
                 s = raw.strip()

@@ -46,6 +46,7 @@ from ncclctl.parsers._common import (
     guid,
     hex0x,
     last_line,
+    paste_body,
     perr,
     run_parser,
     split_lines,
@@ -197,7 +198,7 @@ class _PortBuilder:
 
 
 def _parse(text: str, source: str) -> IbstatCas:
-    lines = split_lines(text)
+    lines, _pasted = paste_body(split_lines(text), ("ibstat",))  # a pasted copy's prompt and command echo
     cas: list[IbstatCa] = []
     ca: _CaBuilder | None = None
 

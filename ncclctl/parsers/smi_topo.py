@@ -32,9 +32,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ncclctl.parsers._common import last_line, perr, run_parser, split_lines, strip_ansi
+from ncclctl.parsers._common import last_line, paste_body, perr, run_parser, split_lines, strip_ansi
 
-__all__ = ["SmiTopo", "parse_nvidia_smi_topo"]
+__all__ = ["SmiP2p", "SmiTopo", "parse_nvidia_smi_p2p", "parse_nvidia_smi_topo"]
 
 _FIX = "pass the unedited output of `nvidia-smi topo -m` (TABs or spaces are both fine)"
 
@@ -44,7 +44,12 @@ _CELL_RE = re.compile(r"X|N/A|NV#|NV[0-9]{1,3}|[A-Z]{2,8}", re.ASCII)
 
 #: The cells of ``nvidia-smi topo -p2p r|w|n|a|p`` (P2P read/write/NVLink/atomics/prop capability): a matrix of
 #: the same shape that says whether P2P works, not how GPUs connect. Users paste it for ``topo -m``.
-P2P_STATUSES = frozenset({"OK", "CNS", "GNS", "TNS", "NS", "U"})
+P2P_STATUSES = frozenset({"OK", "CNS", "GNS", "TNS", "NS", "DR", "U"})
+#: The legend of ``topo -p2p``: what each status means.
+P2P_MEANING = {"X": "self", "OK": "status OK", "CNS": "chipset not supported", "GNS": "GPU not supported",
+               "TNS": "topology not supported", "NS": "not supported", "DR": "disabled by regkey", "U": "unknown"}
+#: ``topo -p2p`` capability letters
+P2P_CAPS = {"r": "read", "w": "write", "n": "nvlink", "a": "atomics", "p": "prop"}
 _CPUSET_RE = re.compile(r"[0-9]{1,5}(?:-[0-9]{1,5})?(?:,[0-9]{1,5}(?:-[0-9]{1,5})?)*", re.ASCII)
 _NUMA_RE = re.compile(r"[0-9]{1,5}(?:-[0-9]{1,5})?(?:,[0-9]{1,5}(?:-[0-9]{1,5})?)*", re.ASCII)
 _LABEL_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}", re.ASCII)
@@ -70,6 +75,8 @@ class SmiTopo:
     #: ``(key, meaning)`` from the ``Legend:`` block, e.g. ``("PIX", "Connection traversing ...")``.
     legend: tuple[tuple[str, str], ...] = ()
     line: int = field(default=0, compare=False)
+    #: what the parse left aside: text before the matrix, a cut legend
+    notes: tuple[str, ...] = field(default=(), compare=False)
 
     def index(self, label: str) -> int:
         return self.labels.index(label)
@@ -127,9 +134,50 @@ def _split_header(line: str) -> tuple[list[str], list[str]]:
     return labels, aff
 
 
-def _parse(text: str, source: str) -> SmiTopo:
+_CMD_PREFIX_RE = re.compile(r"(?:sudo[ \t]+)?nvidia-smi[ \t]+topo[ \t]+-m[a-z]*[ \t]+(?=GPU[0-9])")
+
+
+def _pasted(text: str, source: str) -> tuple[list[str], list[str], list[str]]:
+    """(lines, clean lines, notes): the prompt and command echo of a paste blanked, a command echo glued to the
+    header line cut off, text before the matrix header skipped."""
     lines = split_lines(text)
     clean = [strip_ansi(raw).strip() for raw in lines]
+    notes: list[str] = []
+    for i, ln in enumerate(clean):
+        if ln:
+            m = _CMD_PREFIX_RE.match(ln)
+            if m:  # "nvidia-smi topo -m   GPU0 GPU1 ..." (the echo and the header on one line)
+                clean[i] = ln[m.end():]
+                notes.append(f"line {i + 1}: the command echo before the header is left out")
+            break
+    body, n = paste_body(clean, ("nvidia-smi topo", "nvidia-smi"))
+    if n:
+        notes.append(f"{n} line(s) of shell prompt and command echo left out")
+    clean = body
+    first = next((i for i, ln in enumerate(clean) if ln), None)
+    if first is not None and not _looks_like_header(clean, first):
+        # a report that wraps the matrix ("GPU Topology Analysis" / "====="): the header a few lines down
+        for j in range(first + 1, min(first + 20, len(clean))):
+            if _looks_like_header(clean, j):
+                notes.append(f"lines {first + 1}-{j}: text before the matrix header is left out")
+                for k in range(first, j):
+                    clean[k] = ""
+                break
+    return lines, clean, notes
+
+
+def _looks_like_header(clean: list[str], i: int) -> bool:
+    labels, aff = _split_header(clean[i])
+    if not labels or any(a.startswith("?") for a in aff) or not all(_LABEL_RE.fullmatch(lb) for lb in labels):
+        return False
+    if not re.fullmatch(r"GPU[0-9]+", labels[0]):
+        return False
+    nxt = next((clean[k] for k in range(i + 1, min(i + 4, len(clean))) if clean[k]), "")
+    return nxt.split()[:1] == [labels[0]]
+
+
+def _parse(text: str, source: str) -> SmiTopo:
+    lines, clean, notes = _pasted(text, source)
     first = next((i for i, ln in enumerate(clean) if ln), None)
     if first is None:
         return SmiTopo((), (), (), (), (), ())
@@ -199,7 +247,8 @@ def _parse(text: str, source: str) -> SmiTopo:
                     f"row {row_label}, column {labels[j]}: {c!r} is a P2P status: this is 'nvidia-smi topo -p2p "
                     "r|w|n|a|p' output (whether peer-to-peer works: OK, CNS, GNS, TNS, NS, U), not the topology "
                     "matrix of 'nvidia-smi topo -m'",
-                    "capture the topology matrix with: nvidia-smi topo -m > smi-topo.txt",
+                    "capture the topology matrix with: nvidia-smi topo -m > smi-topo.txt (this one reads with: "
+                    "ncclctl parse p2p FILE)",
                 )
             if not _CELL_RE.fullmatch(c):
                 raise perr(
@@ -269,9 +318,12 @@ def _parse(text: str, source: str) -> SmiTopo:
                 raise perr(source, lineno, f"NIC legend lists {m['label']} twice", _FIX)
             nic_legend.append((m["label"], m["dev"]))
             continue
-        if section == "legend":
+        if section in ("legend", None):
             m = _LEGEND_ENTRY_RE.fullmatch(ln)
             if m:
+                if section is None:
+                    section = "legend"
+                    notes.append(f"line {lineno}: legend entries without their 'Legend:' line (a cut paste)")
                 legend.append((m["key"], m["text"].strip()))
                 continue
         raise perr(source, lineno, f"unexpected line after the matrix: {ln[:80]!r}", _FIX)
@@ -292,4 +344,99 @@ def _parse(text: str, source: str) -> SmiTopo:
         affinity_columns=tuple(aff),
         legend=tuple(legend),
         line=head_line,
+        notes=tuple(notes),
     )
+
+
+@dataclass(frozen=True)
+class SmiP2p:
+    """``nvidia-smi topo -p2p r|w|n|a|p``: whether GPU peer-to-peer read/write/NVLink/atomics work, per pair."""
+
+    labels: tuple[str, ...]
+    #: ``matrix[i][j]``: ``X`` (self), ``OK``, ``CNS``, ``GNS``, ``TNS``, ``NS``, ``DR``, ``U``
+    matrix: tuple[tuple[str, ...], ...]
+    #: the capability (``read``, ``write``, ``nvlink``, ``atomics``, ``prop``) when the pasted command says it
+    capability: str | None = None
+    legend: tuple[tuple[str, str], ...] = ()
+    line: int = field(default=0, compare=False)
+    notes: tuple[str, ...] = field(default=(), compare=False)
+
+    def cell(self, a: str, b: str) -> str:
+        return self.matrix[self.labels.index(a)][self.labels.index(b)]
+
+    def not_ok(self) -> tuple[tuple[str, str, str], ...]:
+        """(gpu a, gpu b, status) of every pair whose status is not OK."""
+        return tuple((a, b, self.matrix[i][j]) for i, a in enumerate(self.labels) for j, b in enumerate(self.labels)
+                     if i != j and self.matrix[i][j] != "OK")
+
+
+_P2P_CMD_RE = re.compile(r"nvidia-smi[ \t]+topo[ \t]+-p2p[ \t]+(?P<caps>[rwnap]+)\b")
+_P2P_FIX = "pass the output of `nvidia-smi topo -p2p r` (or w, n, a, p)"
+
+
+def parse_nvidia_smi_p2p(text: str, *, source: str = "nvidia-smi topo -p2p") -> SmiP2p:
+    """Parse a ``topo -p2p`` matrix; a ``topo -m`` matrix is refused, naming the command to use."""
+    return run_parser(_parse_p2p, text, source, "nvidia-smi topo -p2p")
+
+
+def _parse_p2p(text: str, source: str) -> SmiP2p:
+    raw = split_lines(text)
+    caps = None
+    for ln in raw:
+        m = _P2P_CMD_RE.search(ln)
+        if m:
+            caps = ",".join(P2P_CAPS[c] for c in m["caps"])  # the last invocation in the paste wins
+    lines, clean, notes = _pasted(text, source)
+    first = next((i for i, ln in enumerate(clean) if ln), None)
+    if first is None:
+        return SmiP2p((), (), caps)
+    labels = clean[first].split()
+    if not labels or not all(re.fullmatch(r"GPU[0-9]{1,4}", x) for x in labels):
+        if "Affinity" in clean[first] or "NIC0" in labels:
+            raise perr(source, first + 1, "this is 'nvidia-smi topo -m' output (how GPUs and NICs connect, with "
+                                          "CPU affinity), not the P2P status matrix of 'nvidia-smi topo -p2p'",
+                       "parse it as topo-m (ncclctl parse topo-m FILE), or capture: nvidia-smi topo -p2p r")
+        raise perr(source, first + 1, f"expected the matrix header (GPU0 GPU1 ...), got {clean[first][:80]!r}",
+                   _P2P_FIX)
+    n = len(labels)
+    matrix: list[tuple[str, ...]] = []
+    i = first + 1
+    while i < len(clean) and len(matrix) < n:
+        ln, lineno = clean[i], i + 1
+        i += 1
+        if not ln:
+            if matrix:
+                break
+            continue
+        toks = ln.split()
+        expect = labels[len(matrix)]
+        if toks[0] != expect:
+            raise perr(source, lineno, f"expected the row for {expect}, got {toks[0]!r}", _P2P_FIX)
+        cells = toks[1:]
+        if len(cells) != n:
+            raise perr(source, lineno, f"row {expect}: {len(cells)} cell(s), expected {n}", _P2P_FIX)
+        for j, c in enumerate(cells):
+            if c == "X" and j == len(matrix):
+                continue
+            if c not in P2P_STATUSES:
+                if _CELL_RE.fullmatch(c) and c not in ("X",):
+                    raise perr(source, lineno, f"row {expect}, column {labels[j]}: {c!r} is a path type: this is "
+                                               "'nvidia-smi topo -m' output (how GPUs connect), not the P2P "
+                                               "status matrix of 'nvidia-smi topo -p2p'",
+                               "parse it as topo-m (ncclctl parse topo-m FILE), or capture: nvidia-smi topo -p2p r")
+                raise perr(source, lineno, f"row {expect}, column {labels[j]}: bad status {c!r}", _P2P_FIX)
+        matrix.append(tuple(cells))
+    if len(matrix) < n:
+        raise perr(source, last_line(lines), f"matrix has {len(matrix)} row(s) for {n} GPU(s) (truncated?)",
+                   _P2P_FIX)
+    legend: list[tuple[str, str]] = []
+    for k in range(i, len(clean)):
+        ln = clean[k]
+        if not ln or ln == "Legend:":
+            continue
+        m = _LEGEND_ENTRY_RE.fullmatch(ln)
+        if not m:
+            raise perr(source, k + 1, f"unexpected line after the matrix: {ln[:80]!r}", _P2P_FIX)
+        legend.append((m["key"], m["text"].strip()))
+    return SmiP2p(labels=tuple(labels), matrix=tuple(matrix), capability=caps, legend=tuple(legend),
+                  line=first + 1, notes=tuple(notes))

@@ -95,8 +95,20 @@ class _Probe:
             )
         return result
 
-    def command(self, argv: tuple[str, ...], parse: Callable[..., T]) -> T | None:
+    def command(self, argv: tuple[str, ...], parse: Callable[..., T], *, partial_ok: bool = False) -> T | None:
+        """``partial_ok``: a command that exited non-zero after printing output (ibstat stops at the first CA it
+        cannot stat) is parsed from that output; the parser says what was cut (``failure``), else the exit status is
+        listed under ``unavailable``."""
         result: CommandResult = self.runner.run(argv)
+        if not result.ok and partial_ok and result.partial:
+            try:
+                out = parse(result.partial, source=" ".join(argv))
+            except NcclctlError:
+                out = None
+            if out is not None:
+                if getattr(out, "failure", None) is None:
+                    self.unavailable.append(Unavailable(source=" ".join(argv), reason=result.reason or "failed"))
+                return out
         if not result.ok:
             if result.reason != "not captured" or self.host.live:
                 self.unavailable.append(Unavailable(source=" ".join(argv), reason=result.reason or "failed"))
@@ -224,7 +236,39 @@ class _Probe:
         roles: dict[str, str] = {}
         for bdf in sorted(chains, key=lambda b: (len(chains[b]), chains[b])):
             devices[bdf] = self._pci_device(bdf, wanted[bdf], chains[bdf], roles)
+        if not host.live and any(d.acs_unknown and d.role != "endpoint" for d in devices.values()):
+            devices = self._pci_from_lspci(devices)
         return dict(sorted(devices.items()))
+
+    def _pci_from_lspci(self, devices: dict[str, PciDevice]) -> dict[str, PciDevice]:
+        """A snapshot taken without root cannot read the bridges' extended config space (ACS): a recorded
+        ``sudo lspci -vvv`` (``cmd/lspci_-vvv.txt``) gives their ACS registers, and link speed/width where sysfs has
+        none. Only a recording: a live lspci without root cannot read them either."""
+        from ncclctl.parsers.lspci import parse_lspci  # noqa: PLC0415
+
+        out = self.optional_command(("lspci", "-vvv"), parse_lspci)
+        if out is None:
+            return devices
+        seen = out.by_bdf()
+        filled = []
+        for bdf, dev in devices.items():
+            row = seen.get(bdf)
+            if row is None or row.access_denied:
+                continue
+            changes: dict = {}
+            if dev.acs_unknown and row.acs_ctrl is not None:
+                changes.update(acs_cap=row.acs_cap, acs_ctrl=row.acs_ctrl)
+            for name in ("current_link_speed", "current_link_width", "max_link_speed", "max_link_width"):
+                if getattr(dev, name) is None and getattr(row, name) is not None:
+                    changes[name] = getattr(row, name)
+            if changes:
+                devices[bdf] = _replace(dev, **changes)
+                filled.append(bdf)
+        if filled:
+            self.unavailable.append(Unavailable(
+                source="sysfs", reason=f"PCI config space not readable: ACS and link state of {len(filled)} "
+                                       "device(s) taken from the recorded lspci -vvv", detail=", ".join(filled[:8])))
+        return devices
 
     def _pci_device(self, bdf: str, d: str, chain: tuple[str, ...], roles: dict[str, str]) -> PciDevice:
         cls = self.required(f"{d}/class", lambda s: V.parse_hex_id(s, 6), what="PCI class")
@@ -557,7 +601,7 @@ class _Probe:
     def _nics_from_ibstat(self, by_bdf: dict[str, list[str]]) -> tuple[Nic, ...]:
         from ncclctl.parsers.ibstat import parse_ibstat  # noqa: PLC0415
 
-        cas = self.command(("ibstat",), parse_ibstat)
+        cas = self.command(("ibstat",), parse_ibstat, partial_ok=True)
         if cas is None:
             self.unavailable.append(Unavailable(source="rdma", reason="no /sys/class/infiniband and no ibstat"))
             return ()

@@ -27,6 +27,9 @@ class CommandResult:
     reason: str | None = None
     #: Where the output came from (a fixture file), for error messages.
     source: str | None = None
+    #: What a command that exited non-zero printed before it failed (stdout, then its first stderr line), for
+    #: tools that stop part-way and whose earlier output stands (ibstat exits 255 at the first CA it cannot stat).
+    partial: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -90,7 +93,10 @@ class LiveRunner:
             return CommandResult(argv, text)
         lines = err.decode("utf-8", "replace").strip().splitlines()
         first = lines[0][:200] if lines else ""
-        return CommandResult(argv, None, f"rc={proc.returncode}" + (f": {first}" if first else ""))
+        partial = None
+        if text.strip():
+            partial = text + ("" if text.endswith("\n") else "\n") + (first + "\n" if first else "")
+        return CommandResult(argv, None, f"rc={proc.returncode}" + (f": {first}" if first else ""), partial=partial)
 
 
 #: Most bytes read from one command (stdout and stderr together).

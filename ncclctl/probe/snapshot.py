@@ -113,6 +113,9 @@ def write_tree(dest: str, node: Node, recorder: Recorder, runner: RecordingRunne
         name = slug(res.argv)
         if res.ok:
             files[f"/cmd/{name}.txt"] = (res.stdout or "").encode()
+        elif res.partial:
+            # what the tool printed before it failed, and its error line: the recording reads as the live run did
+            files[f"/cmd/{name}.txt"] = res.partial.encode()
         elif res.reason != "not captured":
             files[f"/cmd/{name}.err"] = (res.reason or "failed").encode() + b"\n"
     if nvml_doc is not None and nvml_doc.get("init") != "NotCaptured":

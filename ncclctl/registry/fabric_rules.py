@@ -95,6 +95,42 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
      "The node description is stale or copied; re-run rdma-ndd, or refresh the host's snapshot.",
      _WHY_DATA, "With an inventory that names the hosts' snapshots or models, ncclctl compares each host's HCA "
      "GUIDs with the fabric's (ncclctl/fabric/graph.py).", _GRAPH, None),
+    ("FAB015", "fabric-host-not-in-layout", I, "host not in the rail layout (a management host?): left out of the order",
+     "A host whose HCAs do not form the rail pattern of the compute hosts: fewer HCAs than half the rails, HCAs named "
+     "unlike its group's hosts, or HCAs on spine switches only (a UFM server, a login or head node).",
+     "Nothing to fix for a management host. A compute host reported here has lost most of its HCAs, or is named "
+     "unlike its peers: list it in an inventory to have it checked as a compute host.",
+     "Judging a management host as a miscabled compute host gives false cabling errors, and putting it into a ring "
+     "order, a hostfile or a Slurm topology schedules jobs on a host that cannot run them.",
+     _DETECT_LAYOUT, _LAYOUT, None),
+    ("FAB016", "fabric-unnamed-host", W, "host without a name: its HCAs carry no '<hostname> <hca>' description",
+     "The HCAs at one host position of a group (one port on each of its rail leaves) carry the adapter's default "
+     "description or name 'localhost': a host whose rdma-ndd has not set its node descriptions.",
+     "Set the hostname, then restart rdma-ndd on that host (it writes '<hostname> <hca>' into every HCA's node "
+     "description), and rediscover the fabric.",
+     "A host the fabric cannot name cannot be checked, ordered or scheduled: it silently drops out of the rings, the "
+     "hostfile and the Slurm topology.", _DETECT_LAYOUT, _LAYOUT, None),
+    ("FAB017", "fabric-leaf-missing", E, "leaf missing: most hosts of a group have no link on one rail",
+     "Most hosts of a group (two or more) have no link on one rail: the group's leaf for that rail is missing from "
+     "the fabric or down. One finding names the position (group, rail, the name the leaf would have) and the hosts.",
+     "Check the leaf switch of that rail and group (power, management, its links) before the hosts' HCAs.",
+     _WHY_RAIL, _DETECT_LAYOUT, _LAYOUT, None),
+    ("FAB018", "fabric-name-mismatch", W, "name mismatch: a switch or host named for another rail or group",
+     "The fabric's names number rails and groups (IBLEAF-04-02, g003-rail1, dgx-02-c01); a leaf named for one rail "
+     "or group serves another, or a host named for one group is cabled into another.",
+     "Relabel the switch or host, or move its cables to where its name says it belongs.",
+     "Names are what people cable and debug by: a switch whose name says rail 3 while it carries rail 5 sends every "
+     "repair to the wrong place.", _DETECT_LAYOUT, _LAYOUT, None),
+    ("FAB019", "fabric-filtered-capture", W, "filtered capture: port lines without their node headers",
+     "The iblinkinfo output lost its 'Switch:'/'CA:' headers (it went through grep, e.g. 'iblinkinfo | grep Up'): "
+     "the ports it lists are read, switches are named by their LID, and what the filter dropped is unknown.",
+     "Capture the whole output (iblinkinfo > fabric.txt, or iblinkinfo --line) and filter afterwards.",
+     _WHY_DATA, _DETECT_GRAPH, "ncclctl/parsers/iblinkinfo.py", None),
+    ("FAB020", "fabric-back-to-back", W, "HCA cabled straight to another HCA, with no switch between",
+     "A rail HCA whose link goes to another HCA (two hosts cabled back to back, a lab set-up) instead of a leaf.",
+     "Nothing to fix for a two-host lab set-up; in a cluster, cable the HCA to its rail's leaf.",
+     "A back-to-back link reaches one host only: NCCL can use it between those two hosts, but the rail is cut off "
+     "from the rest of the fabric.", _DETECT_LAYOUT, _LAYOUT, None),
 )
 
 RULES: tuple[Rule, ...] = tuple(

@@ -141,13 +141,11 @@ LINE2 = '           1    1[  ] ==( 4X        106.25 Gbps Active/  LinkUp)==>    
     (sample("iblinkinfo.txt").replace("( 2X", "( 3X", 1), 3, "unknown link width '3X'"),
     (sample("iblinkinfo.txt").replace("Active/", "Running/", 1), 2, "unknown port state 'Running'"),
     (sample("iblinkinfo.txt").replace("Disabled)", "Unplugged)", 1), 5, "unknown physical port state"),
-    (LINE2 + "\n", 1, "before any 'Switch:'/'CA:' header"),
     ("Switch: 0x9c0591030012ab00 leaf:\n" + LINE2.replace("     1    1[", "   0x1    1[") + "\n", 2, "unexpected line"),
     ("Switch: 0x9c0591030012ab00 leaf:\n" + LINE2[:60], 2, "incomplete last line"),
     ("Switch: 0x9c0591030012ab00 leaf:\n" + LINE2.replace('"node005 mlx5_0" ( )', '"node005'), 2,
      "cannot read the remote end"),
     ("Switch: leaf01:\n", 1, "switch header without its GUID"),
-    ("CA: node005 mlx5_0:\n" + LINE2 + "\n", 2, "port line without its port GUID"),
     ("ibpanic: [12] main: discover failed\n", 1, "iblinkinfo failed"),
     ("< Switch: 0x9c0591030012ab00 leaf:\n", 1, "--diff"),
     ("Switch: 0x9c0591030012ab00 leaf:\n" + LINE2.replace("==(", "=(") + "\n", 2, "unexpected line"),
@@ -225,3 +223,19 @@ def test_lids_wider_than_the_printf_field():
             '      100001    1[  ] ==( 4X        106.25 Gbps Active/  LinkUp)==>  123456    1[  ] "n1 mlx5_0" ( )\n')
     p = parse_iblinkinfo(text).nodes[0].ports[0]
     assert parse_iblinkinfo(text).nodes[0].lid == 100001 and p.remote_lid == 123456
+
+
+def test_port_lines_without_headers_are_a_filtered_capture():
+    """'iblinkinfo | grep Up' drops the headers: a switch line names its switch by LID only, a CA line its port GUID;
+    both are read, the remote descriptions name them, and the result says the capture was filtered (FAB019)."""
+    ca = "      0x0002c903000d81f9      4    1[  ] ==( 4X          10.0 Gbps Active/  LinkUp)==>       2    3[  ] \"sw-a\" ( )"
+    sw = "           2    3[  ] ==( 4X          10.0 Gbps Active/  LinkUp)==>       4    1[  ] \"n01 HCA-1\" ( )"
+    for text in (f"$ iblinkinfo | grep Up\n{ca}\n{sw}\n", f"CA: n01 HCA-1:\n{sw}\n{ca}\n"):
+        fab = parse_iblinkinfo(text)
+        nodes = {n.guid: n for n in fab.nodes}
+        assert nodes["lid:2"].kind == "switch" and nodes["lid:2"].desc == "sw-a"
+        assert nodes["0002c903000d81f9"].kind == "ca" and nodes["0002c903000d81f9"].desc == "n01 HCA-1"
+        assert nodes["lid:2"].ports[0].remote_guid == "0002c903000d81f9"
+        assert fab.notes and "filtered (grep?)" in fab.notes[0]
+    # a clean capture has no notes
+    assert not parse_iblinkinfo(sample("iblinkinfo.txt")).notes

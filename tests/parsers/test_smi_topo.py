@@ -214,7 +214,6 @@ _GLUED = (  # vllm#17516: a web page dropped the TABs between the affinity cells
         (TWO_GPU_PCIE.replace("PHB\t X \t0-63", "PHB\t X \t0-63\t1\t2\t3"), 3),
         (TWO_GPU_PCIE.replace("0-63\t0\t\tN/A\nGPU1", "0-63\tzero\t\tN/A\nGPU1"), 2),
         (TWO_GPU_PCIE.replace("PHB\t0-63", "P-B\t0-63", 1), 2),
-        ("NVIDIA Topology:\n" + TWO_GPU_PCIE, 1),
         (
             "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make "
             "sure that the latest NVIDIA driver is installed and running.\n",
@@ -226,7 +225,7 @@ _GLUED = (  # vllm#17516: a web page dropped the TABs between the affinity cells
     ids=[
         "glued-affinity", "glued-cells", "truncated", "diagonal", "row-label", "legend-syntax",
         "legend-unknown", "legend-dup", "trailing-junk", "extra-values", "bad-numa", "bad-cell",
-        "preamble", "smi-failed", "dup-label", "unknown-column",
+        "smi-failed", "dup-label", "unknown-column",
     ],
 )
 def test_errors(text: str, line: int) -> None:
@@ -271,3 +270,13 @@ def test_p2p_matrix_through_compare_smi(tmp_path) -> None:
 
     p = run_cli("probe", "--root", str(HOSTS / "dgx-h100"), "--compare-smi", str(f))
     assert p.returncode == 3 and "nvidia-smi topo -p2p" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_text_before_the_matrix_and_a_pasted_prompt_are_left_out_with_a_note():
+    """A report that wraps the matrix, a prompt with the command, and the command echoed on the header line."""
+    for text, needle in (("NVIDIA Topology:\n=====\n" + TWO_GPU_PCIE, "text before the matrix header"),
+                         ("[root@gpu01 ~]# nvidia-smi topo -m\n" + TWO_GPU_PCIE, "prompt and command echo"),
+                         ("nvidia-smi topo -m   " + TWO_GPU_PCIE.lstrip("\t"), "command echo before the header")):
+        topo = parse_nvidia_smi_topo(text)
+        assert topo.labels == ("GPU0", "GPU1") and any(needle in n for n in topo.notes), topo.notes
+    assert parse_nvidia_smi_topo(TWO_GPU_PCIE).notes == ()

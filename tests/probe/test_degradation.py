@@ -124,3 +124,34 @@ def test_ibstat_without_link_layer_line_gives_a_readable_model(tree, tmp_path):
     linted = run_cli("lint", "--model", str(model))
     assert linted.returncode in (0, 1), linted.stderr
     assert "link_layer" not in linted.stderr
+
+
+def test_a_live_ibstat_that_panics_keeps_its_cas(tree):
+    """Live, ibstat prints the good CAs on stdout, 'ibpanic' on stderr and exits 255: the runner keeps what it
+    printed (CommandResult.partial) and the probe reads the CAs from it, as from a recording."""
+    import sys
+
+    from ncclctl.probe.commands import CommandResult, LiveRunner
+
+    shutil.rmtree(tree / "sys/class/infiniband")
+    ca = ("CA 'mlx5_0'\n\tCA type: MT4129\n\tNumber of ports: 1\n\tFirmware version: 28.39.1002\n"
+          "\tHardware version: 0\n\tNode GUID: 0xa088c20300e3142a\n\tSystem image GUID: 0xa088c20300e3142a\n"
+          "\tPort 1:\n\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tRate: 400\n\t\tBase lid: 5\n\t\tLMC: 0\n"
+          "\t\tSM lid: 1\n\t\tCapability mask: 0xa651e848\n\t\tPort GUID: 0xa088c20300e3142a\n\t\tLink layer: InfiniBand\n")
+    script = (f"import sys; sys.stdout.write({ca!r}); sys.stdout.flush(); "
+              "sys.stderr.write(\"ibpanic: [9] main: stat of IB device 'mlx5_1' failed: No such device\\n\"); "
+              "sys.exit(255)")
+    live = LiveRunner(timeout=20).run((sys.executable, "-c", script))
+    assert not live.ok and live.reason.startswith("rc=255: ibpanic") and live.partial.startswith("CA 'mlx5_0'")
+    assert live.partial.rstrip().endswith("No such device")
+
+    class Stub:
+        def run(self, argv):
+            if argv == ("ibstat",):
+                return CommandResult(argv, None, live.reason, partial=live.partial)
+            return CommandResult(tuple(argv), None, "not captured")
+
+    node = probe(str(tree), runner=Stub())
+    assert [n.name for n in node.nics] == ["mlx5_0"]
+    gaps = [u for u in node.unavailable if u.source == "ibstat"]
+    assert len(gaps) == 1 and "aborted after 1 CA" in gaps[0].reason
