@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 
 from ncclctl.errors import InputError
+from ncclctl.nccl.params import strtoul
 from ncclctl.nccl import system as s
 from ncclctl.nccl.system import CPU, DEV, GPU, NET, NIC, NVS, PCI, Node, Params, System, connect, f32
 
@@ -474,7 +475,8 @@ class _Builder:
             net.name = xnet.get("name") or f"dev{dev}"
             net.label = net.name
             guid = xnet.get("guid")
-            net.asic = _strtol(guid, 16) if guid is not None else net.id
+            # strtoull: a GUID above INT64_MAX is kept, not saturated (crossNic=0 compares asics)
+            net.asic = strtoul(guid, 16).value if guid is not None else net.id
             mbps = _int(xnet, "speed", 0)
             if mbps <= 0:
                 mbps = 10000

@@ -27,6 +27,7 @@ import sys
 from typing import Iterable, Sequence
 
 from ncclctl.errors import ExitCode, NcclctlError
+from ncclctl.nccl.paths import cpu_type, netdevs_policy
 from ncclctl.nccl.system import (
     CPU, CPU_ARCH_POWER, CPU_ARCH_X86, CPU_VENDOR_AMD, CPU_VENDOR_INTEL, DEV, GPU, LINK_NVL, LINK_PCI, LOC_BW,
     MAXCHANNELS, NET, NVS, PATH_DIS, PATH_LOC, PATH_NVB, PATH_NVL, PATH_P2C, PATH_PHB, PATH_PIX, PATH_PXB,
@@ -94,9 +95,6 @@ LINK_TYPE_DICT: tuple[tuple[str, int], ...] = (
 #: here). Other differences of earlier searches are not modelled: :func:`version_caveats` lists them.
 SEARCH_MODEL_SINCE = Version(2, 20, 3)
 RAIL_AWARE_SINCE = Version(2, 30, 7)
-
-# NETDEVS policies (graph.h)
-NETDEVS_POLICY_AUTO, NETDEVS_POLICY_ALL, NETDEVS_POLICY_MAX = 0, 1, 2
 
 _INT64_MASK = (1 << 64) - 1
 
@@ -236,22 +234,6 @@ def _topo_id(system_id: int, local_id: int) -> int:
 # topo.cc / topo.h queries the search uses
 
 
-def rank_to_index(system: System, rank: int) -> int:
-    """``ncclTopoRankToIndex`` (-1 when absent)."""
-    for i, g in enumerate(system.nodes[GPU]):
-        if g.rank == rank:
-            return i
-    return -1
-
-
-def id_to_index(system: System, type_: int, id_: int) -> int:
-    """``ncclTopoIdToIndex`` (-1 when absent)."""
-    for i, n in enumerate(system.nodes[type_]):
-        if n.id == id_:
-            return i
-    return -1
-
-
 def get_comp_cap(system: System) -> tuple[int, int]:
     """``ncclTopoGetCompCap``: (min, max) compute capability over the DEV nodes."""
     devs = system.nodes[DEV]
@@ -261,97 +243,57 @@ def get_comp_cap(system: System) -> tuple[int, int]:
     return min(caps), max(caps)
 
 
-def cpu_type(system: System) -> tuple[int, int, int]:
-    """``ncclTopoCpuType``: (arch, vendor, model) of the first CPU."""
-    c = system.nodes[CPU][0]
-    return c.arch, c.vendor, c.model
+def get_gpu_min_path(system: System, type_: int) -> int:
+    """``ncclTopoGetGpuMinPath`` (paths.cc): the best path type from any GPU to any node of ``type_``."""
+    best = PATH_SYS
+    for i, gpu in enumerate(system.nodes[GPU]):
+        paths = gpu.paths.get(type_)
+        if paths is None:
+            continue
+        for j in range(len(system.nodes[type_])):
+            if type_ == GPU and i == j:
+                continue
+            best = min(best, paths[j].type)
+    return best
 
 
-def get_local(system: System, type_: int, index: int, result_type: int) -> tuple[list[int], int | None]:
-    """``ncclTopoGetLocal``: the nodes of ``result_type`` with the best path from node ``index`` of ``type_``
-    (highest bw, then lowest path type), and that path type. The type is None where NCCL leaves it unset (no
-    path at all, or only disconnected ones)."""
-    paths = system.nodes[type_][index].paths.get(result_type)
-    if paths is None:
-        return [], None
-    min_type = PATH_DIS
-    max_bw = 0.0
-    path_type: int | None = None
-    out: list[int] = []
-    for i in range(len(system.nodes[result_type])):
-        p = paths[i]
-        if p.bw > max_bw or (p.bw == max_bw and p.type < min_type):
-            max_bw = p.bw
-            min_type = p.type
-            path_type = min_type
-            out = []
-        if p.bw == max_bw and p.type == min_type:
-            if len(out) == NCCL_TOPO_MAX_NODES:
-                raise NcclFailure("ran out of room to store found nodes in ncclTopoGetLocal")
-            out.append(i)
-    return out, path_type
+def get_gpu_max_path(system: System, type_: int) -> int:
+    """``ncclTopoGetGpuMaxPath`` (paths.cc): the worst path type from any GPU to any node of ``type_``."""
+    worst = PATH_LOC
+    for i, gpu in enumerate(system.nodes[GPU]):
+        paths = gpu.paths.get(type_)
+        if paths is None:
+            continue
+        for j in range(len(system.nodes[type_])):
+            if type_ == GPU and i == j:
+                continue
+            worst = max(worst, paths[j].type)
+    return worst
 
 
-def netdevs_policy(system: System) -> tuple[int, int]:
-    """``ncclTopoGetNetDevsPolicy``: (policy, count) from ``NCCL_NETDEVS_POLICY`` (AUTO, ALL, MAX:n; anything
-    else, ``MAX:0`` included, is AUTO). The count is -1 unless the policy is MAX."""
-    s = system.params.str("NETDEVS_POLICY")
-    if s is not None:
-        low = s.lower()
-        if low == "auto":
-            return NETDEVS_POLICY_AUTO, -1
-        if low == "all":
-            return NETDEVS_POLICY_ALL, -1
-        if low.startswith("max:"):
-            from ncclctl.nccl.params import c_atoi
-
-            n = c_atoi(s[4:])
-            if n > 0:
-                return NETDEVS_POLICY_MAX, n
-    return NETDEVS_POLICY_AUTO, -1
+def split_nvlink(system: System) -> bool:
+    """``ncclTopoSplitNvLink`` (paths.cc): exactly two NVLink domains of more than one GPU (two sockets with
+    NVLink inside each and QPI between)."""
+    n = len(system.nodes[GPU])
+    domain = list(range(n))
+    for g, gpu in enumerate(system.nodes[GPU]):
+        for p in range(g + 1, n):
+            if gpu.paths[GPU][p].type == PATH_NVL:
+                domain[p] = domain[g]
+    counts = [0] * n
+    for d in domain:
+        counts[d] += 1
+    return sum(1 for c in counts if c > 1) == 2
 
 
-def get_local_net(system: System, rank: int, channel: int) -> int:
-    """``ncclTopoGetLocalNet`` (``ncclTopoGetLocalNetType`` for NET): the index of the NET the GPU of ``rank``
-    uses for ``channel``: its closest NICs, shared round-robin by the GPUs equally close to them (mirrored bits
-    when their count is a power of two, so neighbouring GPUs start far apart)."""
-    return _local_net_from(system, rank_to_index(system, rank), channel, netdevs_policy(system))
+def _local_net(system: System, rank: int, channel: int) -> int:
+    """``ncclTopoGetLocalNet`` as the search calls it: a GPU without any path to a NET fails NCCL's init."""
+    from ncclctl.nccl.paths import get_local_net
 
-
-def _local_net_from(system: System, gpu: int, channel: int, policy: tuple[int, int]) -> int:
-    if gpu < 0:
-        raise NcclFailure("ncclTopoRankToIndex could not find the rank")
-    local_nets, _ = get_local(system, GPU, gpu, NET)
-    if not local_nets:
-        raise NcclFailure(f"Could not find any local path from gpu {gpu} to net.")
-    local_gpus, _ = get_local(system, NET, local_nets[0], GPU)
-    kind, count = policy
-    n_local = len(local_nets)
-    if kind == NETDEVS_POLICY_AUTO:
-        nets_per_gpu = _divup(n_local, len(local_gpus))
-    elif kind == NETDEVS_POLICY_ALL:
-        nets_per_gpu = n_local
-    else:
-        nets_per_gpu = min(count, n_local)
-    net = system.nodes[GPU][gpu].dev % len(local_gpus)
-    if _is_pow2(n_local):
-        net = _mirror_bits(net, n_local)
-    net += channel % nets_per_gpu
-    return local_nets[net % n_local]
-
-
-def get_local_gpu(system: System, net_id: int) -> int:
-    """``ncclTopoGetLocalGpu``: the index of the first GPU (channel by channel) whose local net is ``net_id``,
-    or -1."""
-    n = id_to_index(system, NET, net_id)
+    n = get_local_net(system, rank, channel)
     if n < 0:
-        raise NcclFailure(f"NET id {net_id:#x} not in the system")
-    local_gpus, _ = get_local(system, NET, n, GPU)
-    for c in range(MAXCHANNELS):
-        for g in local_gpus:
-            if system.nodes[NET][get_local_net(system, system.nodes[GPU][g].rank, c)].id == net_id:
-                return g
-    return -1
+        raise NcclFailure(f"Could not find any local path from gpu rank {rank} to net.")
+    return n
 
 
 def get_local_net_count_by_bw(system: System, gpu: int) -> tuple[int, float]:
@@ -360,12 +302,14 @@ def get_local_net_count_by_bw(system: System, gpu: int) -> tuple[int, float]:
     from ncclctl.nccl.paths import get_local_cpu
 
     c = get_local_cpu(system, gpu)
+    if c < 0:
+        raise NcclFailure(f"Error : could not find CPU close to GPU {gpu}")
     node = system.nodes[GPU][gpu]
     gpu_bw = node.paths[CPU][c].bw
     count, total = 0, 0.0
     first = None
     for ch in range(MAXCHANNELS):
-        n = get_local_net(system, node.rank, ch)
+        n = _local_net(system, node.rank, ch)
         net_id = system.nodes[NET][n].id
         if ch == 0:
             first = net_id
@@ -471,7 +415,6 @@ class _Search:
         self.ngpus = len(self.gpus)
         self.has_nvs = len(system.nodes[NVS]) > 0
         self.inter = system.inter
-        self.policy = netdevs_policy(system)
         self.rail_aware = system.params.version >= RAIL_AWARE_SINCE
         self.mnnvl_rail_per_host = system.params.get("MNNVL_RAIL_PER_HOST", 0)
         self.scatter = system.params.get("MNNVL_SCATTER_NETS_ENABLE", 1)
@@ -485,7 +428,7 @@ class _Search:
             self.net_id_index.setdefault(n.id, i)
         self._local_net: dict[tuple[int, int], int] = {}
         self._select: dict[tuple[int, int], list[int]] = {}
-        self._local_gpus: dict[int, tuple[list[int], int | None]] = {}
+        self._local_gpus: dict[int, tuple[list[int], int]] = {}
         self._pci_bw: dict[int, int] = {}
         self.steps = 0  # recursion steps taken (diagnostics)
 
@@ -507,7 +450,7 @@ class _Search:
         key = (g, c)
         n = self._local_net.get(key)
         if n is None:
-            n = self._local_net[key] = _local_net_from(self.system, g, c, self.policy)
+            n = self._local_net[key] = _local_net(self.system, self.gpus[g].rank, c)
         return n
 
     def pref_nets_channel_first(self, gpu: int, nets: list[int]) -> None:
@@ -556,11 +499,11 @@ class _Search:
             self.pref_nets_gpu_first(gpu, nets)
         else:
             self.pref_nets_channel_first(gpu, nets)
-        kind, count = self.policy
-        max_dev = count if kind == NETDEVS_POLICY_MAX else 0
+        kind, count = netdevs_policy(self.system)
+        max_dev = count if kind == "MAX" else 0
         if gpu == -1:
             max_dev *= self.ngpus
-        if kind != NETDEVS_POLICY_MAX:
+        if kind != "MAX":
             max_dev = NCCL_TOPO_MAX_NODES
         if len(nets) < max_dev:
             self._add_by_type(type_inter, gpu, nets, max_dev)
@@ -581,9 +524,11 @@ class _Search:
                     if len(nets) >= max_dev:
                         return
 
-    def local_gpus(self, n: int) -> tuple[list[int], int | None]:
+    def local_gpus(self, n: int) -> tuple[list[int], int]:
         r = self._local_gpus.get(n)
         if r is None:
+            from ncclctl.nccl.paths import get_local
+
             r = self._local_gpus[n] = get_local(self.system, NET, n, GPU)
         return r
 
@@ -841,12 +786,12 @@ class _Search:
                 if local_gpu != -1:
                     self.try_gpu(graph, save, 0, back_to_net, back_to_first, 0, time, NET, n, local_gpu)
                 local_gpus, path_type = self.local_gpus(n)
-                if path_type is None and local_gpus:
-                    raise NotModelled("NCCL reads an uninitialized path type here (a NET with no usable path "
-                                      "to any GPU)")
                 if path_type == PATH_DIS:
-                    # NCCL skips this NET without giving its bandwidth back (search.cc 'continue').
-                    continue
+                    # NCCL's ncclTopoGetLocal only reports DIS by leaving its output unset: a NET no GPU reaches.
+                    # NCCL then reads an uninitialized value (and would skip the NET without giving its
+                    # bandwidth back).
+                    raise NotModelled(f"{net.name or 'a NET'} has no path to any GPU: NCCL's search reads an "
+                                      "uninitialized path type here")
                 for lg in local_gpus:
                     if lg == local_gpu:
                         continue
@@ -924,8 +869,6 @@ def dup_channels(graph: Graph, cc_min: int, ngpus: int) -> None:
 
 
 def _gpu_min_max(system: System, type_: int) -> tuple[int, int]:
-    from ncclctl.nccl.paths import get_gpu_max_path, get_gpu_min_path
-
     return get_gpu_min_path(system, type_), get_gpu_max_path(system, type_)
 
 
@@ -934,8 +877,6 @@ def compute(system: System, graph: Graph, *, graph_file: bytes | None = None,
     """``ncclTopoCompute``: search ``graph``'s channels on ``system`` (``search_init`` done). ``graph_file``
     is the content of ``NCCL_GRAPH_FILE`` when set: its graph with the same id is loaded and trusted, and
     the search only runs when it gives no channel. Returns ``graph``."""
-    from ncclctl.nccl.paths import split_nvlink
-
     cc_min, _ = get_comp_cap(system)
     ngpus = len(system.nodes[GPU])
     ndevs = len(system.nodes[DEV])
@@ -1369,12 +1310,12 @@ def channel_summary(system: System, graph: Graph) -> list[dict]:
         ranks = graph.intra[c * ngpus:(c + 1) * ngpus]
         devs = []
         for r in ranks:
-            g = rank_to_index(system, r)
+            g = system.gpu_by_rank(r)
             devs.append(system.nodes[GPU][g].dev if g >= 0 else -1)
         entry: dict = {"ranks": ranks, "devs": devs, "net_in": None, "net_out": None}
         if system.inter:
             for key, nid in (("net_in", graph.inter[2 * c]), ("net_out", graph.inter[2 * c + 1])):
-                n = id_to_index(system, NET, nid)
+                n = system.net_index(nid)
                 entry[key] = (n, system.nodes[NET][n].name if n >= 0 else None)
         out.append(entry)
     return out
