@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import sys
+from operator import attrgetter
 from typing import Iterable, Sequence
 
 from ncclctl.errors import ExitCode, NcclctlError
@@ -194,6 +195,21 @@ def _roundf(x: float) -> float:
 def sub_round(a: float, b: float) -> float:
     """``SUB_ROUND(a, b)``: ``a = roundf((a - b) * 1000) / 1000`` in single precision."""
     return f32(_roundf(f32(f32(a - b) * 1000.0)) / 1000.0)
+
+
+_SUB_CACHE: dict[tuple[float, float], float] = {}
+_BW = attrgetter("bw")
+
+
+def _sub(a: float, b: float) -> float:
+    """:func:`sub_round`, remembered: a search applies the same few (link bandwidth, channel bandwidth) pairs
+    over and over."""
+    r = _SUB_CACHE.get((a, b))
+    if r is None:
+        if len(_SUB_CACHE) > 1 << 16:
+            _SUB_CACHE.clear()
+        r = _SUB_CACHE[(a, b)] = sub_round(a, b)
+    return r
 
 
 def _c_int(x: float) -> int:
@@ -370,36 +386,58 @@ def _find_rev_link(node1: Node, node2: Node, type_: int) -> Link:
     raise NcclFailure(f"Could not find rev link for {node1!r} -> {node2!r}")
 
 
-def _follow_path(path: Path, start: Node, max_steps: int, bw: float) -> int:
-    """``followPath``: take ``bw`` off the first ``max_steps`` links of ``path`` (more on PCI links behind an
-    Intel root complex, and reverse-direction costs before Ampere and on POWER NVLink); stop at the first link
-    without enough left. Returns the number of links taken."""
-    links = path.links
-    pci_bw = bw
+def _prepare_path(path: Path, start: Node) -> tuple[list[tuple[Link, bool, Link | None, int]], bool]:
+    """What ``followPath`` works out for a path each time, once: per link (link, is PCI, reverse link, reverse
+    cost kind: 0 none, 1 ``fw / 8`` into a pre-Ampere GPU device from a non-GPU start, 2 ``fw`` into a POWER CPU
+    over NVLink), and whether PCI links pay the Intel root complex overhead (a PHB path from a GPU through an
+    Intel x86 CPU)."""
+    overhead = False
     if path.type == PATH_PHB and start.type == GPU:
-        for link in links:
+        for link in path.links:
             node = link.rem
             if node.type == CPU and node.arch == CPU_ARCH_X86 and node.vendor == CPU_VENDOR_INTEL:
-                pci_bw = f32(f32(bw * 6) / 5)  # INTEL_P2P_OVERHEAD
+                overhead = True
+    steps = []
     node = start
-    for step in range(max_steps):
-        link = links[step]
+    for link in path.links:
         rem = link.rem
-        fw = pci_bw if link.type == LINK_PCI else bw
-        rev: Link | None = None
-        rev_bw = 0.0
+        kind = 0
         if rem.type == DEV and rem.sm < 80 and start.type != GPU:
-            rev = _find_rev_link(node, rem, link.type)
-            rev_bw = f32(rev_bw + f32(fw / 8))
-        if rem.type == CPU and rem.arch == CPU_ARCH_POWER and link.type == LINK_NVL:
-            rev = _find_rev_link(node, rem, link.type)
-            rev_bw = f32(rev_bw + fw)
-        if link.bw < fw or (rev_bw and rev is not None and rev.bw < rev_bw):
-            return step
-        link.bw = sub_round(link.bw, fw)
-        if rev_bw and rev is not None:
-            rev.bw = sub_round(rev.bw, rev_bw)
+            kind = 1
+        elif rem.type == CPU and rem.arch == CPU_ARCH_POWER and link.type == LINK_NVL:
+            kind = 2
+        rev = None
+        if kind:
+            rev = next((l for l in rem.links if l.rem is node and l.type == link.type), None)
+        steps.append((link, link.type == LINK_PCI, rev, kind))
         node = rem
+    return steps, overhead
+
+
+def _follow_path(prepared: tuple[list[tuple[Link, bool, Link | None, int]], bool], max_steps: int,
+                 bw: float) -> int:
+    """``followPath``: take ``bw`` off the first ``max_steps`` links of a path (more on PCI links behind an
+    Intel root complex, and reverse-direction costs before Ampere and on POWER NVLink); stop at the first link
+    without enough left. Returns the number of links taken."""
+    steps, overhead = prepared
+    pci_bw = f32(f32(bw * 6) / 5) if overhead else bw  # INTEL_P2P_OVERHEAD
+    for i in range(max_steps):
+        link, is_pci, rev, kind = steps[i]
+        fw = pci_bw if is_pci else bw
+        if kind == 0:
+            lb = link.bw
+            if lb < fw:
+                return i
+            link.bw = _sub(lb, fw)
+            continue
+        if rev is None:
+            raise NcclFailure(f"Could not find rev link for {link.rem!r}")
+        rev_bw = f32(fw / 8) if kind == 1 else fw
+        if link.bw < fw or (rev_bw and rev.bw < rev_bw):
+            return i
+        link.bw = _sub(link.bw, fw)
+        if rev_bw:
+            rev.bw = _sub(rev.bw, rev_bw)
     return max_steps
 
 
@@ -430,7 +468,55 @@ class _Search:
         self._select: dict[tuple[int, int], list[int]] = {}
         self._local_gpus: dict[int, tuple[list[int], int]] = {}
         self._pci_bw: dict[int, int] = {}
+        self._edges: dict[tuple[int, int, int, int], tuple] = {}
+        self._sorted: dict[tuple[int, int], list[tuple[int, tuple[int, int]]]] = {}
         self.steps = 0  # recursion steps taken (diagnostics)
+        self.skipped = 0  # steps charged for channel starts found in the memo
+        self.copies = 0
+        #: Channel starts already searched (see _memo_try); reset for every search (a new tmp graph).
+        self.memo: dict[tuple, int] | None = {}
+        self.links: list[Link] = [l for lst in system.nodes for n in lst for l in n.links]
+        # The previous channel is read below a channel start when rings pair NICs (crossNic=2), and replayed
+        # on a single node (and with sameChannels, by a forced replay, which is in the key anyway).
+        self.prev_matters = False
+        #: Whole searches already run this pass (see search()).
+        self.searches: dict[tuple, int] = {}
+        self.intra_types = tuple(sorted({p.type for g in self.gpus for p in g.paths.get(GPU, ())}))
+        self.inter_types = tuple(sorted({p.type for g in self.gpus for p in g.paths.get(NET, ())} |
+                                        {p.type for n in self.nets for p in n.paths.get(GPU, ())}))
+
+    def search(self, graph: Graph, save: Graph, time: list[int]) -> None:
+        """One search of ``ncclTopoCompute`` (``ncclTopoSearchRec`` from no channel), skipped when a search that
+        behaves the same was run before in this pass without finding a better graph: same pattern, speeds,
+        channel bounds, crossNic and sameChannels, path types that let the same paths through (a typeIntra
+        between two path types the system has is the same as the lower one) and the same bandwidths left. It
+        then ends with the same budget left, as NCCL's would."""
+        key = (graph.pattern, graph.same_channels, graph.cross_nic, graph.bw_intra, graph.bw_inter,
+               graph.min_channels, graph.max_channels, graph.coll_net, time[0],
+               self._type_class(graph.type_intra, self.intra_types),
+               self._type_class(graph.type_inter, self.inter_types), self._state(graph))
+        left = self.searches.get(key)
+        if left is not None:
+            self.skipped += time[0] - max(left, 0)
+            time[0] = left
+            return
+        copies = self.copies
+        self.new_search(graph)
+        self.rec(graph, save, time)
+        if self.copies == copies and self._state(graph) == key[-1] and time[0] >= 0:
+            self.searches[key] = time[0]
+
+    @staticmethod
+    def _type_class(t: int, present: tuple[int, ...]) -> int:
+        """How many of the path types present are within ``t``: the search only compares path types against
+        ``t``, so two values with the same count let the same paths through."""
+        return sum(1 for p in present if p <= t)
+
+    def new_search(self, graph: Graph) -> None:
+        """Start one search with ``graph``'s parameters: the memo of channel starts only holds within it."""
+        if self.memo is not None:
+            self.memo = {}
+        self.prev_matters = bool(self.inter) and graph.pattern == PATTERN_RING and graph.cross_nic == 2
 
     # -- queries (cached: paths do not change during a search)
 
@@ -557,32 +643,62 @@ class _Search:
 
     # -- bandwidth accounting
 
+    def _edge(self, type1: int, index1: int, type2: int, index2: int) -> tuple:
+        """What ``ncclTopoFollowPath`` looks up for a pair of nodes, once: (path type, reverse path type,
+        prepared links, link count, destination node, intra-node)."""
+        key = (type1, index1, type2, index2)
+        e = self._edges.get(key)
+        if e is None:
+            node1 = self.nodes[type1][index1]
+            node2 = self.nodes[type2][index2]
+            path = node1.paths[type2][index2]
+            rev = node2.paths.get(type1)
+            rtype = rev[index1].type if rev is not None else PATH_DIS
+            prepared = _prepare_path(path, node1)
+            simple = all(kind == 0 for _, _, _, kind in prepared[0])
+            e = self._edges[key] = (path.type, rtype, prepared, simple, len(prepared[0]), node2,
+                                    type1 in (GPU, NVS) and type2 in (GPU, NVS))
+        return e
+
     def follow(self, graph: Graph, type1: int, index1: int, type2: int, index2: int, mult: float) -> Node | None:
         """``ncclTopoFollowPath``: the node reached, or None when the path is of a worse type than the graph
         allows or lacks bandwidth (then nothing is taken)."""
-        node2 = self.nodes[type2][index2]
         if type1 == -1:
-            return node2
-        node1 = self.nodes[type1][index1]
-        path = node1.paths[type2][index2]
-        intra = type1 in (GPU, NVS) and type2 in (GPU, NVS)
+            return self.nodes[type2][index2]
+        ptype, rtype, prepared, simple, count, node2, intra = self._edge(type1, index1, type2, index2)
         if intra:
             bw, typ = graph.bw_intra, graph.type_intra
         else:
             bw, typ = graph.bw_inter, graph.type_inter
-        ptype = path.type
         if ptype >= PATH_DIS:
             return None
         if mult == 1:
             if ptype > typ:
                 return None
-            if graph.pattern in _TREES and node2.paths[type1][index1].type > typ:
+            if rtype > typ and graph.pattern in _TREES:
                 return None
-        bw = f32(bw * mult)
-        count = len(path.links)
-        step = _follow_path(path, node1, count, bw)
+        elif mult == -1:
+            bw = -bw
+        else:
+            bw = f32(bw * mult)
+        if simple:
+            steps, overhead = prepared
+            pci_bw = f32(f32(bw * 6) / 5) if overhead else bw
+            cache = _SUB_CACHE
+            i = 0
+            for link, is_pci, _, _ in steps:
+                fw = pci_bw if is_pci else bw
+                lb = link.bw
+                if lb < fw:
+                    break
+                r = cache.get((lb, fw))
+                link.bw = _sub(lb, fw) if r is None else r
+                i += 1
+            step = i
+        else:
+            step = _follow_path(prepared, count, bw)
         if step < count:
-            _follow_path(path, node1, step, -bw)
+            _follow_path(prepared, step, -bw)
             return None
         graph.n_hops = int(graph.n_hops + mult * count)
         return node2
@@ -595,30 +711,16 @@ class _Search:
         flag = 1 << graph.n_channels
         ngpus = self.ngpus
         gpus = self.gpus
-        paths = gpus[g0].paths[GPU]
-        net_paths: list[Path] | None = None
-        if sort_net:
-            net_paths = self.nets[self.net_of_id(graph.inter[graph.n_channels * 2])].paths[GPU]
-        scores = []
-        for i in range(1, ngpus):
-            g = (g0 + i) % ngpus
-            p = paths[g]
-            if not p.links:
-                continue
-            if gpus[g].used & flag:
-                continue
-            if net_paths is not None:
-                np_ = net_paths[g]
-                key = (-_c_int(np_.bw), -self.gpu_pci_bw(g), len(np_.links), -_c_int(p.bw), len(p.links), i)
-            else:
-                key = (0, 0, 0, -_c_int(p.bw), len(p.links), i)
-            scores.append((key, g))
-        scores.sort()
-        count = len(scores)
-        if sort_net == -1 and all(k[3] == scores[0][0][3] and k[4] == scores[0][0][4] for k, _ in scores):
-            nxt = [g for _, g in reversed(scores)]
+        n = self.net_of_id(graph.inter[graph.n_channels * 2]) if sort_net else -1
+        order = self._sorted.get((g0, n))
+        if order is None:
+            order = self._sorted[(g0, n)] = self._order(g0, n)
+        cand = [(g, sig) for g, sig in order if not gpus[g].used & flag]
+        count = len(cand)
+        if sort_net == -1 and all(sig == cand[0][1] for _, sig in cand):
+            nxt = [g for g, _ in reversed(cand)]
         else:
-            nxt = [g for _, g in scores]
+            nxt = [g for g, _ in cand]
         if self.has_nvs:
             prev_gpu = (g0 - 1 + ngpus) % ngpus
             next_gpu = (g0 + 1) % ngpus
@@ -642,6 +744,31 @@ class _Search:
             return nxt[:real]
         return nxt
 
+    def _order(self, g0: int, n: int) -> list[tuple[int, tuple[int, int]]]:
+        """The GPUs reachable from ``g0`` in ``cmpScore`` order (NET bandwidth to ``n``, the GPU's PCI bandwidth,
+        hops from the NET, then bandwidth and hops from ``g0``, then distance in index order), each with its
+        intra-node score (``cmpIntraScores``). A total order, so sorting all of them once and dropping the used
+        ones later gives what NCCL's qsort of the unused ones gives."""
+        gpus = self.gpus
+        ngpus = self.ngpus
+        paths = gpus[g0].paths[GPU]
+        net_paths = self.nets[n].paths[GPU] if n >= 0 else None
+        scores = []
+        for i in range(1, ngpus):
+            g = (g0 + i) % ngpus
+            p = paths[g]
+            if not p.links:
+                continue
+            intra = (_c_int(p.bw), len(p.links))
+            if net_paths is not None:
+                np_ = net_paths[g]
+                key = (-_c_int(np_.bw), -self.gpu_pci_bw(g), len(np_.links), -intra[0], intra[1], i)
+            else:
+                key = (0, 0, 0, -intra[0], intra[1], i)
+            scores.append((key, g, intra))
+        scores.sort()
+        return [(g, intra) for _, g, intra in scores]
+
     def replay_get_gpu(self, graph: Graph, step: int) -> int:
         """``ncclTopoReplayGetGpu``: the GPU at ``step + 1`` in the previous channel."""
         if graph.n_channels == 0:
@@ -656,7 +783,52 @@ class _Search:
 
     def try_gpu(self, graph: Graph, save: Graph, step: int, back_to_net: int, back_to_first: int,
                 forced: int, time: list[int], type_: int, index: int, g: int) -> None:
-        """``ncclTopoSearchTryGpu``."""
+        """``ncclTopoSearchTryGpu``. Channel starts (step 0) go through :meth:`_memo_try`."""
+        if step == 0 and self.memo is not None:
+            self._memo_try(graph, save, back_to_net, back_to_first, forced, time, type_, index, g)
+            return
+        self._try_gpu(graph, save, step, back_to_net, back_to_first, forced, time, type_, index, g)
+
+    def _state(self, graph: Graph) -> tuple:
+        """Everything a search subtree changes and restores: link and NET bandwidths, hops, latency."""
+        return (tuple(map(_BW, self.links)), tuple(map(_BW, self.nets)), graph.n_hops, graph.latency_inter)
+
+    def _memo_try(self, graph: Graph, save: Graph, back_to_net: int, back_to_first: int, forced: int,
+                  time: list[int], type_: int, index: int, g: int) -> None:
+        """A channel start, skipped when the same start was searched before from the same state without finding
+        a better graph (the search budget is still charged, step for step).
+
+        Exactness: NCCL's search is deterministic; the subtree below a channel start reads only the state in the
+        key (bandwidths left on links and NETs, hops so far, the channel's start and the previous channel where
+        replay or crossNic pairing looks at it) and the best graph so far, which only improves during a search.
+        A subtree that found nothing better, left every bandwidth as it found it and completed within budget
+        in ``S`` steps does the same again: NCCL would spend ``S`` steps (or run out of time inside it) and
+        change nothing, which is what skipping it does."""
+        nch = graph.n_channels
+        ngpus = self.ngpus
+        prev = None
+        if nch > 0 and (forced == FORCED_ORDER_REPLAY or self.prev_matters):
+            prev = (tuple(graph.intra[(nch - 1) * ngpus:nch * ngpus]), graph.inter[2 * nch - 2],
+                    graph.inter[2 * nch - 1])
+        state = self._state(graph)
+        start = graph.inter[2 * nch] if self.inter else 0
+        key = (nch, back_to_net, back_to_first, forced, type_, index, g, start, prev, state)
+        memo = self.memo
+        assert memo is not None
+        cost = memo.get(key)
+        if cost is not None:
+            if time[0] > 0:
+                self.skipped += min(cost, time[0])
+                time[0] = max(0, time[0] - cost)
+            return
+        before = time[0]
+        copies = self.copies
+        self._try_gpu(graph, save, 0, back_to_net, back_to_first, forced, time, type_, index, g)
+        if self.copies == copies and time[0] > 0 and before > 0 and self._state(graph) == state:
+            memo[key] = before - time[0]
+
+    def _try_gpu(self, graph: Graph, save: Graph, step: int, back_to_net: int, back_to_first: int,
+                 forced: int, time: list[int], type_: int, index: int, g: int) -> None:
         flag = 1 << graph.n_channels
         gpu = self.follow(graph, type_, index, GPU, g, 1)
         if gpu is not None:
@@ -700,6 +872,7 @@ class _Search:
         if step == ngpus:
             graph.n_channels += 1
             if compare_graphs(graph, save):
+                self.copies += 1
                 save.copy_from(graph)
                 if graph.n_channels == graph.max_channels:
                     time[0] = -1
@@ -949,7 +1122,7 @@ def compute(system: System, graph: Graph, *, graph_file: bytes | None = None,
                         SEARCH_TIMEOUT_TREE if tmp.pattern == PATTERN_TREE else SEARCH_TIMEOUT]
                 tmp.n_channels = 0
                 global_timeout -= time[0]
-                s.rec(tmp, graph, time)
+                s.search(tmp, graph, time)
                 goto_search = False
                 # Optimal solution, stop here (else fall through to "done" after pass 1's options)
                 if time[0] != -1 and f32(graph.n_channels * graph.bw_inter) < system.total_bw and pass_ == 1:
@@ -985,6 +1158,7 @@ def compute(system: System, graph: Graph, *, graph_file: bytes | None = None,
             if pass_ == 1:
                 time = [-1]
                 dup_channels(graph, cc_min, ngpus)
+                s.searches.clear()  # the best graph may have lost bandwidth (channels capped): start over
                 tmp.copy_from(graph)
                 si = 0
                 while speeds[si] > graph.bw_inter and si < nspeeds - 1:
