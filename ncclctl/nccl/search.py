@@ -199,16 +199,23 @@ def sub_round(a: float, b: float) -> float:
 
 _SUB_CACHE: dict[tuple[float, float], float] = {}
 _BW = attrgetter("bw")
+#: Bandwidth operations that did not invert exactly so far (see _sub).
+_DIRTY = [0]
 
 
 def _sub(a: float, b: float) -> float:
     """:func:`sub_round`, remembered: a search applies the same few (link bandwidth, channel bandwidth) pairs
-    over and over."""
+    over and over. A pair whose result does not come back to ``a`` when ``b`` is given back is not remembered
+    and counts in :data:`_DIRTY` each time it is used (the memo of search subtrees relies on exact give-backs)."""
     r = _SUB_CACHE.get((a, b))
     if r is None:
+        r = sub_round(a, b)
+        if sub_round(r, -b) != a:
+            _DIRTY[0] += 1
+            return r
         if len(_SUB_CACHE) > 1 << 16:
             _SUB_CACHE.clear()
-        r = _SUB_CACHE[(a, b)] = sub_round(a, b)
+        _SUB_CACHE[(a, b)] = r
     return r
 
 
@@ -665,7 +672,10 @@ class _Search:
         allows or lacks bandwidth (then nothing is taken)."""
         if type1 == -1:
             return self.nodes[type2][index2]
-        ptype, rtype, prepared, simple, count, node2, intra = self._edge(type1, index1, type2, index2)
+        e = self._edges.get((type1, index1, type2, index2))
+        if e is None:
+            e = self._edge(type1, index1, type2, index2)
+        ptype, rtype, prepared, simple, count, node2, intra = e
         if intra:
             bw, typ = graph.bw_intra, graph.type_intra
         else:
@@ -711,38 +721,33 @@ class _Search:
         flag = 1 << graph.n_channels
         ngpus = self.ngpus
         gpus = self.gpus
+        if self.has_nvs:
+            # NCCL sorts all candidates, then moves the neighbours it prefers to the front one after the other
+            # and keeps only those: the order of the others never matters.
+            prev_gpu = (g0 - 1 + ngpus) % ngpus
+            next_gpu = (g0 + 1) % ngpus
+            if graph.pattern == PATTERN_RING:
+                first = (next_gpu, prev_gpu)
+            elif graph.pattern in (PATTERN_SPLIT_TREE, PATTERN_BALANCED_TREE):
+                first = (prev_gpu, next_gpu)
+            else:
+                first = (next_gpu,)
+            if next_gpu == prev_gpu:
+                first = first[:1]
+            paths = gpus[g0].paths[GPU]
+            out: list[int] = []
+            for fg in first:
+                if fg != g0 and paths[fg].links and not gpus[fg].used & flag:
+                    out.insert(0, fg)
+            return out
         n = self.net_of_id(graph.inter[graph.n_channels * 2]) if sort_net else -1
         order = self._sorted.get((g0, n))
         if order is None:
             order = self._sorted[(g0, n)] = self._order(g0, n)
         cand = [(g, sig) for g, sig in order if not gpus[g].used & flag]
-        count = len(cand)
-        if sort_net == -1 and all(sig == cand[0][1] for _, sig in cand):
-            nxt = [g for g, _ in reversed(cand)]
-        else:
-            nxt = [g for g, _ in cand]
-        if self.has_nvs:
-            prev_gpu = (g0 - 1 + ngpus) % ngpus
-            next_gpu = (g0 + 1) % ngpus
-            if graph.pattern == PATTERN_RING:
-                first = [next_gpu, prev_gpu]
-            elif graph.pattern in (PATTERN_SPLIT_TREE, PATTERN_BALANCED_TREE):
-                first = [prev_gpu, next_gpu]
-            else:
-                first = [next_gpu]
-            if next_gpu == prev_gpu and len(first) == 2:
-                first = first[:1]
-            real = 0
-            for fg in first:
-                try:
-                    i = nxt.index(fg, 0, count)
-                except ValueError:
-                    continue
-                del nxt[i]
-                nxt.insert(0, fg)
-                real += 1
-            return nxt[:real]
-        return nxt
+        if sort_net == -1 and cand and all(sig == cand[0][1] for _, sig in cand):
+            return [g for g, _ in reversed(cand)]
+        return [g for g, _ in cand]
 
     def _order(self, g0: int, n: int) -> list[tuple[int, tuple[int, int]]]:
         """The GPUs reachable from ``g0`` in ``cmpScore`` order (NET bandwidth to ``n``, the GPU's PCI bandwidth,
@@ -782,10 +787,11 @@ class _Search:
     # -- recursion
 
     def try_gpu(self, graph: Graph, save: Graph, step: int, back_to_net: int, back_to_first: int,
-                forced: int, time: list[int], type_: int, index: int, g: int) -> None:
-        """``ncclTopoSearchTryGpu``. Channel starts (step 0) go through :meth:`_memo_try`."""
+                forced: int, time: list[int], type_: int, index: int, g: int, pre: list | None = None) -> None:
+        """``ncclTopoSearchTryGpu``. Channel starts (step 0) go through :meth:`_memo_try`; ``pre`` lets the
+        starts tried from one state share its snapshot."""
         if step == 0 and self.memo is not None:
-            self._memo_try(graph, save, back_to_net, back_to_first, forced, time, type_, index, g)
+            self._memo_try(graph, save, back_to_net, back_to_first, forced, time, type_, index, g, pre)
             return
         self._try_gpu(graph, save, step, back_to_net, back_to_first, forced, time, type_, index, g)
 
@@ -794,7 +800,7 @@ class _Search:
         return (tuple(map(_BW, self.links)), tuple(map(_BW, self.nets)), graph.n_hops, graph.latency_inter)
 
     def _memo_try(self, graph: Graph, save: Graph, back_to_net: int, back_to_first: int, forced: int,
-                  time: list[int], type_: int, index: int, g: int) -> None:
+                  time: list[int], type_: int, index: int, g: int, pre: list | None) -> None:
         """A channel start, skipped when the same start was searched before from the same state without finding
         a better graph (the search budget is still charged, step for step).
 
@@ -810,7 +816,13 @@ class _Search:
         if nch > 0 and (forced == FORCED_ORDER_REPLAY or self.prev_matters):
             prev = (tuple(graph.intra[(nch - 1) * ngpus:nch * ngpus]), graph.inter[2 * nch - 2],
                     graph.inter[2 * nch - 1])
-        state = self._state(graph)
+        dirty = _DIRTY[0]
+        if pre is not None and pre[0] == dirty and pre[1] is not None:
+            state = pre[1]
+        else:
+            state = self._state(graph)
+            if pre is not None:
+                pre[0], pre[1] = dirty, state
         start = graph.inter[2 * nch] if self.inter else 0
         key = (nch, back_to_net, back_to_first, forced, type_, index, g, start, prev, state)
         memo = self.memo
@@ -823,8 +835,11 @@ class _Search:
             return
         before = time[0]
         copies = self.copies
+        hops, lat = graph.n_hops, graph.latency_inter
         self._try_gpu(graph, save, 0, back_to_net, back_to_first, forced, time, type_, index, g)
-        if self.copies == copies and time[0] > 0 and before > 0 and self._state(graph) == state:
+        # Neutral: every bandwidth taken was given back exactly (no SUB_ROUND pair that does not invert).
+        if (self.copies == copies and time[0] > 0 and before > 0 and _DIRTY[0] == dirty
+                and graph.n_hops == hops and graph.latency_inter == lat):
             memo[key] = before - time[0]
 
     def _try_gpu(self, graph: Graph, save: Graph, step: int, back_to_net: int, back_to_first: int,
@@ -914,7 +929,7 @@ class _Search:
                 sort_net = 0 if back_to_net == -1 else 1 if back_to_net == step + 1 else -1
                 nxt = self.next_gpu_sort(graph, g, sort_net)
             for ng in nxt:
-                self.try_gpu(graph, save, step + 1, back_to_net, back_to_first, forced, time, GPU, g, ng)
+                self._try_gpu(graph, save, step + 1, back_to_net, back_to_first, forced, time, GPU, g, ng)
         elif step == back_to_first:
             p = self.gpu_of_rank(graph.intra[graph.n_channels * ngpus])
             first = self.follow(graph, GPU, g, GPU, p, 1)
@@ -945,19 +960,23 @@ class _Search:
             graph.latency_inter = net.latency
             same_port = [m for m in all_nets if m.asic == net.asic and m.port == net.port]
             for m in same_port:
+                old = m.bw
                 m.bw = f32(m.bw - bw)
+                if f32(m.bw + bw) != old:
+                    _DIRTY[0] += 1
+            pre: list = [0, None]
             if graph.n_channels > 0 and graph.same_channels == 1:
                 g = self.replay_get_gpu(graph, -1)
-                self.try_gpu(graph, save, 0, back_to_net, back_to_first, FORCED_ORDER_REPLAY, time, NET, n, g)
+                self.try_gpu(graph, save, 0, back_to_net, back_to_first, FORCED_ORDER_REPLAY, time, NET, n, g, pre)
             else:
                 if graph.n_channels == 0 and not self.has_nvs:
                     t = [1 << 10]
-                    self.try_gpu(graph, save, 0, back_to_net, back_to_first, FORCED_ORDER_PCI, t, NET, n, 0)
+                    self.try_gpu(graph, save, 0, back_to_net, back_to_first, FORCED_ORDER_PCI, t, NET, n, 0, pre)
                     if t[0] == -1:
                         time[0] = -1
                 local_gpu = net.local_gpu
                 if local_gpu != -1:
-                    self.try_gpu(graph, save, 0, back_to_net, back_to_first, 0, time, NET, n, local_gpu)
+                    self.try_gpu(graph, save, 0, back_to_net, back_to_first, 0, time, NET, n, local_gpu, pre)
                 local_gpus, path_type = self.local_gpus(n)
                 if path_type == PATH_DIS:
                     # NCCL's ncclTopoGetLocal only reports DIS by leaving its output unset: a NET no GPU reaches.
@@ -968,7 +987,7 @@ class _Search:
                 for lg in local_gpus:
                     if lg == local_gpu:
                         continue
-                    self.try_gpu(graph, save, 0, back_to_net, back_to_first, 0, time, NET, n, lg)
+                    self.try_gpu(graph, save, 0, back_to_net, back_to_first, 0, time, NET, n, lg, pre)
             for m in same_port:
                 m.bw = f32(m.bw + bw)
 
@@ -993,14 +1012,15 @@ class _Search:
             return
         if graph.pattern == PATTERN_NVLS:
             raise NotModelled("the NVLS search pattern is not modelled")
+        pre: list = [0, None]
         if graph.n_channels == 0:
-            self.try_gpu(graph, save, 0, back_to_net, back_to_first, FORCED_ORDER_PCI, time, -1, -1, 0)
+            self.try_gpu(graph, save, 0, back_to_net, back_to_first, FORCED_ORDER_PCI, time, -1, -1, 0, pre)
         else:
             g = self.replay_get_gpu(graph, -1)
-            self.try_gpu(graph, save, 0, back_to_net, back_to_first, FORCED_ORDER_REPLAY, time, -1, -1, g)
+            self.try_gpu(graph, save, 0, back_to_net, back_to_first, FORCED_ORDER_REPLAY, time, -1, -1, g, pre)
         if graph.same_channels == 0 or graph.n_channels == 0:
             for g in range(self.ngpus):
-                self.try_gpu(graph, save, 0, back_to_net, back_to_first, 0, time, -1, -1, g)
+                self.try_gpu(graph, save, 0, back_to_net, back_to_first, 0, time, -1, -1, g, pre)
 
 
 def compare_graphs(graph: Graph, ref: Graph) -> bool:
