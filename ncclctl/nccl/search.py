@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import sys
 from operator import attrgetter
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from ncclctl.errors import ExitCode, NcclctlError
 from ncclctl.nccl.paths import cpu_type, netdevs_policy
@@ -35,6 +35,9 @@ from ncclctl.nccl.system import (
     PATH_PXN, PATH_SYS, PATH_TYPE_STR, UNDEF, Link, Node, Path, System, f32,
 )
 from ncclctl.nccl.version import Version
+
+if TYPE_CHECKING:
+    from ncclctl.topo.ncclxml import XmlNode
 
 # --------------------------------------------------------------------------------------------------
 # Markers
@@ -199,6 +202,8 @@ def sub_round(a: float, b: float) -> float:
 
 _SUB_CACHE: dict[tuple[float, float], float] = {}
 _BW = attrgetter("bw")
+#: INTEL_P2P_OVERHEAD(bw) by bw.
+_PCI_OVERHEAD: dict[float, float] = {}
 #: Bandwidth operations that did not invert exactly so far (see _sub).
 _DIRTY = [0]
 
@@ -465,7 +470,7 @@ class _Search:
         self.scatter = system.params.get("MNNVL_SCATTER_NETS_ENABLE", 1)
         self.n_hosts = max(1, len(system.host_hashes))
         self.gpu_index = {id(g): i for i, g in enumerate(self.gpus)}
-        self.rank_index = {}
+        self.rank_index: dict[int, int] = {}
         for i, g in enumerate(self.gpus):
             self.rank_index.setdefault(g.rank, i)
         self.net_id_index: dict[int, int] = {}
@@ -693,17 +698,28 @@ class _Search:
             bw = f32(bw * mult)
         if simple:
             steps, overhead = prepared
-            pci_bw = f32(f32(bw * 6) / 5) if overhead else bw
             cache = _SUB_CACHE
             i = 0
-            for link, is_pci, _, _ in steps:
-                fw = pci_bw if is_pci else bw
-                lb = link.bw
-                if lb < fw:
-                    break
-                r = cache.get((lb, fw))
-                link.bw = _sub(lb, fw) if r is None else r
-                i += 1
+            if overhead:
+                pci_bw = _PCI_OVERHEAD.get(bw)
+                if pci_bw is None:
+                    pci_bw = _PCI_OVERHEAD[bw] = f32(f32(bw * 6) / 5)
+                for link, is_pci, _, _ in steps:
+                    fw = pci_bw if is_pci else bw
+                    lb = link.bw
+                    if lb < fw:
+                        break
+                    r = cache.get((lb, fw))
+                    link.bw = _sub(lb, fw) if r is None else r
+                    i += 1
+            else:
+                for link, _, _, _ in steps:
+                    lb = link.bw
+                    if lb < bw:
+                        break
+                    r = cache.get((lb, bw))
+                    link.bw = _sub(lb, bw) if r is None else r
+                    i += 1
             step = i
         else:
             step = _follow_path(prepared, count, bw)
@@ -726,6 +742,7 @@ class _Search:
             # and keeps only those: the order of the others never matters.
             prev_gpu = (g0 - 1 + ngpus) % ngpus
             next_gpu = (g0 + 1) % ngpus
+            first: tuple[int, ...]
             if graph.pattern == PATTERN_RING:
                 first = (next_gpu, prev_gpu)
             elif graph.pattern in (PATTERN_SPLIT_TREE, PATTERN_BALANCED_TREE):
@@ -1273,7 +1290,7 @@ def _c_int_param(v: int) -> int:
 # NCCL_GRAPH_FILE: ncclTopoGetGraphFromXml (what is checked and what is trusted)
 
 
-def _attr_str(node, name: str, path: str | None):  # type: ignore[no-untyped-def]
+def _attr_str(node: XmlNode, name: str, path: str | None) -> str:
     """``xmlGetAttrStr``: a missing attribute fails NCCL's init."""
     v = node.get(name)
     if v is None:
@@ -1282,13 +1299,13 @@ def _attr_str(node, name: str, path: str | None):  # type: ignore[no-untyped-def
     return v
 
 
-def _attr_int(node, name: str, path: str | None) -> int:  # type: ignore[no-untyped-def]
+def _attr_int(node: XmlNode, name: str, path: str | None) -> int:
     from ncclctl.nccl.params import c_int
 
     return c_int(_attr_str(node, name, path))
 
 
-def _attr_float(node, name: str, path: str | None) -> float:  # type: ignore[no-untyped-def]
+def _attr_float(node: XmlNode, name: str, path: str | None) -> float:
     from ncclctl.topo.validate import c_strtof
 
     return f32(c_strtof(_attr_str(node, name, path))[0])
@@ -1303,7 +1320,7 @@ def kv_link_type(value: str) -> int:
     return 0
 
 
-def _channel_from_xml(xml_channel, c: int, system: System, graph: Graph, path: str | None) -> None:  # type: ignore[no-untyped-def]
+def _channel_from_xml(xml_channel: XmlNode, c: int, system: System, graph: Graph, path: str | None) -> None:
     """``ncclTopoGetChannelFromXml``: ``<net dev>`` (hex) are stored as they are, one after the other; a
     ``<gpu>`` with a ``rank`` attribute stores that rank unchecked, one without looks its ``dev`` up among the
     system's GPUs and fails the init when none has it."""
@@ -1343,7 +1360,7 @@ def _channel_from_xml(xml_channel, c: int, system: System, graph: Graph, path: s
             g += 1
 
 
-def _graph_from_xml(xml_graph, system: System, graph: Graph, path: str | None) -> int | None:  # type: ignore[no-untyped-def]
+def _graph_from_xml(xml_graph: XmlNode, system: System, graph: Graph, path: str | None) -> int | None:
     """``ncclTopoGetGraphFromXmlSub``: loads the ``<graph>`` whose id is ``graph.id``; returns the number of
     channel elements read (None when the element is not for this graph or is skipped)."""
     if _attr_int(xml_graph, "id", path) != graph.id:

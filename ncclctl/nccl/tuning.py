@@ -143,8 +143,8 @@ def tune(ring: Graph, tree: Graph, *, n_nodes: int, n_ranks: int, min_comp_cap: 
     if params.version < PARSE_LIST_SINCE and (params.str("PROTO") or params.str("ALGO")):
         caveats.append(f"NCCL {params.version} reads NCCL_PROTO/NCCL_ALGO as a flat list: read here as 2.24+ does")
     if n_ranks <= 1:
-        for a in bandwidth:
-            enabled[a] = [False, False, False]
+        for name in bandwidth:
+            enabled[name] = [False, False, False]
         why[("all", "all")] = "one rank: no collective algorithm runs"
         return Tuning(bandwidth, enabled, why, caveats)
     cci = comp_cap_index(min_comp_cap)
