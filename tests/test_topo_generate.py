@@ -12,6 +12,7 @@ from ncclctl.nccl.version import parse_option as parse_version
 from ncclctl.topo.generate import (
     Options, generate, load_spec, net_devices, profile_layout,
 )
+from conftest import HOSTS
 from test_model import small_node
 
 
@@ -116,6 +117,22 @@ def test_ib_plugin_view_of_multi_function_nic():
     assert text.count('<pci busid="0000:09:00.0"') == 1 and "0000:09:00.1" not in text
     assert '<net name="mlx5_2" dev="2" speed="100000" port="2" guid="0xaa"/>' in text
     assert "mlx5_3" not in text  # NCCL's IB plugin only reports ACTIVE ports
+
+
+def test_second_pci_function_is_written_as_nccls_ib_plugin_reports_it(cli):
+    """pcie-server: mlx5_1 is PCI function 0000:1d:00.1, ibv port 1. NCCL's IB plugin (net_ib/init.cc) reports its
+    pciPath with the function zeroed (ncclIbGetPciPath) and port = ibv port + realPort (ncclIbGetRealPort), so
+    NCCL's own topology dump has it under <pci busid="0000:1d:00.0"> with port="2". Two functions under one guid
+    must keep distinct ports: NCCL identifies a physical port by (guid, port) when it shares bandwidth and rails."""
+    r = cli("topo", "generate", "--root", str(HOSTS / "pcie-server"))
+    assert r.returncode == 0, r.stderr
+    assert "0000:1d:00.1" not in r.stdout
+    nic = r.stdout.split('<pci busid="0000:1d:00.0"')[1].split("</pci>")[0]
+    assert '<net name="mlx5_0" dev="0" speed="100000" port="1" guid="0xb83fd20300cbd6bc"' in nic
+    assert '<net name="mlx5_1" dev="1" speed="100000" port="2" guid="0xb83fd20300cbd6bc"' in nic
+    # NCCL_IB_HCA matches the ibv port, not the reported one: rails keeps mlx5_1:1
+    rails = cli("rails", "--root", str(HOSTS / "pcie-server"))
+    assert "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1" in rails.stdout
 
 
 def _flat_vm(n: int = 8) -> Node:

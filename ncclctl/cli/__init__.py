@@ -31,7 +31,7 @@ COMMANDS: dict[str, Entry] = {
                    "Probe the node (NUMA, PCIe tree, GPUs, NVLinks, NICs, netdevs) and print its model."),
     "snapshot": Entry("ncclctl.cli.probe", "snapshot_app",
                       "Capture this host into a fixture: only the files the probe reads, command outputs, NVML answers."),
-    "topo": Entry("ncclctl.cli.topo", "topo_app", "NCCL topology XML (NCCL_TOPO_FILE): generate, validate, show, diff."),
+    "topo": Entry("ncclctl.cli.topo", "topo_app", "NCCL topology XML (NCCL_TOPO_FILE): generate, validate, show, diff, predict."),
     "rails": Entry("ncclctl.cli.rails", "rails_app",
                    "Assign each GPU its rail NIC port from PCIe locality; print the rail table and an exact NCCL_IB_HCA."),
     "rings": Entry("ncclctl.cli.rails", "rings_app",

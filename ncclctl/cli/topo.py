@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import List, Optional
 
 import typer
@@ -13,7 +14,7 @@ from ncclctl.cli.common import (BACKUP_OPTION, CHECK_OPTION, CONFIG_HELP, DIFF_O
                                 read_xml, select_rules, sub_app, usage)
 from ncclctl.errors import ExitCode
 
-topo_app = sub_app("NCCL topology XML (NCCL_TOPO_FILE): generate, validate, show, diff.")
+topo_app = sub_app("NCCL topology XML (NCCL_TOPO_FILE): generate, validate, show, diff, predict.")
 
 
 @topo_app.command("generate")
@@ -123,3 +124,47 @@ def topo_diff(
         out(show.diff_text(changes, a, b))
     if changes:
         raise typer.Exit(int(ExitCode.FINDINGS))
+
+
+class GdrMode(str, Enum):
+    auto = "auto"
+    on = "on"
+    off = "off"
+
+
+@topo_app.command("predict")
+def topo_predict(
+    file: Optional[str] = typer.Argument(None, help="Topology file (NCCL_TOPO_FILE); or use --root/--model.", metavar="[FILE]"),
+    root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP, metavar="DIR"),
+    model: Optional[str] = typer.Option(None, "--model", help=MODEL_HELP, metavar="JSON"),
+    nodes: int = typer.Option(1, "--nodes", "-N", min=1, max=4096, help="Nodes in the job (identical to this one)."),
+    env: Optional[List[str]] = typer.Option(None, "--env", "-e", help="NCCL setting KEY=VAL (repeatable); overrides the host's environment and conf files.", metavar="KEY=VAL"),
+    gdr: GdrMode = typer.Option(GdrMode.auto, "--gdr", help="GPUDirect RDMA: auto (from the host's peer-memory/DMA-BUF facts; on for a file), on, off."),
+    nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Predict for this NCCL version.", metavar="X.Y[.Z]"),
+    fmt: Format = format_option(Format.text),
+) -> None:
+    """Predict what NCCL will do on this node: NICs, paths, GPUDirect RDMA, rings and trees, protocols, and why."""
+    from ncclctl.nccl.predict import Inputs, inputs_for_node, parse_env, predict_xml, render_text
+    from ncclctl.nccl.version import parse_option
+
+    version = parse_option(nccl_version)
+    overrides = parse_env(env)
+    given = [x for x in (file, root, model) if x is not None]
+    if len(given) > 1:
+        raise usage("give one of FILE, --root and --model")
+    path = None
+    if file is not None:
+        data = read_xml(file)
+        path = file
+        inputs = Inputs(source=file, nodes=nodes, env=overrides, env_origin={k: "--env" for k in overrides},
+                        version=version)
+        if gdr != GdrMode.auto:
+            inputs.gdr, inputs.gdr_why = gdr == GdrMode.on, f"--gdr {gdr.value}"
+        down: frozenset = frozenset()
+    else:
+        node = load_node(root, model)
+        source = root or model or "this host"
+        data, inputs, down = inputs_for_node(node, nodes=nodes, env=overrides, version=version, gdr=gdr.value,
+                                             source=source)
+    pred = predict_xml(data, inputs=inputs, down=down, path=path)
+    out(dumps({"schema_version": JSON_SCHEMA_VERSION, **pred.to_json()}) if fmt == Format.json else render_text(pred))

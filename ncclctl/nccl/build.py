@@ -341,6 +341,36 @@ def _unique_busid(top: X, busid: str) -> str:
     raise InputError("NCCL could not make a unique busid for a fused NIC")
 
 
+def _copy_tree(top: X) -> tuple[X, list[X]]:
+    """A deep copy of the tree and its ``<gpu>`` elements in document order."""
+    gpus: list[X] = []
+
+    def rec(n: X, parent: X | None) -> X:
+        c = X(n.name, dict(n.attrs), [], parent)
+        if n.name == "gpu":
+            gpus.append(c)
+        c.subs = [rec(sub, c) for sub in n.subs]
+        return c
+
+    return rec(top, None), gpus
+
+
+def _fuse(dst: X, src: X) -> X:
+    """``ncclTopoFuseXml``: each child of ``src`` merges into the first child of ``dst`` with the same name and the
+    same attributes (``xmlFindNode``), else is appended."""
+    def rec(d: X, sp: X) -> None:
+        for sn in sp.subs:
+            match = next((dn for dn in d.subs if dn.name == sn.name and dn.attrs == sn.attrs), None)
+            if match is None:
+                sn.parent = d
+                d.subs.append(sn)
+            else:
+                rec(match, sn)
+
+    rec(dst, src)
+    return dst
+
+
 def _init(node: X, key: str, value: str) -> None:
     """``xmlInitAttr*``: set only when absent (the file wins over the plugin)."""
     node.attrs.setdefault(key, value)
@@ -790,15 +820,27 @@ def build(root, params: Params, plugin: Plugin | None = None, *, gpus: tuple[int
         if missing:
             raise InputError(f"GPU dev {', '.join(map(str, missing))} is not in the topology file",
                              fix="name GPUs by their dev attribute")
-    gpu_list = []
-    for rank, (dev, busid, g) in enumerate(chosen):
-        g.attrs["keep"] = "1"
-        g.attrs["rank"] = str(rank)
-        _init(g, "gdr", "1" if plugin.gdr else "0")
-        gpu_list.append((rank, busid, dev))
     devs = plugin_devices(top, params, plugin, notes)
     _populate(top, devs, params, notes)
-    _trim(top)
+    # Each local rank keeps its own GPU and the plugin's NICs, trims, and the ranks' trees are fused in rank order
+    # (ncclTopoGetSystem: ncclTopoTrimXml, then ncclTopoFuseXml per local rank): a GPU whose PCI branch holds no
+    # NIC joins the tree only with its own rank, after the branches rank 0 brought, which decides NCCL's GPU order.
+    gpu_list = []
+    order = {id(g): i for i, g in enumerate(xgpus)}
+    fused: X | None = None
+    for rank, (dev, busid, g) in enumerate(chosen):
+        mine, copies = _copy_tree(top)
+        xg = copies[order[id(g)]]
+        xg.attrs["keep"] = "1"
+        xg.attrs["rank"] = str(rank)
+        _init(xg, "gdr", "1" if plugin.gdr else "0")
+        _trim(mine)
+        fused = mine if fused is None else _fuse(fused, mine)
+        gpu_list.append((rank, busid, dev))
+    if fused is None:
+        _trim(top)
+        fused = top
+    top = fused
     system = System(params=params)
     b = _Builder(system)
     for sub in top.subs:

@@ -1,0 +1,265 @@
+"""``ncclctl topo predict``: what NCCL will do on a node, and why, from NCCL's own model (:mod:`ncclctl.nccl`).
+
+The pipeline is init.cc's: the topology file and the net plugin's view give the system (:mod:`.build`), paths are
+computed, the system trimmed to the job, paths recomputed (:mod:`.paths`); then ring and tree channels are searched
+(:mod:`.search`), joined across nodes (:mod:`.connect`) and tuned (:mod:`.tuning`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ncclctl.nccl import system as s
+from ncclctl.nccl.build import Built, Plugin, build
+from ncclctl.nccl.paths import (GDR_DISABLE, GDR_MODE_STR, check_gdr, compute_paths, get_local_net, path_str,
+                                trim_system)
+from ncclctl.nccl.system import GPU, NET, Params, System
+from ncclctl.nccl.version import DEFAULT, Version
+
+
+@dataclass
+class Inputs:
+    """Where the prediction's inputs came from, for the report."""
+
+    source: str
+    nodes: int = 1
+    env: dict[str, str] = field(default_factory=dict)
+    env_origin: dict[str, str] = field(default_factory=dict)
+    gdr: bool = True
+    gdr_why: str = "assumed available (no host facts): pass --gdr off to model a host without it"
+    version: Version = DEFAULT
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Prediction:
+    inputs: Inputs
+    built: Built
+    system: System
+    #: Per GPU (NCCL order): rank, busid, NVML dev, the NETs it uses per channel (names, channel order).
+    local_nets: list[list[str]]
+    #: (rank, net name) -> (mode, why) for reads (send) and writes (receive).
+    gdr: dict[tuple[int, str], tuple[tuple[int, str], tuple[int, str]]]
+    graphs: dict[str, Any] = field(default_factory=dict)
+    caveats: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        sysm = self.system
+        nets = sysm.nodes[NET]
+        gpus = sysm.nodes[GPU]
+        doc: dict[str, Any] = {
+            "nccl_version": str(self.inputs.version),
+            "source": self.inputs.source,
+            "nodes": self.inputs.nodes,
+            "settings": {k: {"value": v, "from": self.inputs.env_origin.get(k, "--env")}
+                         for k, v in sorted(self.inputs.env.items())},
+            "gpudirect_rdma": {"available": self.inputs.gdr, "why": self.inputs.gdr_why},
+            "nets": [{"dev": n.dev, "name": n.name, "speed_gbps": round(n.bw * 8, 1), "gdr": bool(n.gdr),
+                      "port": n.port, "fused": n.name.split("+") if "+" in n.name else []} for n in nets],
+            "gpus": [],
+            "notes": self.inputs.notes + self.built.notes,
+            "caveats": self.caveats,
+        }
+        for g in gpus:
+            entry = {
+                "rank": g.rank, "dev": g.dev, "busid": g.label, "sm": g.sm,
+                "nets_used": self.local_nets[sysm.gpu_by_rank(g.rank)],
+                "paths_to_nets": {nets[i].name: {"type": s.PATH_TYPE_STR[p.type], "bw": round(p.bw, 2),
+                                                 "hops": p.count} for i, p in enumerate(g.paths[NET])},
+                "paths_to_gpus": {str(gpus[i].dev): {"type": s.PATH_TYPE_STR[p.type], "bw": round(p.bw, 2)}
+                                  for i, p in enumerate(g.paths[GPU]) if gpus[i] is not g},
+                "gdr": {name: {"read": GDR_MODE_STR[r[0]], "read_why": r[1], "write": GDR_MODE_STR[w[0]],
+                               "write_why": w[1]}
+                        for (rank, name), (r, w) in sorted(self.gdr.items()) if rank == g.rank},
+            }
+            doc["gpus"].append(entry)
+        if self.graphs:
+            doc["graphs"] = self.graphs
+        return doc
+
+
+def predict_xml(data: bytes, *, inputs: Inputs, down: frozenset[tuple[str, int]] = frozenset(),
+                path: str | None = None) -> Prediction:
+    """NCCL's view of a node from a topology file's bytes."""
+    from ncclctl.errors import InputError
+    from ncclctl.topo.ncclxml import parse_nccl_xml
+
+    res = parse_nccl_xml(data, kind="topology", nccl_version=inputs.version, path=path)
+    if res.fatal is not None:
+        raise InputError(f"NCCL cannot read this topology file: {res.fatal.message}", path=path,
+                         line=res.fatal.line, column=res.fatal.column,
+                         fix="run 'ncclctl topo validate' on it for every problem")
+    if res.root is None or res.root.name != "system":
+        raise InputError("not a topology file (no <system> root)", path=path,
+                         fix="give the NCCL_TOPO_FILE (rings validate checks graph files)")
+    params = Params(env=inputs.env, version=inputs.version)
+    built = build(res.root, params, Plugin(gdr=inputs.gdr, down=down))
+    sysm = built.system
+    if not sysm.nodes[GPU]:
+        raise InputError("the topology file has no GPU NCCL can use", path=path,
+                         fix="give the file of a GPU node (ncclctl topo generate)")
+    n_ranks = inputs.nodes * len(sysm.nodes[GPU])
+    compute_paths(sysm)
+    trim_system(sysm, n_ranks)
+    compute_paths(sysm)
+    caveats = [
+        "NVML P2P status is assumed OK between every GPU pair (a topology file does not carry it)",
+    ]
+    if len({g.sm for g in sysm.nodes[GPU]}) > 1:
+        caveats.append("GPUs of several architectures: NCCL's tuning uses the lowest and highest sm")
+    local_nets: list[list[str]] = []
+    gdr: dict[tuple[int, str], tuple[tuple[int, str], tuple[int, str]]] = {}
+    nets = sysm.nodes[NET]
+    for g in sysm.nodes[GPU]:
+        used: list[str] = []
+        if nets:
+            first = -1
+            for c in range(s.MAXCHANNELS):
+                n = get_local_net(sysm, g.rank, c)
+                if n < 0 or (c > 0 and n == first):
+                    break
+                if c == 0:
+                    first = n
+                used.append(nets[n].name)
+        local_nets.append(used)
+        for i, net in enumerate(nets):
+            gdr[(g.rank, net.name)] = (check_gdr(sysm, g.rank, i, 1), check_gdr(sysm, g.rank, i, 0))
+    return Prediction(inputs=inputs, built=built, system=sysm, local_nets=local_nets, gdr=gdr, caveats=caveats)
+
+
+def _fmt_bw(bw: float) -> str:
+    return f"{bw:g}"
+
+
+def render_text(p: Prediction) -> str:
+    """The human report."""
+    sysm = p.system
+    gpus = sysm.nodes[GPU]
+    nets = sysm.nodes[NET]
+    inp = p.inputs
+    out = [f"NCCL {inp.version} on {inp.source}: {inp.nodes} node{'s' if inp.nodes != 1 else ''} x "
+           f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''}"]
+    if inp.env:
+        out.append("Settings: " + ", ".join(f"{k}={v}" + (f" ({inp.env_origin[k]})" if k in inp.env_origin else "")
+                                            for k, v in sorted(inp.env.items())))
+    else:
+        out.append("Settings: NCCL defaults (no NCCL_* variable set)")
+    out.append(f"GPUDirect RDMA: {'available' if inp.gdr else 'not available'} ({inp.gdr_why})")
+    out.append("")
+    if nets:
+        out.append("Network devices as NCCL numbers them (IB plugin, after NCCL_IB_HCA and NIC fusion):")
+        for n in nets:
+            out.append(f"  dev {n.dev}  {n.name:<16} {n.bw * 8:g} Gb/s  GDR {'yes' if n.gdr else 'no'}")
+    else:
+        out.append("Network devices: none (NCCL uses sockets between nodes, or the job is single-node)")
+    for note in inp.notes + p.built.notes:
+        out.append(f"  note: {note}")
+    out.append("")
+    if nets:
+        names = [n.name for n in nets]
+        width = max(6, *(len(x) for x in names))
+        out.append("GPU -> NET paths, NCCL's types (* = a NET this GPU uses; ! = GPUDirect RDMA off for it):")
+        out.append("        " + " ".join(f"{x:>{width}}" for x in names))
+        for gi, g in enumerate(gpus):
+            used = set(p.local_nets[gi])
+            cells = []
+            for i, path in enumerate(g.paths[NET]):
+                mark = ("*" if nets[i].name in used else "") + (
+                    "!" if p.gdr[(g.rank, nets[i].name)][1][0] == GDR_DISABLE and nets[i].name in used else "")
+                cells.append(f"{s.PATH_TYPE_STR[path.type] + mark:>{width}}")
+            out.append(f"  GPU{g.dev:<3} " + " ".join(cells))
+        out.append("")
+        out.append("NET each GPU uses (channel order) and GPUDirect RDMA for it:")
+        for gi, g in enumerate(gpus):
+            parts = []
+            for name in p.local_nets[gi]:
+                (rm, rwhy), (wm, wwhy) = p.gdr[(g.rank, name)]
+                i = names.index(name)
+                parts.append(f"{name} ({path_str(g.paths[NET][i])}, GDR "
+                             f"{'on' if wm != GDR_DISABLE else 'off'}: {wwhy})")
+            out.append(f"  GPU{g.dev} rank {g.rank}: " + ("; ".join(parts) or "none"))
+        out.append("")
+    if len(gpus) > 1:
+        out.append("GPU -> GPU paths:")
+        for g in gpus:
+            cells = [("X" if h is g else path_str(g.paths[GPU][i])) for i, h in enumerate(gpus)]
+            out.append(f"  GPU{g.dev:<3} " + " ".join(f"{c:>10}" for c in cells))
+        out.append("")
+    for c in p.caveats:
+        out.append(f"caveat: {c}")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def parse_env(pairs: list[str] | None) -> dict[str, str]:
+    """``--env KEY=VAL`` options (a bare ``KEY=`` sets an empty value, which NCCL treats as unset for integers)."""
+    from ncclctl.errors import UsageError
+
+    out: dict[str, str] = {}
+    for item in pairs or ():
+        key, sep, val = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"--env {item!r} is not KEY=VALUE", fix="for example --env NCCL_IB_HCA==mlx5_0,mlx5_1")
+        if not key.startswith("NCCL_"):
+            raise UsageError(f"--env {key}: only NCCL_* variables change NCCL's decisions",
+                             fix="name an NCCL variable, e.g. NCCL_CROSS_NIC=0")
+        out[key] = val
+    return out
+
+
+def gdr_from_node(node) -> tuple[bool, str]:
+    """Whether NCCL's IB plugin reports GPU pointers (``NCCL_PTR_CUDA`` via a peer-memory client, or DMA-BUF)."""
+    from ncclctl.lint.rules_gdr import dmabuf
+
+    if node.facts.peermem:
+        return True, f"peer-memory client present ({', '.join(node.facts.peermem)})"
+    d = dmabuf(node)
+    if d.ok:
+        return True, "DMA-BUF usable: " + ", ".join(d.met)
+    if d.failed:
+        return False, "no peer-memory module and no DMA-BUF: " + "; ".join(d.failed)
+    return True, ("no peer-memory module; DMA-BUF assumed usable although " + ", ".join(d.unknown)
+                  + " could not be checked")
+
+
+def inputs_for_node(node, *, nodes: int, env: dict[str, str], version: Version, gdr: str,
+                    source: str) -> tuple[bytes, Inputs, frozenset[tuple[str, int]]]:
+    """The topology bytes NCCL would read on ``node`` (its NCCL_TOPO_FILE, else what NCCL detects, which is what
+    ``topo generate`` writes), the node's NCCL settings (environment and conf files) overridden by ``env``, its
+    GPUDirect RDMA support, and the ports that are not ACTIVE (the plugin does not list them)."""
+    from ncclctl.nccl.settings import resolve
+    from ncclctl.topo.generate import generate_for
+
+    resolved = resolve(node, version)
+    merged: dict[str, str] = {}
+    origin: dict[str, str] = {}
+    for name in resolved.names():
+        st = resolved.effective(name)
+        if st is not None and name.startswith("NCCL_"):
+            merged[name] = st.value
+            origin[name] = st.where
+    for k, v in env.items():
+        merged[k] = v
+        origin[k] = "--env"
+    notes: list[str] = []
+    topo = node.facts.topo_file
+    if "NCCL_TOPO_FILE" in merged and topo is not None:
+        data = topo.text.encode()
+        notes.append(f"NCCL reads NCCL_TOPO_FILE={merged['NCCL_TOPO_FILE']} ({origin['NCCL_TOPO_FILE']}) instead of "
+                     "detecting the hardware: predicted from that file")
+    else:
+        if "NCCL_TOPO_FILE" in merged:
+            notes.append(f"NCCL_TOPO_FILE={merged['NCCL_TOPO_FILE']} is set but its file could not be read from the "
+                         "host: predicted from the detected hardware")
+        data = generate_for(node, nccl_version=version)[0]
+    if gdr == "auto":
+        on, why = gdr_from_node(node)
+    else:
+        on, why = gdr == "on", f"--gdr {gdr}"
+    down = frozenset((n.name, p.num) for n in node.nics for p in n.ports if p.state.upper() != "ACTIVE")
+    for name, port in sorted(down):
+        notes.append(f"{name} port {port} is not ACTIVE: NCCL's IB plugin does not list it")
+    inputs = Inputs(source=source, nodes=nodes, env=merged, env_origin=origin, gdr=on, gdr_why=why, version=version,
+                    notes=notes)
+    return data, inputs, down

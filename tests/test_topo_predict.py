@@ -1,0 +1,70 @@
+"""``ncclctl topo predict``: NCCL's decisions for a node, through the CLI (expected values: NCCL 2.30.7, see
+tests/test_nccl_model_paths.py)."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import HOSTS, run_cli
+
+DGX_RAILS = ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"]
+
+
+def predict(*args: str) -> dict:
+    r = run_cli("topo", "predict", *args, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_root_uses_host_settings_and_gdr():
+    doc = predict("--root", str(HOSTS / "dgx-h100"), "-N", "2")
+    assert doc["settings"]["NCCL_IB_HCA"]["from"] == "/etc/nccl.conf:2"
+    assert doc["gpudirect_rdma"]["available"] is True
+    assert [n["name"] for n in doc["nets"]] == DGX_RAILS
+    assert [g["nets_used"] for g in doc["gpus"]] == [[n] for n in DGX_RAILS]
+    g0 = doc["gpus"][0]
+    assert g0["paths_to_nets"]["mlx5_0"] == {"type": "PIX", "bw": 48.0, "hops": 4}
+    assert g0["paths_to_nets"]["mlx5_3"]["type"] == "PXN"
+    assert g0["gdr"]["mlx5_0"]["write"] == "Default"
+
+
+def test_env_overrides_host_and_gdr_off_stages_through_cpu():
+    doc = predict("--root", str(HOSTS / "dgx-h100"), "--env", "NCCL_IB_HCA=", "--gdr", "off")
+    # NCCL_IB_HCA empty: every port, storage NICs included (the dual-port storage card fused)
+    names = [n["name"] for n in doc["nets"]]
+    assert "mlx5_1+mlx5_2" in names and "mlx5_7+mlx5_8" in names
+    g0 = doc["gpus"][0]
+    assert g0["paths_to_nets"]["mlx5_0"]["type"] == "PHB"
+    assert g0["gdr"]["mlx5_0"]["write"] == "Disabled"
+    assert "--gdr off" in g0["gdr"]["mlx5_0"]["write_why"] or "peermem" in g0["gdr"]["mlx5_0"]["write_why"]
+
+
+def test_file_input_and_text_report(tmp_path):
+    xml = tmp_path / "topo.xml"
+    r = run_cli("topo", "generate", "--root", str(HOSTS / "pcie-server"), "-o", str(xml))
+    assert r.returncode == 0, r.stderr
+    r = run_cli("topo", "predict", str(xml), "-N", "2")
+    assert r.returncode == 0, r.stderr
+    assert "dev 2  mlx5_0+mlx5_1" in r.stdout
+    assert "NCCL fuses mlx5_0, mlx5_1 into one virtual NIC" in r.stdout
+    doc = predict(str(xml), "--env", "NCCL_NET_MERGE_LEVEL=LOC")
+    assert [(n["dev"], n["name"]) for n in doc["nets"]] == [(0, "mlx5_0"), (1, "mlx5_1")]
+
+
+def test_bad_inputs_are_clear_errors(tmp_path):
+    r = run_cli("topo", "predict", "--root", str(HOSTS / "dgx-h100"), "--env", "IB_HCA=mlx5_0")
+    assert r.returncode == 2 and "only NCCL_* variables" in r.stderr
+    r = run_cli("topo", "predict", "--root", str(HOSTS / "dgx-h100"), "--env", "NCCL_IB_HCA")
+    assert r.returncode == 2 and "KEY=VALUE" in r.stderr
+    graph = tmp_path / "g.xml"
+    graph.write_text('<graphs version="1"><graph id="0"/></graphs>\n')
+    r = run_cli("topo", "predict", str(graph))
+    assert r.returncode == 3 and "g.xml" in r.stderr and "not a topology file" in r.stderr
+    r = run_cli("topo", "predict", str(graph), "--root", str(HOSTS / "dgx-h100"))
+    assert r.returncode == 2
+    nogpu = tmp_path / "cpu.xml"
+    nogpu.write_text('<system version="1"><cpu numaid="0" arch="x86_64" vendor="GenuineIntel" familyid="6" '
+                     'modelid="85"/></system>\n')
+    r = run_cli("topo", "predict", str(nogpu))
+    assert r.returncode == 3 and "no GPU" in r.stderr
+    assert "Traceback" not in r.stderr
