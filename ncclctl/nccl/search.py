@@ -229,18 +229,8 @@ def _c_int(x: float) -> int:
     return int(x)
 
 
-def _is_pow2(v: int) -> bool:
-    return (v & (v - 1)) == 0
 
 
-def _mirror_bits(val: int, pow2: int) -> int:
-    mirror, b, mb = 0, 1, pow2 >> 1
-    while b < pow2:
-        if val & b:
-            mirror |= mb
-        b <<= 1
-        mb >>= 1
-    return mirror
 
 
 def _divup(x: int, y: int) -> int:
@@ -271,9 +261,10 @@ def get_comp_cap(system: System) -> tuple[int, int]:
     return min(caps), max(caps)
 
 
-def get_gpu_min_path(system: System, type_: int) -> int:
-    """``ncclTopoGetGpuMinPath`` (paths.cc): the best path type from any GPU to any node of ``type_``."""
-    best = PATH_SYS
+def gpu_path_range(system: System, type_: int) -> tuple[int, int]:
+    """``ncclTopoGetGpuMinPath`` and ``ncclTopoGetGpuMaxPath`` (paths.cc): the best and worst path type from any
+    GPU to any node of ``type_`` (SYS and LOC when there is none)."""
+    best, worst = PATH_SYS, PATH_LOC
     for i, gpu in enumerate(system.nodes[GPU]):
         paths = gpu.paths.get(type_)
         if paths is None:
@@ -282,21 +273,8 @@ def get_gpu_min_path(system: System, type_: int) -> int:
             if type_ == GPU and i == j:
                 continue
             best = min(best, paths[j].type)
-    return best
-
-
-def get_gpu_max_path(system: System, type_: int) -> int:
-    """``ncclTopoGetGpuMaxPath`` (paths.cc): the worst path type from any GPU to any node of ``type_``."""
-    worst = PATH_LOC
-    for i, gpu in enumerate(system.nodes[GPU]):
-        paths = gpu.paths.get(type_)
-        if paths is None:
-            continue
-        for j in range(len(system.nodes[type_])):
-            if type_ == GPU and i == j:
-                continue
             worst = max(worst, paths[j].type)
-    return worst
+    return best, worst
 
 
 def split_nvlink(system: System) -> bool:
@@ -391,11 +369,6 @@ def search_init(system: System) -> None:
 # The recursive search
 
 
-def _find_rev_link(node1: Node, node2: Node, type_: int) -> Link:
-    for link in node2.links:
-        if link.rem is node1 and link.type == type_:
-            return link
-    raise NcclFailure(f"Could not find rev link for {node1!r} -> {node2!r}")
 
 
 def _prepare_path(path: Path, start: Node) -> tuple[list[tuple[Link, bool, Link | None, int]], bool]:
@@ -1078,10 +1051,6 @@ def dup_channels(graph: Graph, cc_min: int, ngpus: int) -> None:
 # ncclTopoCompute
 
 
-def _gpu_min_max(system: System, type_: int) -> tuple[int, int]:
-    return get_gpu_min_path(system, type_), get_gpu_max_path(system, type_)
-
-
 def compute(system: System, graph: Graph, *, graph_file: bytes | None = None,
             graph_path: str | None = None) -> Graph:
     """``ncclTopoCompute``: search ``graph``'s channels on ``system`` (``search_init`` done). ``graph_file``
@@ -1102,9 +1071,9 @@ def compute(system: System, graph: Graph, *, graph_file: bytes | None = None,
     min_type_intra, min_type_inter = PATH_LOC, PATH_PIX
     max_type_intra, max_type_inter = PATH_SYS, PATH_SYS
     if ngpus > 1:
-        min_type_intra, max_type_intra = _gpu_min_max(system, GPU)
+        min_type_intra, max_type_intra = gpu_path_range(system, GPU)
     if system.inter:
-        min_type_inter, max_type_inter = _gpu_min_max(system, NET)
+        min_type_inter, max_type_inter = gpu_path_range(system, NET)
         max_type_intra = max_type_inter
     if cc_min < 90:
         max_type_inter = PATH_SYS  # Ampere's BALANCED_TREE may need to come back through SYS or PHB
