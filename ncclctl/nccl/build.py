@@ -242,7 +242,7 @@ def plugin_devices(top: X, params: Params, plugin: Plugin, notes: list[str]) -> 
     for node, name, _ in ports:
         speed = _int(node, "speed", 0) if node.get("speed") is not None else 0
         devs.append(PluginDev(name=name, port=_int(node, "port", 1) if node.get("port") is not None else 1,
-                              speed=speed, guid=_strtol(node.get("guid"), 16), gdr=plugin.gdr, xml=(node,)))
+                              speed=speed, guid=strtoul(node.get("guid") or "0", 16).value, gdr=plugin.gdr, xml=(node,)))
     return devs
 
 
