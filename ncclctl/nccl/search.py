@@ -1467,9 +1467,10 @@ def unsearched_graph(id: int, pattern: int, *, coll_net: int = 0, min_channels: 
 
 def ring_and_tree(system: System, *, graph_file: bytes | None = None,
                   graph_path: str | None = None) -> tuple[Graph, Graph]:
-    """The two searches ``initTransportsRank`` runs: the ring (pattern RING, 1..MAXCHANNELS/2 channels), then
-    the tree (BALANCED_TREE, as many channels as the ring; NCCL may settle on TREE). The system's NET
-    bandwidths are restored afterwards only as far as NCCL restores them."""
+    """What ``initTransportsRank`` runs on a system with its paths computed and trimmed: ``ncclTopoSearchInit``,
+    then the ring search (pattern RING, 1..MAXCHANNELS/2 channels), then the tree search (BALANCED_TREE, as many
+    channels as the ring; NCCL may settle on TREE). Returns (ring, tree)."""
+    search_init(system)
     ring = Graph(0, PATTERN_RING, 1, MAXCHANNELS // 2)
     compute(system, ring, graph_file=graph_file, graph_path=graph_path)
     tree = Graph(1, PATTERN_BALANCED_TREE, ring.n_channels, ring.n_channels)
