@@ -111,6 +111,14 @@ class FleetFormat(str, enum.Enum):
     junit = "junit"
 
 
+class GdrMode(str, enum.Enum):
+    """``--gdr`` of ``topo predict`` and ``rings validate``: GPUDirect RDMA for NCCL's model of the node."""
+
+    auto = "auto"
+    on = "on"
+    off = "off"
+
+
 class RulesFormat(str, enum.Enum):
     text = "text"
     json = "json"

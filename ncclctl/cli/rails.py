@@ -8,8 +8,8 @@ import typer
 
 from ncclctl.cli.common import (BACKUP_OPTION, CHECK_OPTION, CONFIG_HELP, DIFF_OPTION, EXIT_CODE_OPTION,
                                 FAIL_ON_HELP, FOLLOW_OPTION, MODEL_HELP, NCCL_DEFAULT, ROOT_HELP, RULE_HELP,
-                                SHOW_INFO_OPTION, FailOn, Format, ReportFormat, command_app, csv_list, dumps,
-                                emit_result, format_option, load_node, note, out, sub_app)
+                                SHOW_INFO_OPTION, FailOn, Format, GdrMode, ReportFormat, command_app, csv_list, dumps,
+                                emit_result, format_option, load_node, note, out, read_xml, sub_app)
 
 rails_app = command_app()
 rings_app = sub_app("NCCL graph XML (NCCL_GRAPH_FILE) with rail-pinned ring and tree channels.")
@@ -61,6 +61,9 @@ def rings_validate(
     file: str = typer.Argument(..., help="Graph XML file (NCCL_GRAPH_FILE).", metavar="FILE"),
     root: Optional[str] = typer.Option(None, "--root", help="Also check the file against this captured host.", metavar="DIR"),
     live: bool = typer.Option(False, "--live", help="Also check the file against this host."),
+    topo: Optional[str] = typer.Option(None, "--topo", help="The topology NCCL reads (NCCL_TOPO_FILE) to check the graph's meaning with (with --root/--live: default the host's NCCL_TOPO_FILE, else what 'topo generate' writes for it).", metavar="FILE"),
+    env: Optional[List[str]] = typer.Option(None, "--env", "-e", help="NCCL setting KEY=VAL (repeatable); overrides the host's environment and conf files.", metavar="KEY=VAL"),
+    gdr: GdrMode = typer.Option(GdrMode.auto, "--gdr", help="GPUDirect RDMA: auto (from the host's peer-memory/DMA-BUF facts; on without a host), on, off."),
     nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Validate for this NCCL version.", metavar="X.Y[.Z]"),
     fmt: ReportFormat = format_option(ReportFormat.text),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help=FAIL_ON_HELP),
@@ -68,10 +71,17 @@ def rings_validate(
     rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help=RULE_HELP, metavar="ID"),
     show_info: bool = SHOW_INFO_OPTION,
 ) -> None:
-    """Validate a graph file as NCCL reads it (structure, types, channel counts) and against a host."""
+    """Validate a graph file as NCCL reads it (structure, types, channel counts), against a host, and what it means
+    there: path types, speeds, crossnic, NICs, GPU sets and net devs against NCCL's model of the node (--topo, or
+    --root/--live)."""
     from ncclctl.cli.topo import validate_file
+    from ncclctl.nccl.predict import parse_env
     from ncclctl.plan.rings import require_graph_file
+    from ncclctl.topo.filecheck import Meaning
 
     require_graph_file(file)
+    if topo is not None:
+        read_xml(topo)  # unreadable: exit 3 before anything else
+    meaning = Meaning(topo=topo, env=parse_env(env), gdr=gdr.value)
     validate_file(file, root=root, live=live, nccl_version=nccl_version, fmt=fmt, fail_on=fail_on, xsd=True,
-                  config=config, rule=rule, show_info=show_info, command="rings validate")
+                  config=config, rule=rule, show_info=show_info, command="rings validate", meaning=meaning)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import List, Optional
 
 import typer
 
 from ncclctl.cli.common import (BACKUP_OPTION, CHECK_OPTION, CONFIG_HELP, DIFF_OPTION, EXIT_CODE_OPTION,
                                 FAIL_ON_HELP, FOLLOW_OPTION, JSON_SCHEMA_VERSION, MODEL_HELP, NCCL_DEFAULT, ROOT_HELP,
-                                RULE_HELP, SHOW_INFO_OPTION, FailOn, Format, ReportFormat, ShowFormat, csv_list,
+                                RULE_HELP, SHOW_INFO_OPTION, FailOn, Format, GdrMode, ReportFormat, ShowFormat, csv_list,
                                 dumps, emit_report, emit_result, format_option, load_config, load_node, note, out,
                                 read_xml, select_rules, sub_app, usage)
 from ncclctl.errors import ExitCode
@@ -54,7 +53,7 @@ def topo_generate(
 
 def validate_file(file: str, *, root: Optional[str], live: bool, nccl_version: str, fmt: ReportFormat,
                   fail_on: FailOn, xsd: bool, config: Optional[str], rule: Optional[List[str]], show_info: bool,
-                  command: str) -> None:
+                  command: str, meaning=None) -> None:
     """The body of ``topo validate`` and ``rings validate``."""
     from ncclctl.nccl.version import parse_option
     from ncclctl.topo.filecheck import validate_report
@@ -65,7 +64,8 @@ def validate_file(file: str, *, root: Optional[str], live: bool, nccl_version: s
     cfg_path, cfg = load_config(config)
     rep = validate_report(read_xml(file), file, nccl_version=parse_option(nccl_version), xsd=xsd,
                           load_node=(lambda: load_node(root, None)) if (root is not None or live) else None,
-                          config=cfg, config_path=cfg_path, only=only, fail_on=fail_on.value, command=command)
+                          config=cfg, config_path=cfg_path, only=only, fail_on=fail_on.value, command=command,
+                          meaning=meaning)
     emit_report(rep, fmt, show_info)
 
 
@@ -109,27 +109,30 @@ def topo_diff(
     a: str = typer.Argument(..., help="The old topology file.", metavar="OLD"),
     b: str = typer.Argument(..., help="The new topology file.", metavar="NEW"),
     fmt: Format = format_option(Format.text),
+    nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Read both files as this NCCL version does.", metavar="X.Y[.Z]"),
 ) -> None:
-    """Semantic diff of two topology files (devices, links, attributes), blind to formatting and order.
+    """Semantic diff of two topology files (devices, links, attributes), blind to formatting and order, with what
+    each change means to NCCL (CPU sets, link bandwidth, NUMA moves) and what NCCL then decides differently (NETs,
+    path types and GPUDirect RDMA per GPU, GPU-GPU paths, CPU binding), from NCCL's model of each file.
 
     Exit 0 when they mean the same to NCCL, 1 when they differ.
     """
+    from ncclctl.nccl.version import parse_option
     from ncclctl.topo import show
+    from ncclctl.topo.explain import consequence_lines, explain
     from ncclctl.topo.interpret import load_view
 
-    changes = show.diff(load_view(read_xml(a), path=a), load_view(read_xml(b), path=b))
+    version = parse_option(nccl_version)
+    va = load_view(read_xml(a), path=a, nccl_version=version)
+    vb = load_view(read_xml(b), path=b, nccl_version=version)
+    changes, notes, cons = explain(va, vb, show.diff(va, vb), version)
     if fmt == Format.json:
-        out(dumps({"schema_version": JSON_SCHEMA_VERSION, "a": a, "b": b, "same": not changes, "changes": changes}))
+        out(dumps({"schema_version": JSON_SCHEMA_VERSION, "a": a, "b": b, "same": not changes, "changes": changes,
+                   "notes": notes, "consequences": cons}))
     else:
-        out(show.diff_text(changes, a, b))
+        out(show.diff_text(changes, a, b, notes, consequence_lines(cons) if cons else []))
     if changes:
         raise typer.Exit(int(ExitCode.FINDINGS))
-
-
-class GdrMode(str, Enum):
-    auto = "auto"
-    on = "on"
-    off = "off"
 
 
 @topo_app.command("predict")

@@ -330,6 +330,24 @@ def _populate(top: X, devs: list[PluginDev], params: Params, notes: list[str]) -
                      f"{s.PATH_TYPE_STR[level] if level != s.PATH_PORT else 'PORT'} (default PORT)")
 
 
+def fusion_growth(root, params: Params, plugin: Plugin | None = None) -> int:
+    """How many elements NCCL's NIC fusion (``ncclTopoMakeVNics``: the virtual ``<net>``, and the made-up
+    ``<pci>``/``<nic>`` holding it) adds to the XML of a topology file on every rank."""
+    top = _copy(root)
+    before = len(_all(top))
+    _populate(top, plugin_devices(top, params, plugin or Plugin(), []), params, [])
+    return len(_all(top)) - before
+
+
+def _all(top: X) -> list[X]:
+    out, stack = [], [top]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(n.subs)
+    return out
+
+
 def _unique_busid(top: X, busid: str) -> str:
     used = {n.get("busid") for n in top.find_all("pci")}
     v = bus_id_to_int(busid)
@@ -406,6 +424,12 @@ def _kv(value: str, table: tuple[tuple[str, int], ...], default: int) -> int:
         if value.startswith(key):
             return v
     return default
+
+
+def pci_link_bw(speed: str, width: int) -> float:
+    """NCCL's bandwidth (GB/s) of a ``<pci>`` link: ``link_width`` lanes (0 read as 16) times the per-lane rate of
+    the first ``link_speed`` key that prefixes the value (6 Gb/s, Gen3, when none does), over 8 bits."""
+    return f32((width or 16) * _kv(speed, _PCI_GEN, 60) / 80.0)
 
 
 def _device(node: X) -> int:
@@ -494,6 +518,8 @@ class _Builder:
                 self.add_nic(sub, nic, system_id)
 
     def add_nic(self, xn: X, nic: Node, system_id: int) -> None:
+        from ncclctl.nccl.params import strtoul
+
         for xnet in xn.subs:
             if xnet.name != "net" or xnet.get("dev") is None:
                 continue
@@ -505,7 +531,7 @@ class _Builder:
             net.name = xnet.get("name") or f"dev{dev}"
             net.label = net.name
             guid = xnet.get("guid")
-            # strtoull: a GUID above INT64_MAX is kept, not saturated (crossNic=0 compares asics)
+            # topo.cc: strtoull(guid, NULL, 16) (a guid with the top bit set must not clamp to LONG_MAX)
             net.asic = strtoul(guid, 16).value if guid is not None else net.id
             mbps = _int(xnet, "speed", 0)
             if mbps <= 0:
@@ -536,9 +562,7 @@ class _Builder:
         if speed_s is None:
             raise InputError(f"<pci busid=\"{busid}\"> has no link_speed: NCCL stops here (ncclInternalError)",
                              fix="add link_speed=\"16.0 GT/s PCIe\" (or the link's speed)")
-        if width == 0:
-            width = 16
-        bw = f32(width * _kv(speed_s, _PCI_GEN, 60) / 80.0)
+        bw = pci_link_bw(speed_s, width)
         for xg in xp.subs:
             if xg.name != "gpu":
                 continue

@@ -93,8 +93,17 @@ def predict_xml(data: bytes, *, inputs: Inputs, down: frozenset[tuple[str, int]]
     if res.root is None or res.root.name != "system":
         raise InputError("not a topology file (no <system> root)", path=path,
                          fix="give the NCCL_TOPO_FILE (rings validate checks graph files)")
+    return predict_tree(res.root, inputs=inputs, down=down, path=path)
+
+
+def predict_tree(root, *, inputs: Inputs, down: frozenset[tuple[str, int]] = frozenset(),
+                 path: str | None = None) -> Prediction:
+    """NCCL's view of a node from a topology tree NCCL's reader accepted (``root``: the ``<system>`` node, or any
+    tree with the same ``name``/``attrs``/``children``). Raises InputError where NCCL stops."""
+    from ncclctl.errors import InputError
+
     params = Params(env=inputs.env, version=inputs.version)
-    built = build(res.root, params, Plugin(gdr=inputs.gdr, down=down))
+    built = build(root, params, Plugin(gdr=inputs.gdr, down=down))
     sysm = built.system
     if not sysm.nodes[GPU]:
         raise InputError("the topology file has no GPU NCCL can use", path=path,

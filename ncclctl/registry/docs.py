@@ -31,6 +31,8 @@ RUNS: dict[str, str] = {
     "fleet": "in `ncclctl fleet lint`, comparing hosts",
     "file": "in `ncclctl topo validate` / `rings validate` on a topology or graph file",
     "file+host": "in `topo validate` / `rings validate` with `--root DIR` or `--live` (and in lint: NCCL020, NCCL022)",
+    "rings": "in every `ncclctl rings validate` (graph files)",
+    "rings+model": "in `rings validate` with the node's topology: `--topo FILE`, `--root DIR` or `--live`",
     "fabric": "in `ncclctl fabric load` / `fabric rails`",
 }
 
@@ -44,6 +46,10 @@ def runs_when(rule: Rule) -> str:
     if rule.scope == "fleet":
         return "fleet"
     if rule.scope == "file":
+        from ncclctl.registry.file_rules import MEANING, MEANING_WITHOUT_MODEL
+
+        if rule.checked_by == MEANING:
+            return "rings" if rule.id in MEANING_WITHOUT_MODEL else "rings+model"
         return "file+host" if rule.family == "host-match" else "file"
     if rule.scope == "fabric":
         return "fabric"
@@ -98,6 +104,7 @@ def rules_text(rules: Sequence[Rule]) -> str:
     lines.append(f"{_plural(len(rules), 'rule')} ({per_scope or 'none'}). RUNS: always = every lint; strict = only "
                  "with 'extends: strict' or when named in the config; --expect = with an expected-state profile; "
                  "fleet = ncclctl fleet lint; file = topo/rings validate; file+host = validate with --root/--live; "
+                 "rings = rings validate; rings+model = rings validate with --topo/--root/--live; "
                  "fabric = fabric load/rails.")
     lines.append("'ncclctl explain ID' prints a rule's documentation and options; '--scope'/'--family' filter the list.")
     return "\n".join(lines) + "\n"
@@ -122,7 +129,9 @@ def rules_markdown(rules: Sequence[Rule]) -> str:
         "`.ncclctl.yaml` (severity, off, per-host ignore). *Runs*: `always` in every `ncclctl lint`; `strict` only "
         "under `extends: strict` or when enabled in `.ncclctl.yaml`; `--expect` with an expected-state profile; "
         "`fleet` in `ncclctl fleet lint` (see [docs/lint.md](docs/lint.md)); `file` in `ncclctl topo validate` / "
-        "`rings validate`, `file+host` with `--root`/`--live` (see [docs/rules-topo.md](docs/rules-topo.md)); "
+        "`rings validate`, `file+host` with `--root`/`--live`, `rings` in `rings validate`, `rings+model` in "
+        "`rings validate` with the node's topology (`--topo`/`--root`/`--live`) (see "
+        "[docs/rules-topo.md](docs/rules-topo.md)); "
         "`fabric` in `ncclctl fabric load` / `fabric rails` (see [docs/fabric.md](docs/fabric.md)).",
         "",
         "| ID | slug | family | scope | severity | runs | what it finds |",
@@ -155,6 +164,8 @@ _WHEN = {"always": "on by default", "strict": "off by default (on under extends:
          "--expect": "runs with --expect PROFILE", "fleet": "runs in ncclctl fleet lint",
          "file": "runs in ncclctl topo validate / rings validate",
          "file+host": "runs in topo validate / rings validate with --root or --live",
+         "rings": "runs in ncclctl rings validate",
+         "rings+model": "runs in rings validate with --topo, --root or --live",
          "fabric": "runs in ncclctl fabric load / fabric rails"}
 
 _CONFIG_USE = {"node": "ncclctl lint", "fleet": "ncclctl fleet lint", "file": "ncclctl topo validate",

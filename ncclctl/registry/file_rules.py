@@ -27,6 +27,19 @@ _READER = "ncclctl/topo/ncclxml.py"
 _VALIDATE = "ncclctl/topo/validate.py"
 _HOST = "ncclctl/topo/hostcheck.py"
 _SCHEMA = "ncclctl/topo/schema.py"
+_MEANING = "ncclctl/topo/graphcheck.py"
+#: Where the graph-meaning rules live, and those of them that need no model of the node (docs: when they run).
+MEANING = _MEANING
+MEANING_WITHOUT_MODEL = frozenset({"NTG026"})
+
+# What the graph-meaning rows (NTG022-NTG031) have in common: they need NCCL's model of the node.
+_MEANING_DETECT = (
+    "Only in 'rings validate' with the topology NCCL reads: --topo FILE, or with --root/--live the host's effective "
+    "NCCL_TOPO_FILE, else what 'ncclctl topo generate' writes for it; settings from the host's environment and conf "
+    "files and --env KEY=VAL; GPUDirect RDMA from --gdr (auto: the host's peer-memory and DMA-BUF facts). "
+    "ncclctl builds NCCL's system from them with its model of NCCL 2.30.7 (ncclctl/nccl: the IB plugin's "
+    "NCCL_IB_HCA filtering and NIC fusion, paths.cc's path types, PXN and GPUDirect decisions) and compares each "
+    "ring (id 0) and tree (id 1) graph with it (ncclctl/topo/graphcheck.py).")
 
 # prefix -> (context appended to the title for "what", why, how detected, where the checks live)
 _FAMILY_DOC: dict[str, tuple[str, str, str, str]] = {
@@ -100,12 +113,189 @@ _EXTRA: dict[str, dict[str, str]] = {
                   "with the host: those equal to what NCCL would detect there are not reported (a wrong one is "
                   "NTH007, NTH008 or NTH010).",
     },
+    "NTS043": {
+        "why": "NCCL binds each GPU's threads to the CPUs of its <cpu affinity> (ncclTopoGetCpuAffinity). It reads the "
+               "mask with its own parser (include/cpuset.h:ncclStrToCpuset): from 2.28 strtok and strtoul into 32 "
+               "32-bit words, so an empty word shifts the rest, a longer word loses its high digits, a CPU list "
+               "(0-47) reads as a few stray CPUs and more than 32 words lose the low ones. The threads then run on "
+               "the wrong cores, or on none.",
+        "detect": "The mask is read as NCCL --nccl-version reads it and compared with the kernel cpumap it looks "
+                  "like; the message gives the CPUs NCCL binds to and the CPUs the cpumap means.",
+    },
+    "NTS046": {
+        "why": "Without affinity NCCL reads /sys/devices/system/node/node<numaid>/cpumap on the ranks whose GPU is "
+               "under the <cpu>; numaid -1 names no node, so the set is empty. An empty set (or an all-zero mask) "
+               "makes NCCL log 'Affinity for GPU N is empty, ignoring' and leave its threads unbound: host memory "
+               "and proxy threads may land on the far socket.",
+    },
+    "NTS047": {
+        "why": "NCCL gives each PCI link width * speed / 80 GB/s (a width of 0 counts as 16) and a path the bandwidth "
+               "of its slowest link. A virtual switch declared at 2.5 GT/s x1 above an H100 and a 400G NIC caps every "
+               "path that leaves it at 0.19 GB/s: NCCL's search then picks other routes, or few channels.",
+        "detect": "For every switch or bridge, the bandwidth NCCL computes for its own link is compared with the "
+                  "links of the GPUs and NICs under it (as NCCL reads them for --nccl-version).",
+    },
+    "NTS050": {
+        "why": "NCCL multiplies each <nvlink count> by the per-link bandwidth of the GPU's sm. More links than the GPU "
+               "has (NCCL's own detection reads at most 4 on sm 6x, 6 on sm 7x, 12 on sm 8x and 18 from sm 90) "
+               "overstate the NVLink bandwidth NCCL plans rings, trees and channel counts with. Checked up to sm 9x, where "
+               "NCCL's count is the hardware's (Vera-Rubin GPUs have 36 NVLinks).",
+    },
+    "NTS051": {
+        "why": "NCCL reads a topology file into NCCL_TOPO_XML_MAX_NODES (256) element slots. Each rank then adds its "
+               "own GPU's elements, the NICs the net plugin reports and fused NICs, and the local ranks' trimmed "
+               "trees are fused into a tree of the same size. A file that fits can still overflow on a host with "
+               "one more NIC or NVLink peer: init fails with 'too many XML nodes'.",
+        "detect": "The file's element count (as NCCL's reader counts it) plus the elements NCCL adds that the file "
+                  "implies (a <gpu> for a GPU <pci> without one, <nic>/<net> for a NIC <pci> without one, fused "
+                  "NICs from the NCCL model), per rank and after fusion; warned within 16 slots of the limit.",
+    },
+    "NTS052": {
+        "why": "NCCL reads a topology file into NCCL_TOPO_XML_MAX_NODES (256) element slots; what it adds per rank, "
+               "or the fused tree of the local ranks, must fit too, or init fails with 'too many XML nodes'.",
+        "detect": "The same arithmetic as NTS051, over the limit.",
+    },
+    "NTS053": {
+        "why": "Cloud providers ship skeleton files that place GPUs and NICs by bus id under <cpu> and <pci> only; "
+               "NCCL fills in the devices, the CPU attributes and the link attributes from each host. That is fine "
+               "when the bus ids and NUMA layout are the host's; the per-element incompleteness warnings (NTS008, "
+               "NTS011) are not reported for such files.",
+        "detect": "A <system> whose elements are all <cpu> or <pci>, with at least one <pci>. The summary line says "
+                  "how many elements are left to NCCL's detection.",
+    },
+    "NTV011": {
+        "why": "NCCL 2.9.6-2.9.8 read the vendor and device ids of every <pci> on the chain of a GPU or NIC they "
+               "fill from sysfs, and stop when the bus id has no sysfs path. A virtual switch (bus id ffff:..., as "
+               "in published cloud VM files) has none: init fails. 2.9.9 made these reads optional.",
+        "detect": "For --nccl-version 2.9.6 to 2.9.8: a <pci> with bus id domain ffff above a GPU or NIC that "
+                  "lacks vendor, device, subsystem_vendor or subsystem_device.",
+    },
+    "NTV012": {
+        "why": "Before 2.28 NCCL read <cpu affinity> character by character and stopped at the first character that "
+               "is not a lower-case hex digit or a comma: an upper-case mask, spaces or a 0x prefix leave the rest "
+               "of the mask unread, so the GPUs' threads bind to too few CPUs (or none).",
+    },
     "NTH015": {
         "why": "NCCL_GRAPH_FILE in /etc/nccl.conf applies to every job on the node, including jobs on fewer GPUs "
                "or another GPU order, for which the graph is wrong: they fail at init ('dev not found') or run a "
                "channel layout made for something else.",
         "detect": "With --root/--live, ncclctl reads the host's /etc/nccl.conf (as NCCL does: the first "
                   "NCCL_GRAPH_FILE= line) when it validates a graph file.",
+    },
+    "NTG022": {
+        "checked_by": _MEANING, "graded": "info when no protocol or tuning choice changes with it",
+        "why": "NCCL stores typeintra and typeinter verbatim and its tuning reads them: LL128 is enabled by default "
+               "only with typeinter <= PXN on sm90 and later (<= PXB below, or with NCCL_LL128_C2C=0) and typeintra "
+               "<= NVB, and on one node typeintra NVL selects NVLink latencies. A type worse than the real path "
+               "turns LL128 off for nothing; a better one claims more than the hardware gives and enables LL128 "
+               "where NCCL would not.",
+        "detect": "The real type of typeintra is the worst GPU -> GPU path along each channel's GPU order (closing "
+                  "back to the first GPU on one node); of typeinter, the worst endpoint path: NET -> first GPU "
+                  "(receives take no PXN), sending GPU -> NET (PXN where NCCL relays), both directions for trees. "
+                  + _MEANING_DETECT,
+    },
+    "NTG023": {
+        "checked_by": _MEANING,
+        "why": "NCCL's tuning takes nchannels x speedintra (up to 2 nodes) or x speedinter (beyond) as the graph's "
+               "bandwidth. A speed the links cannot carry makes NCCL overestimate the ring or tree and choose it, or "
+               "a protocol, where another choice is faster.",
+        "detect": "search.cc's followPath accounting, summed over the graph's channels: every channel takes "
+                  "speedintra on each link of each GPU -> GPU hop and speedinter on each link of its NET -> GPU and "
+                  "GPU -> NET paths (half each for the two sending GPUs of a balanced tree; PCI through an Intel CPU "
+                  "costs 6/5), and each channel that starts on a NET takes speedinter of that NET's bandwidth. A "
+                  "link carrying more than its bandwidth binds the speed. This is a bound from the path model, not "
+                  "NCCL's own search result. " + _MEANING_DETECT,
+    },
+    "NTG024": {
+        "checked_by": _MEANING,
+        "why": "A speed far below what the paths carry makes NCCL's tuning underestimate the ring or tree, so it "
+               "may choose another algorithm or protocol; on sm90 and later across nodes, a ring speedintra of 45 or "
+               "less also forgoes the channel doubling of connect.cc.",
+        "detect": "As NTG023: the largest speed the links allow with the other speed as declared; the file's speed "
+                  "under half of it is reported. " + _MEANING_DETECT,
+    },
+    "NTG025": {
+        "checked_by": _MEANING,
+        "why": "NCCL's own search only produces speeds from its per-architecture arrays (search.cc: speedArrayIntra "
+               "and speedArrayInter, their sm90 and sm100 versions; across nodes both speeds come from the inter "
+               "array). Another value works as written but was not made by NCCL.",
+        "detect": "Each speed against the array for the lowest sm among the GPUs, one node (no <net>) or more. "
+                  + _MEANING_DETECT,
+    },
+    "NTG026": {
+        "checked_by": _MEANING,
+        "why": "connect.cc swaps ring channels c and c^1 on odd nodes when crossnic is 2 and the channel count is "
+               "even ('Alternate rings to avoid crossing rails'), so that the NIC node k sends on is the NIC node "
+               "k+1 receives on. Channels whose out net is not the in net of the channel that follows them on the "
+               "next node make every such hop cross rails (through the spine of a rail-optimized fabric); crossnic "
+               "0 with in != out is a layout NCCL's search never builds.",
+        "detect": "The ring channels' first and last <net> dev, with the swap applied as connect.cc does. Needs no "
+                  "host: runs in every 'rings validate'.",
+    },
+    "NTG027": {
+        "checked_by": _MEANING, "graded": "error when the NIC is not a rail: a storage or front-end NIC",
+        "why": "Net devs are NCCL's IB plugin indices after NCCL_IB_HCA filtering and NIC fusion, so a graph "
+               "numbered for one NCCL_IB_HCA lands on other NICs under another: channels on a storage or front-end "
+               "NIC, or on a NIC across the CPU (PHB/SYS) from their GPU, without GPUDirect RDMA (traffic staged "
+               "through host memory).",
+        "detect": "Each channel endpoint's NET (as NCCL numbers NETs under the node's settings) against the GPU: its "
+                  "path type and GPUDirect RDMA decision (paths.cc ncclTopoCheckGdr) compared with the GPU's closest "
+                  "NET, and, with a host, the rails of 'ncclctl rails'. The fix names the NCCL_IB_HCA that numbers "
+                  "the rails so the dev lands right, or the dev to use. " + _MEANING_DETECT,
+    },
+    "NTG028": {
+        "checked_by": _MEANING,
+        "why": "NCCL maps each <gpu dev> to a rank of the job when it loads the file and fails ('XML Import Channel "
+               ": dev N not found') when the GPU is not in the job; a channel listing fewer GPUs than the job leaves "
+               "the other ranks at 0. A graph file therefore serves exactly one GPU set: every channel must list "
+               "exactly the job's GPUs.",
+        "detect": "The channels' GPUs (by dev, or rank from 2.30.3) against NCCL's system for the node and against "
+                  "each other. " + _MEANING_DETECT,
+    },
+    "NTG029": {
+        "checked_by": _MEANING,
+        "why": "NCCL does not check a graph's net devs when it loads the file; a dev that does not exist fails the "
+               "first connection of the channel ('Could not find NET with id', ncclInternalError). At the default "
+               "NCCL_NET_MERGE_LEVEL the IB plugin fuses the two ports or functions of a dual-port card into one "
+               "virtual NIC numbered after the physical ones: the physical devs are gone.",
+        "detect": "Each <net dev> against the NETs of NCCL's system (after NCCL_IB_HCA and fusion); a fused-away "
+                  "physical dev is named with its virtual NIC. " + _MEANING_DETECT,
+    },
+    "NTG030": {
+        "checked_by": _MEANING,
+        "why": "A channel that ends on a GPU whose NET hangs off another GPU's PCIe switch sends through that GPU "
+               "(PXN): the proxy runs on the peer, network user-buffer registration is off for the connection, and "
+               "with NCCL_PXN_DISABLE=1 the path becomes PHB without GPUDirect RDMA. NCCL's own layout (crossnic 2) "
+               "ends every channel at its out NIC's own GPU.",
+        "detect": "The sending endpoints' GPU -> NET path type (paths.cc PXN). " + _MEANING_DETECT,
+    },
+    "NTG031": {
+        "checked_by": _MEANING,
+        "why": "tuning.cc multiplies tree bandwidth by 0.85 when the tree pattern is 3 (TREE), and NCCL's own search "
+               "uses pattern 1 (BALANCED_TREE) below sm90 (the simpler tree is only a fallback from sm90 on).",
+        "detect": "The tree graph's pattern and the lowest sm among the GPUs. " + _MEANING_DETECT,
+    },
+    "NTS070": {
+        "checked_by": "ncclctl/topo/meaning.py",
+        "why": "NCCL uses GPUDirect RDMA only between a GPU and a NIC at most NCCL_NET_GDR_LEVEL apart (default P2C: "
+               "under a common PCIe switch). A file that hangs every GPU and NIC directly off the CPU (as hypervisors "
+               "present PCI devices, and as VM topology files often copy it), or puts them under different switches, "
+               "makes every GPU-NIC path PHB or SYS: NCCL turns GPUDirect RDMA off and stages every inter-node "
+               "transfer through host memory, while the real machine may pair them behind one switch.",
+        "detect": "NCCL's model of the file (ncclctl/nccl: build, paths, predict; what ncclctl topo predict prints) "
+                  "for a job of two such nodes, with GPUDirect RDMA assumed available: the rule fires when every GPU "
+                  "has GPUDirect RDMA off for every NET it uses because of the path alone. Devices the file leaves "
+                  "to NCCL (skeleton <pci> without <gpu>/<nic>) are completed as NCCL would find them; the message "
+                  "lists what was assumed.",
+    },
+    "NTH030": {
+        "checked_by": "ncclctl/topo/meaning.py",
+        "why": "On this host NCCL would pair the GPU with a NIC behind a common PCIe switch and use GPUDirect RDMA; "
+               "the file describes a layout in which the pair is farther apart than NCCL_NET_GDR_LEVEL, so NCCL "
+               "turns GPUDirect RDMA off and stages the GPU's inter-node traffic through host memory.",
+        "detect": "With --root/--live on a bare-metal host: NCCL's model of the hardware NCCL detects there (what "
+                  "ncclctl topo generate writes, the host's NCCL settings and GPUDirect RDMA support) against NCCL's "
+                  "model of the file, GPU by GPU. A VM's PCI tree carries no locality, so VMs are left to NTS070.",
     },
     "NTX090": {
         "checked_by": _SCHEMA,
@@ -329,6 +519,53 @@ _ROWS: tuple[tuple[str, str, Severity, str, str], ...] = (
     ('NTS042', 'pci-class-unknown', I,
      "<pci> class not in NCCL's dictionary (treated as a PCI switch)",
      'Use the sysfs class value, e.g. 0x060400 for a bridge.'),
+    ('NTS043', 'cpu-affinity-malformed', W,
+     '<cpu> affinity that NCCL does not read as the cpumap it looks like (or that is no cpumap)',
+     'Copy /sys/devices/system/node/node<N>/cpumap verbatim: 32-bit hex words, most significant first, no empty '
+     'words, at most 32 words.'),
+    ('NTS044', 'cpu-affinity-overlap', W,
+     'two <cpu> elements whose affinities share CPUs (identical or overlapping masks)',
+     "Give each <cpu> its own NUMA node's cpumap (/sys/devices/system/node/node<N>/cpumap)."),
+    ('NTS045', 'cpu-affinity-numa-order', W,
+     '<cpu> affinities out of NUMA order: masks look swapped between NUMA nodes',
+     'Check each numaid against its cpumap (/sys/devices/system/node/node<N>/cpumap) and swap the masks back.'),
+    ('NTS046', 'cpu-affinity-no-binding', W,
+     'a <cpu> with GPUs whose affinity NCCL reads as empty (numaid -1 without affinity, an all-zero mask): no '
+     'CPU binding',
+     "Give the <cpu> the real NUMA node id and its cpumap; with no NUMA information, the cpumap of the CPUs the "
+     "GPUs' threads should run on."),
+    ('NTS047', 'pci-link-caps-devices', W,
+     'a switch or bridge whose link NCCL reads slower than a device under it: every path through it is capped',
+     "Give the switch the link_speed and link_width of its real uplink (at least those of the devices under it)."),
+    ('NTS048', 'link-speed-prefix', I,
+     'link_speed NCCL reads by a known prefix (not one of its exact strings)',
+     'No action needed; write the kernel string (e.g. "32.0 GT/s PCIe") for tools that compare exactly.'),
+    ('NTS049', 'nvlink-target-self', W,
+     "<nvlink> whose target is the GPU's own bus id: NCCL builds a link to itself, no GPU-GPU NVLink",
+     'Set target to the peer GPU (tclass 0x0302..) or the NVSwitch (tclass 0x068000), or remove the <nvlink>.'),
+    ('NTS050', 'nvlink-count-over-max', W,
+     'a GPU with more NVLinks than NCCL detects on its sm: NVLink bandwidth overstated',
+     'Use the NVLink counts NCCL dumps for the GPU (NCCL_TOPO_DUMP_FILE) or ncclctl topo generate writes.'),
+    ('NTS051', 'topo-node-budget-near', W,
+     "the file plus what NCCL adds on each rank and when fusing the local ranks' trees comes near "
+     "NCCL_TOPO_XML_MAX_NODES",
+     'Remove elements NCCL trims anyway (switches without GPUs or NICs, unused NICs) to leave room.'),
+    ('NTS052', 'topo-node-budget-exceeded', E,
+     "the file plus what NCCL adds on each rank or when fusing the local ranks' trees exceeds "
+     "NCCL_TOPO_XML_MAX_NODES: init fails",
+     'Remove elements NCCL trims anyway (switches without GPUs or NICs, unused NICs), or describe the GPUs and '
+     'NICs fully so NCCL adds less.'),
+    ('NTS053', 'topo-skeleton', I,
+     'skeleton file (only <cpu> and <pci>): NCCL completes the devices and attributes from each host',
+     'Nothing to do if the bus ids and NUMA layout are those of the hosts; validate against a host (--root/--live) '
+     'to check them.'),
+    # --- NTS070-089: what the file makes NCCL decide, from NCCL's model (meaning.py) ---------------------
+    ('NTS070', 'layout-gdr-off-everywhere', W,
+     'no GPU shares a PCI switch with a NIC: GPUDirect RDMA is off for every GPU (flat or degraded layout)',
+     'If the machine pairs each GPU with a NIC under a PCIe switch (most 8-GPU servers and their VMs do), describe '
+     'that switch: put the GPU and its NIC under one <pci class="0x060400"> (a made-up bus id such as ffff:ff:01.0 '
+     'works; ncclctl topo generate --profile or --spec writes it). If they really sit on separate root ports, this '
+     'is what NCCL does anyway.'),
     # --- NTG: graph semantics (§4) --------------------------------------------------------------------
     ('NTG001', 'graph-no-graphs-root', E,
      'no <graphs> root (empty graph file): no graph is loaded',
@@ -393,6 +630,37 @@ _ROWS: tuple[tuple[str, str, Severity, str, str], ...] = (
     ('NTG021', 'graph-element-ignored', W,
      'element NCCL ignores in a graph file (unknown name or wrong position)',
      'Use only graphs > graph > channel > net/gpu.'),
+    # --- NTG: what the graph means on the node (graphcheck.py, rings validate with a topology) ----------------
+    ('NTG022', 'graph-path-type-mismatch', W,
+     'declared typeintra/typeinter differ from the real path types of the channels (LL128 on or off wrongly)',
+     "Declare the real worst path types (NCCL's own search writes them; see the message)."),
+    ('NTG023', 'graph-speed-oversubscribed', W,
+     "declared speed more than the channels' paths carry (NCCL's tuning overestimates the graph)",
+     'Lower the speed to the bound in the message, or regenerate the graph.'),
+    ('NTG024', 'graph-speed-underused', W,
+     "declared speed under half of what the channels' paths carry (NCCL's tuning underestimates the graph)",
+     'Raise the speed toward the bound in the message, or regenerate the graph.'),
+    ('NTG025', 'graph-speed-not-nccl', I,
+     "speed not in NCCL's search speed arrays for the GPUs' sm",
+     "Use a value from NCCL's array for that sm (the message lists it)."),
+    ('NTG026', 'graph-crossnic-rails', W,
+     "crossnic and the channels' in/out nets make ring hops between nodes cross rails",
+     'Use crossnic="0" with each channel entering and leaving on one net, or crossnic="2" with channel pairs c, c^1.'),
+    ('NTG027', 'graph-net-not-compute', W,
+     "a channel's net is not its GPU's compute NIC (storage/front-end NIC, PHB/SYS, or no GPUDirect RDMA)",
+     'Set NCCL_IB_HCA to the rails the graph was numbered for, or use the dev in the message.'),
+    ('NTG028', 'graph-gpu-set', E,
+     "the channels' GPUs are not exactly the job's GPUs (a subset, uneven channels, or GPUs the node lacks)",
+     "List every GPU of the job in every channel, by its NVML index; use the file only for jobs on that GPU set."),
+    ('NTG029', 'graph-net-dev-missing', E,
+     'net dev that NCCL will not have after NCCL_IB_HCA and NIC fusion (fails at connect time)',
+     'Use a dev NCCL has (ncclctl topo predict lists them), or NCCL_NET_MERGE_LEVEL=LOC to keep physical devs.'),
+    ('NTG030', 'graph-pxn-endpoint', I,
+     'channels that end on a GPU reaching its net through another GPU (PXN)',
+     "End each channel at its out net's own GPU (NCCL's layout: crossnic 2, channel c leaves on rail c^1 from its GPU)."),
+    ('NTG031', 'graph-tree-pattern', I,
+     'tree pattern 3 below sm90 (tuning x0.85; NCCL uses the balanced tree)',
+     'Use pattern="1" (BALANCED_TREE) for the tree graph below sm90.'),
     # --- NTV: version-specific (§6) -------------------------------------------------------------------
     ('NTV001', 'version-element-unknown', W,
      'element not understood by the target NCCL version (ignored)',
@@ -424,6 +692,13 @@ _ROWS: tuple[tuple[str, str, Severity, str, str], ...] = (
     ('NTV010', 'version-single-quotes', I,
      'single-quoted value: needs NCCL 2.27 or later',
      'Use double quotes for files shared with older NCCL versions.'),
+    ('NTV011', 'version-virtual-switch-ids', E,
+     'virtual switch (bus id ffff:...) without vendor/device ids: NCCL 2.9.6-2.9.8 fail init reading them from sysfs',
+     'Add vendor="0x0000" device="0x0000" subsystem_vendor="0x0000" subsystem_device="0x0000" to the virtual '
+     'switch, or target NCCL 2.9.9+.'),
+    ('NTV012', 'version-affinity-misread', W,
+     '<cpu> affinity NCCL before 2.28 reads differently (upper-case hex, spaces, 0x: its reader stops there)',
+     'Write the mask as the kernel does: lower-case 32-bit hex words separated by commas, nothing else.'),
     # --- NTH: the file against a host (hostcheck.py, --root/--live) -----------------------------------
     ('NTH001', 'host-device-absent', E,
      'the file names a GPU or NIC this host does not have: NCCL trims that subtree silently',
@@ -467,6 +742,10 @@ _ROWS: tuple[tuple[str, str, Severity, str, str], ...] = (
     ('NTH014', 'host-graph-net-dev', E,
      "graph <net dev> is not a net device NCCL will have on this host: 'Could not find NET' fails init",
      'Number nets as the IB plugin does (active ports in PCI order, after NCCL_IB_HCA), or regenerate the file.'),
+    ('NTH030', 'host-gdr-lost', W,
+     'the file turns GPUDirect RDMA off for a GPU that this host pairs with a NIC',
+     'Regenerate the file on this host (ncclctl topo generate), or describe the PCIe switch the GPU shares with '
+     'its NIC as the host has it.'),
     ('NTH015', 'host-graph-file-in-etc', W,
      'NCCL_GRAPH_FILE is set in /etc/nccl.conf: every job on the node reads it, including ones on fewer GPUs',
      'Set NCCL_GRAPH_FILE per job (environment) for experiments only, not node-wide.'),
@@ -488,7 +767,8 @@ def _register(rule_id: str, slug: str, severity: Severity, title: str, fix: str)
     context, why, detect, module = _FAMILY_DOC[rule_id[:3]]
     extra = _EXTRA.get(rule_id, {})
     return table(rule_id, slug, severity, title, what=_what(title, context), why=extra.get("why", why),
-                 detect=extra.get("detect", detect), fix=fix, checked_by=extra.get("checked_by", module))
+                 detect=extra.get("detect", detect), fix=fix, checked_by=extra.get("checked_by", module),
+                 graded=extra.get("graded"))
 
 
 RULES: tuple[Rule, ...] = tuple(_register(*row) for row in _ROWS)

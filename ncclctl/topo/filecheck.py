@@ -7,7 +7,8 @@ NTS025: a file ``ncclctl topo generate`` just wrote for a host validates clean a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ncclctl.findings import Finding
 from ncclctl.nccl.version import DEFAULT, parse
@@ -17,43 +18,184 @@ if TYPE_CHECKING:  # pragma: no cover
     from ncclctl.model import Node
 
 
+@dataclass
+class Meaning:
+    """What ``rings validate`` checks a graph file's meaning with (rules NTG022-NTG031,
+    :mod:`ncclctl.topo.graphcheck`): the topology NCCL reads (``topo``: a file; else, with a host, its effective
+    NCCL_TOPO_FILE or what ``topo generate`` writes for it), settings over the host's (``env``), GPUDirect RDMA
+    (``gdr``: auto, on, off). After :func:`check_file`, ``doc`` says what the model was built from (for the report)
+    and ``notes`` why it could not be (empty when it was)."""
+
+    topo: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    gdr: str = "auto"
+    doc: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+
+
 def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: bool = True,
-               load_node: Callable[[], Node] | None = None) -> tuple[Kind | None, list[Finding]]:
+               load_node: Callable[[], Node] | None = None,
+               meaning: Meaning | None = None) -> tuple[Kind | None, list[Finding]]:
     """The kind sniffed from the root element and every finding for ``data`` (read from ``path``). With
     ``load_node``, the file is also checked against that host, which is probed only when NCCL would read the
-    file."""
+    file. With ``meaning``, a graph file is also checked against NCCL's model of the node (see :class:`Meaning`)."""
     from ncclctl.topo.validate import validate_bytes
 
     version = parse(nccl_version)
     kind = sniff_kind(data)
     confirmed: frozenset[tuple[int, int, str]] = frozenset()
     against_host: list[Finding] = []
-    if load_node is not None and kind in ("topology", "graph"):
+    meant: list[Finding] = []
+    result = None
+    if (load_node is not None or meaning is not None) and kind in ("topology", "graph"):
         from ncclctl.topo import hostcheck
         from ncclctl.topo.interpret import interpret
         from ncclctl.topo.ncclxml import parse_nccl_xml
 
-        result = parse_nccl_xml(data, kind=kind, nccl_version=version)
+        result = parse_nccl_xml(data, kind=kind, nccl_version=version, path=path)
         if result.ok and result.root is not None:
-            node = load_node()
-            if kind == "topology" and result.root.name == "system":
+            node = load_node() if load_node is not None else None
+            if node is not None and kind == "topology" and result.root.name == "system":
                 view = interpret(result)
                 against_host = hostcheck.check_against_host(view, node, path)
+                from ncclctl.topo.meaning import host_gdr_lost
+
+                lost = host_gdr_lost(result, node, path)
+                if lost:  # one fact, one finding: NTH030 says more than NTH006 about the same GPU
+                    at = {f.line for f in lost}
+                    against_host = [f for f in against_host if not (f.rule == "NTH006" and f.line in at)] + lost
                 confirmed = hostcheck.confirmed_values(view, node)
             elif kind == "graph" and result.root.name == "graphs":
-                against_host = hostcheck.check_graph_against_host(result, node, path)
-                against_host += hostcheck.graph_file_in_etc(node)
-    findings = validate_bytes(data, path=path, nccl_version=version, confirmed=confirmed)
+                if node is not None:
+                    against_host = hostcheck.check_graph_against_host(result, node, path)
+                    against_host += hostcheck.graph_file_in_etc(node)
+                if meaning is not None:
+                    meant = _meaning(result, path, node, meaning, version)
+                    against_host = _without_repeats(against_host, meant, meaning.doc is not None)
+    if kind == "graph" and result is not None:
+        from ncclctl.topo.validate import _validate_graph_result
+
+        findings = _validate_graph_result(result, path)  # the file read once
+    else:
+        findings = validate_bytes(data, path=path, nccl_version=version, confirmed=confirmed)
+    if any(f.rule == "NTH030" for f in against_host):  # the host confirms NTS070 GPU by GPU
+        findings = [f for f in findings if f.rule != "NTS070"]
     if xsd and kind is not None:
         from ncclctl.topo.schema import xsd_findings  # lxml is imported only here
+        from ncclctl.topo.validate import without_repeated_xsd
 
-        findings += xsd_findings(data, kind, path)
-    return kind, findings + against_host
+        findings += without_repeated_xsd(xsd_findings(data, kind, path), findings)
+    return kind, findings + against_host + meant
+
+
+# The host rules a meaning rule says more about, at the same element: the host rule gives way.
+_SAME = {"NTH012": "NTG028", "NTH013": "NTG028", "NTH014": "NTG029"}
+
+
+def _without_repeats(host: list[Finding], meant: list[Finding], modelled: bool) -> list[Finding]:
+    """``host`` without what a meaning rule reports at the same element; with a model of the node, without NTH014
+    at all: NTG029 checks net devs after NIC fusion (a fused virtual NIC's dev is over the physical count)."""
+    at = {(f.rule, f.line, f.column) for f in meant}
+    graph_level = {f.rule for f in meant if f.rule == "NTG028"}
+    out = []
+    for f in host:
+        if modelled and f.rule == "NTH014":
+            continue
+        twin = _SAME.get(f.rule)
+        if twin is not None and ((twin, f.line, f.column) in at or (f.rule == "NTH013" and twin in graph_level)):
+            continue
+        out.append(f)
+    return out
+
+
+def _meaning(result, path: str, node: Node | None, meaning: Meaning, version) -> list[Finding]:
+    """NTG022-NTG031: the model of the node from the topology and settings, then the checks."""
+    from ncclctl.errors import InputError
+    from ncclctl.topo.graphcheck import Model, check_graph_meaning, graph_has_nets
+
+    nodes = 2 if graph_has_nets(result) else 1
+    model = None
+    try:
+        model = _model(node, meaning, version, nodes)
+    except InputError as exc:
+        if meaning.topo is not None:
+            raise
+        # the summary line's notes hold no parentheses
+        meaning.notes.append("graph meaning not checked: " + exc.message.replace("(", "[").replace(")", "]"))
+    if model is None and not meaning.notes:
+        meaning.notes.append("graph meaning not checked: NTG022-NTG031 but NTG026 need the topology NCCL reads, "
+                             "give --topo FILE, --root DIR or --live")
+    return check_graph_meaning(result, path, model if isinstance(model, Model) else None, version=version)
+
+
+def _model(node: Node | None, meaning: Meaning, version, nodes: int):
+    from ncclctl.nccl.predict import Inputs, inputs_for_node, predict_xml
+    from ncclctl.nccl.system import NET
+    from ncclctl.topo.graphcheck import Model
+
+    topo_data: bytes | None = None
+    if meaning.topo is not None:
+        from ncclctl.inputs import read_bytes
+
+        topo_data = read_bytes(meaning.topo, "xml")
+    if node is not None:
+        data, inputs, down = inputs_for_node(node, nodes=nodes, env=dict(meaning.env), version=version,
+                                             gdr=meaning.gdr, source=node.hostname)
+        if topo_data is not None:
+            data = topo_data
+            inputs.notes = [n for n in inputs.notes if "NCCL_TOPO_FILE" not in n]
+            label = f"--topo {meaning.topo}"
+        elif "NCCL_TOPO_FILE" in inputs.env and node.facts.topo_file is not None:
+            label = f"NCCL_TOPO_FILE={inputs.env['NCCL_TOPO_FILE']} ({inputs.env_origin.get('NCCL_TOPO_FILE')})"
+        else:
+            label = f"what 'ncclctl topo generate' writes for {node.hostname}"
+    elif topo_data is not None:
+        data, down = topo_data, frozenset()
+        gdr_on = meaning.gdr != "off"
+        inputs = Inputs(source=meaning.topo or "", nodes=nodes, env=dict(meaning.env),
+                        env_origin={k: "--env" for k in meaning.env}, gdr=gdr_on,
+                        gdr_why=(f"--gdr {meaning.gdr}" if meaning.gdr != "auto" else
+                                 "assumed available (no host facts): --gdr off models a host without it"),
+                        version=version)
+        label = f"--topo {meaning.topo}"
+    else:
+        return None
+    topo_path = meaning.topo if topo_data is not None else None
+
+    def rebuild(extra: dict[str, str]):
+        from dataclasses import replace
+
+        return predict_xml(data, inputs=replace(inputs, env={**inputs.env, **extra}, notes=[]), down=down,
+                           path=topo_path)
+
+    pred = predict_xml(data, inputs=inputs, down=down, path=topo_path)
+    meaning.doc = {
+        "topology": label, "nodes": nodes,
+        "settings": {k: {"value": v, "from": inputs.env_origin.get(k, "--env")} for k, v in sorted(inputs.env.items())},
+        "gpudirect_rdma": {"available": inputs.gdr, "why": inputs.gdr_why},
+        "nets": [{"dev": n.dev, "name": n.name} for n in pred.system.nodes[NET]],
+        "notes": inputs.notes + pred.built.notes,
+    }
+    return Model(pred=pred, build=rebuild, host=node)
+
+
+def summary_notes(data: bytes, kind: Kind | None, nccl_version: object = DEFAULT) -> tuple[str, ...]:
+    """What the summary line says about the file besides the counts: ``skeleton: N elements left to NCCL's
+    detection`` for a skeleton topology file (rule NTS053)."""
+    if kind != "topology":
+        return ()
+    from ncclctl.topo.ncclxml import parse_nccl_xml
+    from ncclctl.topo.validate import skeleton_elements
+
+    version = parse(nccl_version)
+    left = skeleton_elements(parse_nccl_xml(data, kind=kind, nccl_version=version).root, version)
+    return () if left is None else (f"skeleton: {left} element{'' if left == 1 else 's'} left to NCCL's detection",)
 
 
 def validate_report(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: bool = True,
                     load_node: Callable[[], Node] | None = None, config=None, config_path: str | None = None,
-                    only: tuple[str, ...] | None = None, fail_on: str = "error", command: str = "topo validate"):
+                    only: tuple[str, ...] | None = None, fail_on: str = "error", command: str = "topo validate",
+                    meaning: Meaning | None = None):
     """``ncclctl topo validate`` / ``rings validate``: :func:`check_file`, the rule configuration applied (per-host
     ignores match the host the file is checked against, else the machine running the command), ``--rule``
     filtering, as one :class:`~ncclctl.report.Report`."""
@@ -71,8 +213,13 @@ def validate_report(data: bytes, path: str, *, nccl_version: object = DEFAULT, x
         return nodes[-1]
 
     kind, findings = check_file(data, path, nccl_version=version, xsd=xsd,
-                                load_node=remember if load_node is not None else None)
+                                load_node=remember if load_node is not None else None, meaning=meaning)
+    fields: tuple = (("file", path), ("kind", kind), ("nccl_version", ".".join(map(str, version))),
+                     ("config", config_path))
+    notes: tuple[str, ...] = ()
+    if meaning is not None and kind == "graph":
+        fields += (("model", meaning.doc),)
+        notes = tuple(meaning.notes)
     return configured(findings, subject=path, fail_on=Severity(fail_on), config=config, only=only,
                       host=nodes[0].hostname if nodes else socket.gethostname(), name=f"ncclctl {command}",
-                      fields=(("file", path), ("kind", kind), ("nccl_version", ".".join(map(str, version))),
-                              ("config", config_path)))
+                      fields=fields, notes=summary_notes(data, kind, version) + notes)

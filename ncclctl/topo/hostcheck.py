@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from ncclctl.findings import Finding
 from ncclctl.model import Node
+from ncclctl.nccl.cpuset import cpu_ranges, kernel_cpumap, nccl_cpuset
 from ncclctl.plan.paths import natural_key, pcie_rank, pcie_path_type
-from ncclctl.sysfs import normalize_bdf, parse_cpumap
+from ncclctl.sysfs import normalize_bdf
 from ncclctl.topo.generate import ib_pci_busid, net_devices
 from ncclctl.topo.interpret import TopoView, gpu_gpu, gpu_net
 from ncclctl.topo.rules import rule
@@ -42,19 +43,26 @@ def check_against_host(view: TopoView, node: Node, path: str) -> list[Finding]:
         hnuma = host_numa.get(cpu.numaid)
         if hnuma is None:
             if node.numa:
+                unbound = ("" if "affinity" in cpu.attrs else
+                           f"; without affinity NCCL reads /sys/devices/system/node/node{cpu.numaid}/cpumap, finds "
+                           "nothing and does not bind the threads of the GPUs under it")
                 out.append(_finding("NTH011", f"<cpu numaid=\"{cpu.numaid}\">: this host's NUMA nodes are "
-                                    f"{', '.join(str(n) for n in sorted(host_numa))}", path, cpu.node.line, cpu.node.column))
+                                    f"{', '.join(str(n) for n in sorted(host_numa))}{unbound}", path, cpu.node.line,
+                                    cpu.node.column))
             continue
         affinity = cpu.attrs.get("affinity")
         if affinity is not None and hnuma.cpumap:
-            try:
-                same = parse_cpumap(affinity) == parse_cpumap(hnuma.cpumap)
-            except ValueError:
-                same = False
-            if not same:
-                out.append(_finding("NTH004", f"<cpu numaid=\"{cpu.numaid}\" affinity=\"{affinity}\">: NUMA node "
-                                    f"{cpu.numaid} of this host is CPUs {hnuma.cpulist or 'none'} "
-                                    f"(cpumap {hnuma.cpumap})", path, cpu.node.line, cpu.node.column))
+            # The mask as NCCL reads it (ncclStrToCpuset) against the kernel's: a malformed mask is compared by
+            # the CPUs NCCL binds to, not by its spelling.
+            mine = nccl_cpuset(affinity, view.result.version)
+            if mine != kernel_cpumap(hnuma.cpumap):
+                other = [n.id for n in node.numa if n.id != cpu.numaid and n.cpumap
+                         and kernel_cpumap(n.cpumap) == mine and mine]
+                whose = f"; the file's mask is node {other[0]}'s cpumap (swapped?)" if other else ""
+                out.append(_finding("NTH004", f"<cpu numaid=\"{cpu.numaid}\" affinity=\"{affinity}\">: NCCL binds "
+                                    f"the GPUs under it to CPUs {cpu_ranges(mine)}; NUMA node {cpu.numaid} of this host "
+                                    f"is CPUs {hnuma.cpulist or 'none'} (cpumap {hnuma.cpumap}){whose}", path,
+                                    cpu.node.line, cpu.node.column))
 
     seen_gpus: set[str] = set()
     # PCI functions the file names without a <gpu>/<net> child (e.g. a --minimal skeleton): NCCL places the

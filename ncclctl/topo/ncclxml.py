@@ -812,7 +812,8 @@ def read_nccl_xml(path: str | Path, *, kind: Kind = "topology",
 
 
 def sniff_kind(data: bytes) -> Kind | None:
-    """``topology`` if the first element is ``<system>``, ``graph`` if it is ``<graphs>``, else None."""
+    """``topology`` if the first element is ``<system>``, ``graph`` if it is ``<graphs>`` (or a ``<graph>`` written
+    without its ``<graphs>`` root: a graph file all the same), else None."""
     if isinstance(data, (bytearray, memoryview)):
         data = bytes(data)
     if not isinstance(data, bytes):
@@ -825,6 +826,6 @@ def sniff_kind(data: bytes) -> Kind | None:
     if raw.type in ("open", "single"):
         if raw.name == "system":
             return "topology"
-        if raw.name == "graphs":
+        if raw.name in ("graphs", "graph"):
             return "graph"
     return None

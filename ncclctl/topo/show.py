@@ -86,6 +86,14 @@ def view_doc(view: TopoView) -> dict:
 # Semantic diff: facts keyed by identity (busid, numaid, net name), blind to formatting and order.
 
 
+def nearest_parent(node: XmlNode) -> XmlNode | None:
+    """The ``<pci>`` or ``<cpu>`` an element hangs from (None at the top)."""
+    p = node.parent
+    while p is not None and p.name not in ("pci", "cpu"):
+        p = p.parent
+    return p
+
+
 def facts(view: TopoView) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     root = view.result.root
@@ -95,9 +103,7 @@ def facts(view: TopoView) -> dict[str, dict[str, str]]:
         out[f"cpu numaid={c.numaid}"] = {k: v for k, v in c.attrs.items() if k and k != "host_hash"}
 
     def parent_id(node: XmlNode) -> str:
-        p = node.parent
-        while p is not None and p.name not in ("pci", "cpu"):
-            p = p.parent
+        p = nearest_parent(node)
         if p is None:
             return "-"
         return f"pci {p.get('busid')}" if p.name == "pci" else f"cpu numaid={p.get('numaid')}"
@@ -143,7 +149,10 @@ def diff(a: TopoView, b: TopoView) -> list[dict]:
     return changes
 
 
-def diff_text(changes: list[dict], a: str, b: str) -> str:
+def diff_text(changes: list[dict], a: str, b: str, notes: list[str] | None = None,
+              consequences: list[str] | None = None) -> str:
+    """The changes (each with its ``meaning`` lines when :mod:`ncclctl.topo.explain` added them), then file-level
+    notes and what NCCL decides differently."""
     if not changes:
         return f"no semantic difference between {a} and {b}\n"
     lines = [f"--- {a}", f"+++ {b}"]
@@ -154,5 +163,8 @@ def diff_text(changes: list[dict], a: str, b: str) -> str:
             lines.append(f"+ {c['what']}")
         else:
             lines.append(f"~ {c['what']}: {c['attr']}: {c['from']!r} -> {c['to']!r}")
+        lines.extend(f"    {m}" for m in c.get("meaning", ()))
     lines.append(f"{len(changes)} difference(s)")
+    lines.extend(notes or ())
+    lines.extend(consequences or ())
     return "\n".join(lines) + "\n"

@@ -32,7 +32,8 @@ from ncclctl.topo.ncclxml import (
 )
 from ncclctl.topo.rules import rule
 
-__all__ = ["validate_topology", "validate_graph", "validate_file", "validate_bytes"]
+__all__ = ["validate_topology", "validate_graph", "validate_file", "validate_bytes", "skeleton_elements",
+           "without_repeated_xsd"]
 
 # --------------------------------------------------------------------------------------------------
 # C library number parsing, as NCCL uses it (§1.4)
@@ -220,6 +221,19 @@ def _roots_in_order(res: ParseResult) -> list[XmlNode | IgnoredElement]:
     return sorted(tops, key=lambda t: (t.line, t.column))
 
 
+#: (expected root, root found) -> the fix, where the rule's own fix would point the wrong way.
+_WRONG_ROOT_FIX = {
+    ("graphs", "graph"): 'Wrap the <graph> elements in <graphs version="1"> ... </graphs>: NCCL reads <graph> only '
+                         "inside <graphs>.",
+    ("system", "graph"): "This is a graph file: give it as NCCL_GRAPH_FILE with the root <graphs version=\"1\">; "
+                         "NCCL_TOPO_FILE takes a topology file (<system version=\"1\">).",
+    ("system", "graphs"): "This is a graph file: give it as NCCL_GRAPH_FILE; NCCL_TOPO_FILE takes a topology file "
+                          "(<system version=\"1\">).",
+    ("graphs", "system"): "This is a topology file: give it as NCCL_TOPO_FILE; NCCL_GRAPH_FILE takes a graph file "
+                          "(<graphs version=\"1\">).",
+}
+
+
 def _check_roots(ctx: _Ctx, res: ParseResult, root_name: str, r_none: str, r_two: str) -> None:
     """No root / several top-level elements. (A missing or wrong version is fatal in the reader.)"""
     tops = _roots_in_order(res)
@@ -227,7 +241,8 @@ def _check_roots(ctx: _Ctx, res: ParseResult, root_name: str, r_none: str, r_two
     if not res.roots:
         if wrong:
             ctx.add(r_none, f"the top-level element is <{show_text(wrong[0].name)}>, not <{root_name}>: NCCL "
-                            "ignores it with its whole subtree and loads nothing", wrong[0])
+                            "ignores it with its whole subtree and loads nothing", wrong[0],
+                    fix=_WRONG_ROOT_FIX.get((root_name, wrong[0].name)))
         else:
             ctx.add(r_none, f"the file contains no element: NCCL loads nothing from it (no <{root_name}>)",
                     line=1, column=1)
@@ -256,12 +271,42 @@ def _validate_topology_result(res: ParseResult, path: str,
                               confirmed: frozenset[tuple[int, int, str]] = frozenset()) -> list[Finding]:
     ctx = _Ctx(path, res.version, confirmed)
     if _lexical(ctx, res):
+        _after_fatal(ctx, res, confirmed)
         return ctx.result()
     _check_roots(ctx, res, "system", "NTS001", "NTS002")
     _check_topo_ignored(ctx, res)
     if res.root is not None:
-        _TopoChecks(ctx, res.root).run()
+        _TopoChecks(ctx, res.root, res).run()
+        if res.root.name == "system" and not any(f.severity.value == "error" for f in ctx.findings):
+            from ncclctl.topo.meaning import flat_layout  # NCCL's model: only for a file NCCL would load
+
+            for rule_id, message, node in flat_layout(res):
+                ctx.add(rule_id, message, node)
     return ctx.result()
+
+
+#: Rules that need the whole file (a peer, a device further down, the element count): not run on the part of a
+#: file read before a fatal error.
+_WHOLE_FILE = frozenset({"NTS001", "NTS002", "NTS007", "NTS008", "NTS010", "NTS011", "NTS019", "NTS020", "NTS021",
+                         "NTS051", "NTS052", "NTS053"})
+AFTER_FATAL = "after the fatal {rule} at line {line}, in the part NCCL read before it: "
+
+
+def _after_fatal(ctx: _Ctx, res: ParseResult, confirmed: frozenset[tuple[int, int, str]]) -> None:
+    """The other findings of a file NCCL stops reading (a truncated file, a syntax error): the checks run on the
+    elements read before the fatal error, except those that need the whole file; each message starts with
+    :data:`AFTER_FATAL`."""
+    fatal = res.fatal
+    if fatal is None or res.root is None or res.root.name != "system":
+        return
+    sub = _Ctx(ctx.path, ctx.version, confirmed)
+    _TopoChecks(sub, res.root, res, complete=False).run()
+    prefix = AFTER_FATAL.format(rule=fatal.rule, line=fatal.line)
+    for f in sub.findings:
+        if f.rule in _WHOLE_FILE or f.rule.startswith("NTX"):
+            continue
+        ctx.findings.append(Finding(f.rule, f.severity, prefix + f.message, f.subject, f.line, f.column, f.fix,
+                                    f.evidence))
 
 
 def _check_topo_ignored(ctx: _Ctx, res: ParseResult) -> None:
@@ -292,11 +337,105 @@ def _check_topo_ignored(ctx: _Ctx, res: ParseResult) -> None:
                               "nvlink|c2c; nic > net)", ig)
 
 
+# --------------------------------------------------------------------------------------------------
+# What NCCL computes from a <pci> (topo.cc:ncclTopoAddPci) and which elements it completes itself
+
+#: kvDictPciGen: 100 Mb/s per lane.
+_PCI_GEN_SPEED = {"2.5 GT/s": 15, "5 GT/s": 30, "8 GT/s": 60, "16 GT/s": 120, "32 GT/s": 240, "2.5 GT/s PCIe": 15,
+                  "5.0 GT/s PCIe": 30, "8.0 GT/s PCIe": 60, "16.0 GT/s PCIe": 120, "32.0 GT/s PCIe": 240,
+                  "64.0 GT/s PCIe": 480}
+#: NCCL_TOPO_XML_MAX_NODES slots left free below which NTS051 warns.
+BUDGET_MARGIN = 16
+#: Attributes NCCL reads from sysfs for an element it completes (skeleton files).
+_CPU_FILLED = ("affinity", "arch", "vendor")
+_PCI_FILLED = ("class", "link_speed", "link_width")
+
+
+def pci_gen_speed(key: str | None, v: Version) -> int | None:
+    """NCCL's per-lane speed (100 Mb/s) for a kvDictPciGen key, 60 (Gen3) for None from 2.7 on (the dictionary's
+    fallback); None where NCCL 2.6 stops on an unknown string."""
+    if key is not None:
+        return _PCI_GEN_SPEED[key]
+    return None if v < Version(2, 7, 0) else 60
+
+
+def link_speed_value(speed: str, v: Version) -> int | None:
+    """What NCCL ``v`` reads from ``link_speed`` (100 Mb/s per lane); 2.6 reads "" and "Unknown speed" as 8 GT/s."""
+    if v < Version(2, 7, 0) and (speed == "" or speed.lower() == "unknown speed"):
+        return 60
+    return pci_gen_speed(kv_lookup(speed, pci_gen_keys(v)), v)
+
+
+def link_bw(pci: XmlNode, v: Version) -> float | None:
+    """The bandwidth (GB/s) NCCL gives the link from this <pci> to its parent: width * speed / 80, a width of 0
+    counting as 16; None when an attribute is missing or NCCL cannot read the speed."""
+    width_s, speed_s = pci.get("link_width"), pci.get("link_speed")
+    if width_s is None or speed_s is None:
+        return None
+    speed = link_speed_value(speed_s, v)
+    if speed is None:
+        return None
+    width = strtol(width_s).value
+    if width == 0:
+        width = 16
+    return width * speed / 80.0
+
+
+def _link_text(pci: XmlNode) -> str:
+    return f"{pci.get('link_speed') or '?'} x{pci.get('link_width') or '?'}"
+
+
+def _device_kind(pci: XmlNode, v: Version) -> str | None:
+    """"GPU" or "NIC" for a <pci> that is (or, in a skeleton, NCCL will fill as) a GPU or NIC, else None."""
+    names = {c.name for c in pci.children}
+    if "gpu" in names:
+        return "GPU"
+    if "nic" in names:
+        return "NIC"
+    if "pci" in names:
+        return None
+    cls = pci.get("class")
+    kind = pci_class_type(cls, v) if cls is not None else None
+    return kind if kind in ("GPU", "NIC") else None
+
+
+def skeleton_elements(root: XmlNode | None, v: Version = DEFAULT) -> int | None:
+    """For a skeleton topology file (a <system> with only <cpu> and <pci> elements, at least one <pci>, as cloud
+    providers ship): how many of its elements NCCL completes from the host (the <pci> leaves it puts a GPU or NIC
+    in, and the <cpu>/<pci> elements whose attributes it reads from sysfs). None for any other file."""
+    if root is None or root.name != "system":
+        return None
+    elements = [n for n in root.iter() if n is not root]
+    if not elements or any(n.name not in ("cpu", "pci") for n in elements):
+        return None
+    if not any(n.name == "pci" for n in elements):
+        return None
+    left = [n for n in elements if _skeleton_completes(n)]
+    return len(left)
+
+
+def _skeleton_slot(n: XmlNode) -> bool:
+    """A leaf <pci> NCCL can put a detected GPU or NIC in (found by bus id): no class, or a GPU or NIC class."""
+    if n.name != "pci" or n.children:
+        return False
+    cls = n.get("class")
+    return cls is None or pci_class_type(cls, DEFAULT) in ("GPU", "NIC")
+
+
+def _skeleton_completes(n: XmlNode) -> bool:
+    if n.name == "pci":
+        return _skeleton_slot(n) or any(not n.has(a) for a in _PCI_FILLED)
+    return any(not n.has(a) for a in _CPU_FILLED)
+
+
 class _TopoChecks:
-    def __init__(self, ctx: _Ctx, root: XmlNode) -> None:
+    def __init__(self, ctx: _Ctx, root: XmlNode, res: ParseResult | None = None, *, complete: bool = True) -> None:
         self.ctx = ctx
         self.v = ctx.version
         self.root = root
+        self.res = res
+        #: False for the part of a file read before a fatal error: checks that need the whole file do not run.
+        self.complete = complete
         self.nodes = list(root.iter())
         self.by_name: dict[str, list[XmlNode]] = {}
         for n in self.nodes:
@@ -307,6 +446,19 @@ class _TopoChecks:
             self.gpu_chain.update(id(a) for a in g.ancestors())
         for nic in self.by_name.get("nic", []):
             self.nic_chain.update(id(a) for a in nic.ancestors())
+        # Skeleton leaves: a GPU or NIC <pci> without <gpu>/<nic>, which NCCL fills from the host.
+        self.device_chain: set[int] = set(self.gpu_chain) | self.nic_chain
+        #: The <pci> of every GPU, with or without its <gpu> (skeleton files), and the elements above them.
+        self.gpu_pcis = [p for p in self.by_name.get("pci", []) if _device_kind(p, self.v) == "GPU"]
+        self.gpu_device_chain: set[int] = set(self.gpu_chain)
+        for pci in self.by_name.get("pci", []):
+            kind = _device_kind(pci, self.v)
+            if kind is not None:
+                self.device_chain.update(id(a) for a in pci.ancestors())
+            if kind == "GPU":
+                self.gpu_device_chain.update(id(a) for a in pci.ancestors())
+        self.skeleton = skeleton_elements(root, self.v) is not None
+        self._system: object = None  # NCCL's model of the file (built on demand): a System, or False
 
     def of(self, name: str) -> list[XmlNode]:
         return self.by_name.get(name, [])
@@ -314,12 +466,18 @@ class _TopoChecks:
     def run(self) -> None:
         self.check_common()
         self.check_cpus()
+        self.check_affinity()
         self.check_pcis()
+        self.check_caps()
+        self.check_virtual_switch_ids()
         self.check_gpus()
         self.check_nvlinks()
         self.check_pcilinks()
         self.check_c2c()
         self.check_nets()
+        if self.complete:
+            self.check_budget()
+            self.check_skeleton()
 
     # -- attributes on any element -----------------------------------------------------------------
     def check_common(self) -> None:
@@ -399,13 +557,107 @@ class _TopoChecks:
             if arch is None or arch_key == "x86_64":
                 complete += ["vendor", "familyid", "modelid"]
             missing = [a for a in complete if not cpu.has(a)]
-            if missing and (filled or has_content or nic_only):
+            if id(cpu) in self.gpu_device_chain and numaid is not None and strtol(numaid).value < 0:
+                missing = [a for a in missing if a != "affinity"]  # NTS046: NCCL binds no CPU set
+            if missing and (filled or has_content or nic_only) and not self.skeleton:
                 how = ("NCCL fills them only on the ranks whose GPU is under this CPU, so per-rank XMLs differ "
                        "and fusion can duplicate the element" if filled else
                        "NCCL fills them only if it attaches a detected device here")
                 if "affinity" in missing and not filled:
                     how += "; without affinity NCCL binds no CPU set"
                 ctx.add("NTS011", f"{_where(cpu)} lacks {', '.join(missing)}: {how}", cpu)
+
+    # -- <cpu affinity> (include/cpuset.h:ncclStrToCpuset, topo.cc:ncclTopoGetCpuAffinity) ----------------
+    def check_affinity(self) -> None:
+        from ncclctl.nccl.cpuset import STRTOK_READER, cpu_ranges, kernel_cpumap, misreadings, nccl_cpuset
+
+        ctx, v = self.ctx, self.v
+        #: per host_hash: (cpu, numaid, CPUs NCCL binds to)
+        groups: dict[str | None, list[tuple[XmlNode, int, int]]] = {}
+        for cpu in self.of("cpu"):
+            numaid = cpu.get("numaid")
+            numa = strtol(numaid).value if numaid is not None else None
+            affinity = cpu.get("affinity")
+            gpus = self._gpus_under(cpu)
+            if affinity is None:
+                if numa is not None and numa < 0 and id(cpu) in self.gpu_device_chain:
+                    ctx.add("NTS046", f"{_where(cpu)} has no affinity: NCCL reads it from /sys/devices/system/node/"
+                                      f"node{numa & 0xFFFFFFFF}/cpumap, which does not exist, so the threads of "
+                                      f"{gpus} are not bound to any CPU", cpu)
+                continue
+            mask = nccl_cpuset(affinity, v)
+            why = misreadings(affinity, v)
+            if why:
+                intended = kernel_cpumap(affinity)
+                meant = (f"; the cpumap means CPUs {cpu_ranges(intended)}" if intended is not None and intended != mask
+                         else "")
+                binds = (f"binds the threads of {gpus} to CPUs {cpu_ranges(mask)}" if mask else
+                         f"reads no CPU from it and leaves the threads of {gpus} unbound")
+                if v < STRTOK_READER and not misreadings(affinity, DEFAULT):
+                    ctx.add("NTV012", f"{_where(cpu)} affinity={_q(affinity)}: {'; '.join(why)}: NCCL {v} {binds}"
+                                      f"{meant} (NCCL 2.28 and later read it right)", cpu)
+                else:
+                    ctx.add("NTS043", f"{_where(cpu)} affinity={_q(affinity)}: {'; '.join(why)}: NCCL {v} {binds}"
+                                      f"{meant}", cpu)
+            elif mask == 0 and id(cpu) in self.gpu_device_chain:
+                ctx.add("NTS046", f"{_where(cpu)} affinity={_q(affinity)} holds no CPU: NCCL logs 'Affinity for GPU "
+                                  f"... is empty, ignoring' and does not bind the threads of {gpus}", cpu)
+            if mask and numa is not None:
+                host = cpu.get("host_hash")
+                groups.setdefault(host, []).append((cpu, numa, mask))
+        for members in groups.values():
+            self._affinity_overlaps(members)
+            self._affinity_order(members)
+
+    def _gpus_under(self, node: XmlNode) -> str:
+        busids = [b for p in self.gpu_pcis if any(a is node for a in p.ancestors()) and (b := p.get("busid"))]
+        if not busids:
+            return "its GPUs"
+        return f"GPU {busids[0]}" if len(busids) == 1 else f"its {len(busids)} GPUs"
+
+    def _affinity_overlaps(self, members: list[tuple[XmlNode, int, int]]) -> None:
+        from ncclctl.nccl.cpuset import cpu_ranges
+
+        for i, (cpu, numa, mask) in enumerate(members):
+            for other, onuma, omask in members[:i]:
+                if onuma == numa:
+                    continue  # the same NUMA node twice is NTS015
+                if omask == mask:
+                    self.ctx.add("NTS044", f"{_where(cpu)} has the same affinity as <cpu numaid=\"{onuma}\"> at line "
+                                           f"{other.line} (CPUs {cpu_ranges(mask)}): a CPU belongs to one NUMA node, "
+                                           "so one of the masks is wrong and GPUs of both nodes bind to the same "
+                                           "cores", cpu)
+                    break
+                if omask & mask:
+                    self.ctx.add("NTS044", f"{_where(cpu)} shares CPUs {cpu_ranges(omask & mask)} with <cpu numaid="
+                                           f"\"{onuma}\"> at line {other.line}: a CPU belongs to one NUMA node, so at "
+                                           "least one of the masks is wrong", cpu)
+                    break
+
+    def _affinity_order(self, members: list[tuple[XmlNode, int, int]]) -> None:
+        """NUMA nodes number their CPUs in order: node 0 holds the lowest CPU, node 1 the next group..."""
+        from ncclctl.nccl.cpuset import cpu_ranges
+
+        disjoint = [m for m in members if m[1] >= 0 and not any(o is not m and o[2] & m[2] for o in members)]
+        by_numa = sorted(disjoint, key=lambda m: m[1])
+        if len({m[1] for m in by_numa}) != len(by_numa) or len(by_numa) < 2:
+            return
+        lowest = [(m[2] & -m[2]).bit_length() - 1 for m in by_numa]
+        by_cpu = sorted(range(len(by_numa)), key=lambda i: lowest[i])
+        wrong = [i for i, j in enumerate(by_cpu) if i != j]
+        if not wrong:
+            return
+        desc = ", ".join(f"{m[1]}: CPUs {cpu_ranges(m[2])}" for m in by_numa)
+        if len(wrong) == 2:
+            a, b = by_numa[wrong[0]], by_numa[wrong[1]]
+            self.ctx.add("NTS045", f"{_where(b[0])} and <cpu numaid=\"{a[1]}\"> at line {a[0].line} look swapped: "
+                                   f"NUMA node {a[1]} has CPUs {cpu_ranges(a[2])} and node {b[1]} CPUs "
+                                   f"{cpu_ranges(b[2])}, but nodes number their CPUs in order (NCCL binds each GPU's "
+                                   "threads to the cores of the other node)", b[0])
+        else:
+            first = by_numa[wrong[0]]
+            self.ctx.add("NTS045", f"the <cpu> affinities are not in NUMA order ({desc}): nodes number their CPUs "
+                                   "in order, so masks look moved between NUMA nodes", first[0])
 
     # -- <pci> -----------------------------------------------------------------------------------------
     def check_pcis(self) -> None:
@@ -433,7 +685,7 @@ class _TopoChecks:
                     ctx.add("NTS007", f"{_where(pci)} lacks {', '.join(missing)} and has no GPU under it: NCCL "
                                       "does not fill a <pci> reached only through NICs found in the file and fails "
                                       f"with 'Attribute {missing[0]} of node pci not found'", pci)
-                else:
+                elif not self.skeleton:
                     how = ("NCCL fills them per rank (only on the local GPU's chain), so per-rank XMLs differ and "
                            "fusion can duplicate elements" if id(pci) in self.gpu_chain else
                            "NCCL fills them only if it attaches a detected device here (a bus id that does not "
@@ -473,15 +725,17 @@ class _TopoChecks:
                     ctx.add("NTS030", f"link_speed={_q(speed)} matches none of NCCL's strings{hint}: NCCL falls "
                                       "back to 6 Gb/s per lane (Gen3), whatever the real speed", pci)
             elif speed not in KNOWN_LINK_SPEEDS:
-                ctx.add("NTS030", f"link_speed={_q(speed)} is not one of NCCL's strings; it works only because it "
-                                  f"starts with {_q(key)}", pci)
+                ctx.add("NTS048", f"link_speed={_q(speed)} is not one of NCCL's strings; NCCL reads it by its prefix "
+                                  f"{_q(key)}: {_PCI_GEN_SPEED[key] / 10:g} Gb/s per lane", pci)
         width = pci.get("link_width")
         if width is not None:
             num = strtol(width)
             n, full = num.value, num.whole
             if not full or n <= 0:
+                bw = link_bw(pci, v)
                 ctx.add("NTS031", f"link_width={_q(width)}: NCCL reads {n}"
-                                  + (", which it treats as x16" if n == 0 else ""), pci)
+                                  + (", which it treats as x16" if n == 0 else "")
+                                  + (f" ({bw:g} GB/s for this link)" if bw is not None and bw > 0 else ""), pci)
 
     def check_nic_pci(self, pci: XmlNode) -> None:
         ctx = self.ctx
@@ -503,6 +757,50 @@ class _TopoChecks:
             ctx.add("NTS029", f"IB NIC busid={_q(busid)}: the IB plugin reports the NIC's PCI path with the "
                               "function forced to 0 and (NCCL_IB_MERGE_VFS=1, the default) the device to 00, so "
                               f"NCCL looks for {m.group(1)}:{m.group(2)}:00.0", pci)
+
+    # -- links that cap the devices below them -------------------------------------------------------------
+    def check_caps(self) -> None:
+        """A switch or bridge whose link NCCL reads slower than a device under it (topo.cc:ncclTopoAddPci)."""
+        v = self.v
+        for pci in self.of("pci"):
+            if not any(c.name == "pci" for c in pci.children) or any(c.name in ("gpu", "nic") for c in pci.children):
+                continue
+            cls = pci.get("class")
+            if cls is not None and pci_class_type(cls, v) != "PCI":
+                continue
+            speed = pci.get("link_speed")
+            if speed is None or kv_lookup(speed, pci_gen_keys(v)) is None:
+                continue  # missing (NTS007/NTS008) or a string NCCL does not know (NTS030/NTV003/NTV008)
+            bw = link_bw(pci, v)
+            if bw is None:
+                continue
+            devices = [(d, link_bw(d, v), kind) for d in pci.iter()
+                       if d is not pci and d.name == "pci" and (kind := _device_kind(d, v)) is not None]
+            faster = [(d, b, k) for d, b, k in devices if b is not None and b > bw]
+            if not faster:
+                continue
+            d, best, kind = max(faster, key=lambda t: t[1] or 0.0)
+            self.ctx.add("NTS047", f"{_where(pci)} link {_link_text(pci)} is {bw:g} GB/s for NCCL, below "
+                                   f"{len(faster)} of the {len(devices)} devices under it (up to {best:g} GB/s: "
+                                   f"{kind} {_q(d.get('busid'))} at {_link_text(d)}): NCCL caps every path that "
+                                   f"leaves this switch (to the CPU, other switches, NICs and GPUs elsewhere) at "
+                                   f"{bw:g} GB/s", pci)
+
+    def check_virtual_switch_ids(self) -> None:
+        """NCCL 2.9.6-2.9.8 read missing vendor/device ids of every <pci> on a GPU's or NIC's chain from sysfs with
+        NCCLCHECK(getPciPath(...)), so a bus id that does not exist on the host fails init; 2.9.9 ignores it."""
+        v = self.v
+        if not Version(2, 9, 6) <= v < Version(2, 9, 9):
+            return
+        for pci in self.of("pci"):
+            busid = pci.get("busid") or ""
+            if not busid.lower().startswith("ffff:") or id(pci) not in self.device_chain:
+                continue
+            missing = [a for a in ("vendor", "device", "subsystem_vendor", "subsystem_device") if not pci.has(a)]
+            if missing:
+                self.ctx.add("NTV011", f"virtual switch {_where(pci)} lacks {', '.join(missing)}: NCCL {v} reads them "
+                                       f"from sysfs for the devices under it, finds no {busid} there ('Could not find "
+                                       "real path of ...') and fails init; 2.9.9 and later skip them", pci)
 
     # -- <gpu> -----------------------------------------------------------------------------------------
     def check_gpus(self) -> None:
@@ -603,21 +901,106 @@ class _TopoChecks:
             if src is None:
                 continue
             tid = busid_to_int(target)
-            if tid not in gpus_by_id:
-                ctx.add("NTS020", f"<nvlink target={_q(target)}> names a GPU that is not in the file: NCCL drops "
-                                  "the link silently", nv)
-                continue
             n = strtol(count or "0").value
+            if tid == busid_to_int(src):
+                ctx.add("NTS049", f"<nvlink target={_q(target)} count=\"{n}\"> is the GPU's own bus id: NCCL adds a "
+                                  "link from the GPU to itself, which no path uses, so these NVLinks connect the GPU "
+                                  f"to nothing{self._paths_from(src)}", nv)
+                continue
+            if tid not in gpus_by_id:
+                if self.complete:
+                    ctx.add("NTS020", f"<nvlink target={_q(target)}> names a GPU that is not in the file: NCCL drops "
+                                      f"the link silently{self._paths_from(src)}", nv)
+                continue
             links[(busid_to_int(src), tid)] = (n, nv, src)
-        for (a, b), (n, nv, src) in links.items():
-            back = links.get((b, a))
-            if back is None:
-                ctx.add("NTS019", f"NVLink from {_q(src)} to {_q(nv.get('target'))} has no "
-                                  "reverse <nvlink> on the target GPU: NCCL adds GPU-GPU links in one direction "
-                                  "only ('Failed to find reverse path')", nv)
-            elif back[0] != n and nv.offset < back[1].offset:
-                ctx.add("NTS019", f"NVLink count {n} from {_q(src)} to "
-                                  f"{_q(nv.get('target'))} but {back[0]} in the reverse direction", nv)
+        if self.complete:
+            for (a, b), (n, nv, src) in links.items():
+                back = links.get((b, a))
+                if back is None:
+                    ctx.add("NTS019", f"NVLink from {_q(src)} to {_q(nv.get('target'))} has no "
+                                      "reverse <nvlink> on the target GPU: NCCL adds GPU-GPU links in one direction "
+                                      "only, and init fails ('Failed to find reverse path') when both GPUs are in the "
+                                      "job", nv)
+                elif back[0] != n and nv.offset < back[1].offset:
+                    per = self._nvlink_bw(gpus_by_id[a])
+                    bws = f" ({n * per:g} GB/s one way, {back[0] * per:g} GB/s back)" if per else ""
+                    ctx.add("NTS019", f"NVLink count {n} from {_q(src)} to "
+                                      f"{_q(nv.get('target'))} but {back[0]} in the reverse direction{bws}", nv)
+        self._nvlink_totals()
+
+    def _nvlink_bw(self, gpu: XmlNode) -> float | None:
+        """NCCL's bandwidth of one NVLink of this GPU (ncclTopoNVLinkBw by sm), None without sm."""
+        from ncclctl.nccl.system import nvlink_bw
+
+        sm = gpu.get("sm")
+        return nvlink_bw(strtol(sm).value) if sm is not None and strtol(sm).whole else None
+
+    def _nvlink_totals(self) -> None:
+        """More NVLinks on a GPU than NCCL's own detection reads for its sm (xml.cc:ncclTopoGetXmlFromGpu)."""
+        for gpu in self.of("gpu"):
+            sm_s = gpu.get("sm")
+            nvlinks = [c for c in gpu.children if c.name == "nvlink" and c.get("count") is not None]
+            if sm_s is None or not strtol(sm_s).whole or not nvlinks:
+                continue
+            sm = strtol(sm_s).value
+            if sm >= 100:
+                continue  # newer GPUs (Vera-Rubin: 36 NVLinks) outgrow the 18 that 2.30.7's detection reads
+            most = 0 if sm < 60 else 4 if sm < 70 else 6 if sm < 80 else 12 if sm < 90 else 18
+            total = sum(max(strtol(c.get("count") or "0").value, 0) for c in nvlinks)
+            if total > most:
+                per = self._nvlink_bw(gpu) or 0.0
+                self.ctx.add("NTS050", f"{_where(gpu)} (sm {sm}) lists {total} NVLinks in {len(nvlinks)} <nvlink> "
+                                       f"element{'s' if len(nvlinks) > 1 else ''}: NCCL itself reads at most {most} on an sm {sm} GPU, so it credits "
+                                       f"this GPU with {total * per:g} GB/s of NVLink bandwidth where the hardware "
+                                       f"has at most {most * per:g} GB/s", gpu)
+
+    def _model(self):
+        """NCCL's system for the file with every GPU in the job, paths computed (ncclctl.nccl); None when the file
+        is incomplete (the model stops where NCCL stops) or only its first part was read."""
+        if self._system is None:
+            self._system = False
+            if self.complete:
+                from ncclctl.nccl.build import Plugin, build
+                from ncclctl.nccl.paths import compute_paths
+                from ncclctl.nccl.system import Params
+
+                try:
+                    built = build(self.root, Params(version=self.v), Plugin())
+                    compute_paths(built.system)
+                    self._system = built.system
+                # The model raises InputError where NCCL stops, RuntimeError where NCCL finds no reverse path; odd
+                # values can end in the others. The explanation is optional: the finding stands without it.
+                except (InputError, RuntimeError, ValueError, ArithmeticError, LookupError):
+                    self._system = False
+        return self._system or None
+
+    def _paths_from(self, busid: str) -> str:
+        """``; NCCL's paths ...`` from this GPU to the other GPUs, as NCCL computes them for this file."""
+        from ncclctl.nccl.system import GPU, PATH_TYPE_STR, f32
+
+        system = self._model()
+        if system is None:
+            return ""
+        gpus = system.nodes[GPU]
+        me = next((i for i, g in enumerate(gpus) if g.label == busid), None)
+        if me is None or len(gpus) < 2:
+            return ""
+        def kinds(i: int) -> dict[tuple[str, float], int]:
+            out: dict[tuple[str, float], int] = {}
+            for j, p in enumerate(gpus[i].paths.get(GPU, [])):
+                if j != i:
+                    key = (PATH_TYPE_STR[p.type], f32(p.bw))
+                    out[key] = out.get(key, 0) + 1
+            return out
+
+        mine = kinds(me)
+        every = {k for i in range(len(gpus)) for k in kinds(i)}
+        if len(every) == 1:
+            (t, bw), = every
+            return f"; every GPU pair becomes {t} at {bw:g} GB/s"
+        parts = [f"{t} at {bw:g} GB/s to {n} GPU{'s' if n > 1 else ''}" for (t, bw), n in
+                 sorted(mine.items(), key=lambda kv: (-kv[0][1], kv[0][0]))]
+        return f"; NCCL's paths from this GPU are {', '.join(parts)}"
 
     # -- <pcilink> -------------------------------------------------------------------------------------
     def check_pcilinks(self) -> None:
@@ -717,6 +1100,89 @@ class _TopoChecks:
                 ctx.add("NTS040", f"{_where(net)} has {len(net.attrs)} attributes and NCCL may add "
                                   f"{len(added)} more ({', '.join(added)}): over the 17 slots of a node, which "
                                   "NCCL's setters do not check (memory corruption)", net)
+
+
+    # -- the whole file ----------------------------------------------------------------------------------
+    def check_budget(self) -> None:
+        """NCCL_TOPO_XML_MAX_NODES: each rank loads the file into that many slots and adds its own elements
+        (ncclTopoFillGpu, ncclTopoFillNet, NIC fusion), then the local ranks' trimmed trees are fused into a tree
+        of the same size (topo.cc:ncclTopoGetSystem, xml.cc:ncclTopoFuseXml)."""
+        res, v = self.res, self.v
+        if res is None or self.root.name != "system":
+            return
+        limit, used = res.max_nodes, res.node_count
+        pcis = self.of("pci")
+        bare_gpus = [p for p in pcis if _device_kind(p, v) == "GPU" and not any(c.name == "gpu" for c in p.children)]
+        bare_nics = [p for p in pcis if _device_kind(p, v) == "NIC" and not any(c.name == "nic" for c in p.children)]
+        nic_add = 2 * len(bare_nics)
+        # Fusion adds at most a <net>, a <nic> and a <pci> per fused NIC: skip the model when even that fits.
+        most = max(used + nic_add + 1, self._kept_count() + len(bare_gpus) + nic_add) + 3 * len(self.of("net"))
+        if most < limit - BUDGET_MARGIN:
+            return
+        fused = self._fusion_growth()
+        per_rank = used + nic_add + fused + (1 if bare_gpus else 0)
+        kept = self._kept_count() + len(bare_gpus) + nic_add + fused
+        peak = max(per_rank, kept)
+        if peak < limit - BUDGET_MARGIN:
+            return
+        adds = []
+        if bare_gpus:
+            adds.append("1 <gpu> (its GPU's <pci> has none)")
+        if bare_nics:
+            adds.append(f"{nic_add} <nic>/<net> for the {len(bare_nics)} NIC <pci> without <nic>")
+        if fused:
+            adds.append(f"{fused} for the NICs it fuses (NCCL_NET_MERGE_LEVEL)")
+        grow = f"each rank adds {', '.join(adds)}: {per_rank} before it trims; " if adds else ""
+        unknown = (" plus the <nvlink> elements NCCL detects for each such GPU" if bare_gpus else "")
+        arithmetic = (f"NCCL's topology XML has {limit} element slots (NCCL_TOPO_XML_MAX_NODES): the file uses {used}; "
+                      f"{grow}the fused tree of the local ranks holds {kept}{unknown}")
+        if peak > limit:
+            self.ctx.add("NTS052", f"{arithmetic}: over the limit, init fails ('too many XML nodes (max {limit})')",
+                         self.root)
+        else:
+            self.ctx.add("NTS051", f"{arithmetic}: {limit - peak} slots left, so one more element NCCL adds on a "
+                                   "host (a NIC or NVLink peer the file does not list) can make init fail ('too "
+                                   f"many XML nodes (max {limit})')", self.root)
+
+    def _kept_count(self) -> int:
+        """Elements left by ncclTopoTrimXml with every GPU and NET of the file kept (what the fused tree holds)."""
+        keep: set[int] = {id(self.root)}
+        for n in self.nodes:
+            if n.name == "gpu" or (n.name == "net" and n.get("name")) or (
+                    n.name == "pci" and _device_kind(n, self.v) is not None):
+                keep.update(id(a) for a in n.ancestors())
+                keep.update(id(d) for d in n.iter())
+        return len(keep)
+
+    def _fusion_growth(self) -> int:
+        """Elements NCCL's NIC fusion adds on every rank (ncclTopoMakeVNics), from the model; 0 where the model
+        cannot follow the file."""
+        from ncclctl.nccl.build import Plugin, fusion_growth
+        from ncclctl.nccl.system import Params
+
+        if not self.of("net"):
+            return 0
+        try:
+            return fusion_growth(self.root, Params(version=self.v), Plugin())
+        except (InputError, ValueError, ArithmeticError, LookupError):
+            return 0
+
+    def check_skeleton(self) -> None:
+        left = skeleton_elements(self.root, self.v)
+        if left is None:
+            return
+        leaves = [p for p in self.of("pci") if _skeleton_slot(p)]
+        cpus = [c for c in self.of("cpu") if any(not c.has(a) for a in _CPU_FILLED)]
+        pcis = [p for p in self.of("pci") if any(not p.has(a) for a in _PCI_FILLED)]
+        parts = [f"the GPU or NIC in each of the {len(leaves)} leaf <pci> (found by bus id: each must exist on the "
+                 "host, or NCCL drops it)"]
+        if cpus:
+            parts.append(f"affinity, arch and vendor of {len(cpus)} <cpu> (sysfs, on the ranks whose devices are "
+                         "under it)")
+        if pcis:
+            parts.append(f"class, link_speed and link_width of {len(pcis)} <pci> (sysfs)")
+        self.ctx.add("NTS053", f"skeleton file: only <cpu> and <pci> elements, so NCCL completes {left} of them on "
+                               f"each host: {'; '.join(parts)}", self.root)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -942,6 +1408,29 @@ def validate_bytes(data: bytes, *, path: str, kind: Kind | None = None,
     raise InputError(f"unknown NCCL XML kind {kind!r}", fix="use 'topology' or 'graph'")
 
 
+_XSD_ATTRIBUTE = re.compile(r"attribute '([^']+)'")
+
+
+def without_repeated_xsd(xsd: list[Finding], findings: list[Finding]) -> list[Finding]:
+    """The XSD findings that say something the NCCL-based ``findings`` do not: an XSD complaint about attribute A
+    on a line where an NCCL-based finding already names ``A="..."``, or about the root element where NTS001/NTG001
+    report it, is the same fact (one fact, one finding)."""
+    named: set[tuple[int | None, str]] = set()
+    for f in findings:
+        for m in re.finditer(r"(?<![\w])([A-Za-z_][\w]*)=\"", f.message):
+            named.add((f.line, m.group(1)))
+    wrong_root = any(f.rule in ("NTS001", "NTG001") for f in findings)
+    out = []
+    for f in xsd:
+        attr = _XSD_ATTRIBUTE.search(f.message)
+        if attr is not None and (f.line, attr.group(1)) in named:
+            continue
+        if wrong_root and "validation root" in f.message:
+            continue  # the wrong root element, which NTS001/NTG001 report
+        out.append(f)
+    return out
+
+
 def validate_file(path: str | Path, *, kind: Kind | None = None, nccl_version: object = DEFAULT,
                   xsd: bool = False) -> list[Finding]:
     """Read ``path`` and validate it (kind sniffed unless given). ``xsd=True`` adds the XSD findings of
@@ -957,5 +1446,5 @@ def validate_file(path: str | Path, *, kind: Kind | None = None, nccl_version: o
     if xsd:
         from ncclctl.topo.schema import xsd_findings  # lxml is imported only when asked for
 
-        findings = findings + xsd_findings(data, kind, str(path))
+        findings = findings + without_repeated_xsd(xsd_findings(data, kind, str(path)), findings)
     return findings

@@ -108,10 +108,11 @@ def test_table_rules_keep_their_ids():
     from ncclctl.fabric.rules import RULES as FABRIC
     from ncclctl.topo.rules import RULES as FILE
 
-    assert len(FILE) == 115 and len(FABRIC) == 14
-    assert {f"NTX{i:03d}" for i in [*range(1, 26), 90, 91]} | {f"NTS{i:03d}" for i in range(1, 43)} \
-        | {f"NTG{i:03d}" for i in range(1, 22)} | {f"NTV{i:03d}" for i in range(1, 11)} \
-        | {f"NTH{i:03d}" for i in range(1, 16)} == set(FILE)
+    meaning = {"NTS070", "NTH030"}  # checks of meaning from NCCL's model (issue 15)
+    assert len(FILE) == 138 + len(meaning) and len(FABRIC) == 14
+    assert {f"NTX{i:03d}" for i in [*range(1, 26), 90, 91]} | {f"NTS{i:03d}" for i in range(1, 54)} \
+        | {f"NTG{i:03d}" for i in range(1, 32)} | {f"NTV{i:03d}" for i in range(1, 13)} \
+        | {f"NTH{i:03d}" for i in range(1, 16)} | meaning == set(FILE)
     assert {f"FAB{i:03d}" for i in range(1, 15)} == set(FABRIC)
     assert all(FILE[rid] is get(rid) for rid in FILE) and all(FABRIC[rid] is get(rid) for rid in FABRIC)
 
@@ -155,7 +156,7 @@ def test_rules_cli_filters_by_scope_and_family(scope):
 
 def test_rules_cli_family_filter_and_bad_family():
     doc = json.loads(run_cli("rules", "--family", "host-match", "-f", "json").stdout)
-    assert [d["id"] for d in doc["rules"]] == [f"NTH{i:03d}" for i in range(1, 16)]
+    assert [d["id"] for d in doc["rules"]] == [f"NTH{i:03d}" for i in range(1, 16)] + ["NTH030"]
     res = run_cli("rules", "--family", "topo")
     assert res.returncode == 2 and "no such rule family: 'topo'" in res.stderr and "topology" in res.stderr
 

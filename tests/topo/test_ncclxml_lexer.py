@@ -269,6 +269,7 @@ def test_pcilink_is_read_from_2_22() -> None:
 def test_sniff_kind() -> None:
     assert sniff_kind(b'<!-- x -->\n<system version="1"/>') == "topology"
     assert sniff_kind(b'<graphs version="1"/>') == "graph"
+    assert sniff_kind(b'<graph id="0"/>') == "graph"  # a graph file without its <graphs> root
     assert sniff_kind(b"<foo/>") is None
     assert sniff_kind(b"\t<system/>") is None
 

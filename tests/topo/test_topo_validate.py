@@ -44,9 +44,14 @@ def test_findings_carry_location_fix_and_evidence() -> None:
     assert f.fix == rule("NTS022").fix and f.evidence == ('<gpu keep="1">',)
 
 
-def test_lexical_fatal_suppresses_semantics_and_warnings() -> None:
+def test_after_a_lexical_fatal_the_semantics_are_reported_marked_as_after_it() -> None:
     data = topo(gpu_pci(gpu=b'<gpu keep="1" rank="0"/>')) + b"\ttrailing"
-    assert rules(check(data)) == ["NTX001"]
+    findings = check(data)
+    assert rules(findings) == ["NTS022", "NTS023", "NTX001"]
+    fatal = next(f for f in findings if f.rule == "NTX001")
+    after = [f for f in findings if f.rule != "NTX001"]
+    assert all(f.message.startswith(f"after the fatal NTX001 at line {fatal.line}, in the part NCCL read before it: ")
+               for f in after)
 
 
 # -- pci / cpu completeness: error off the GPU chain, warning on it -----------------------------------
@@ -123,7 +128,7 @@ def test_pcilink_to_unknown_switch() -> None:
 
 @pytest.mark.parametrize("speed,expected", [
     (b"32.0 GT/s PCIe", []), (b"64.0 GT/s PCIe", []), (b"2.5 GT/s", []), (b"32 GT/s", []),
-    (b"16.0 GT/s", ["NTS030"]), (b"64 GT/s", ["NTS030"]), (b"", ["NTS030"]), (b"32 GT/s PCIe/s", ["NTS030"]),
+    (b"16.0 GT/s", ["NTS030"]), (b"64 GT/s", ["NTS030"]), (b"", ["NTS030"]), (b"32 GT/s PCIe/s", []),
     (b"Unknown", ["NTS030"]),
 ])
 def test_link_speed_strings(speed: bytes, expected: list[str]) -> None:
