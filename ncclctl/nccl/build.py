@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 
 from ncclctl.errors import InputError
+from ncclctl.nccl.params import strtoul
 from ncclctl.nccl import system as s
 from ncclctl.nccl.system import CPU, DEV, GPU, NET, NIC, NVS, PCI, Node, Params, System, connect, f32
 
@@ -241,7 +242,7 @@ def plugin_devices(top: X, params: Params, plugin: Plugin, notes: list[str]) -> 
     for node, name, _ in ports:
         speed = _int(node, "speed", 0) if node.get("speed") is not None else 0
         devs.append(PluginDev(name=name, port=_int(node, "port", 1) if node.get("port") is not None else 1,
-                              speed=speed, guid=_strtol(node.get("guid"), 16), gdr=plugin.gdr, xml=(node,)))
+                              speed=speed, guid=strtoul(node.get("guid") or "0", 16).value, gdr=plugin.gdr, xml=(node,)))
     return devs
 
 
