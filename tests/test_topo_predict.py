@@ -68,3 +68,41 @@ def test_bad_inputs_are_clear_errors(tmp_path):
     r = run_cli("topo", "predict", str(nogpu))
     assert r.returncode == 3 and "no GPU" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+# Channels, connect and tuning against NCCL 2.30.7's own results (tests/data/nccl_expected, dgx-h100 N=2 GDR on,
+# NCCL_IB_HCA = the rails, as the fixture's /etc/nccl.conf sets it).
+def test_channels_rings_alignment_and_protocols():
+    doc = predict("--root", str(HOSTS / "dgx-h100"), "-N", "2")
+    ring = doc["graphs"]["ring"]
+    assert (ring["nchannels"], ring["bw_intra"], ring["bw_inter"], ring["type_intra"], ring["type_inter"],
+            ring["crossnic"]) == (8, 48, 48, "NVL", "PIX", 2)
+    ch0 = ring["channels"][0]
+    assert ch0["gpus"] == [0, 7, 6, 5, 4, 3, 2, 1]
+    assert (ch0["net_in"]["name"], ch0["net_out"]["name"]) == ("mlx5_0", "mlx5_3")
+    assert doc["graphs"]["channels"] == 16
+    assert doc["graphs"]["rings"][0] == [0, 7, 6, 5, 4, 3, 2, 1, 9, 10, 11, 12, 13, 14, 15, 8]
+    assert all(r["aligned"] for r in doc["graphs"]["rail_aligned"])
+    assert doc["graphs"]["best"] == {"algorithm": "ring", "protocol": "Simple", "gbps": 204.8}
+    assert doc["graphs"]["allreduce"]["ring"]["LL128"]["enabled"] is True
+
+
+def test_cross_nic_0_and_a_graph_file(tmp_path):
+    doc = predict("--root", str(HOSTS / "dgx-h100"), "-N", "2", "--env", "NCCL_CROSS_NIC=0")
+    ring = doc["graphs"]["ring"]
+    # NCCL 2.30.7: 8 x 45/45, PXN, the same NIC in and out of each channel
+    assert (ring["nchannels"], ring["bw_inter"], ring["type_inter"], ring["crossnic"]) == (8, 45, "PXN", 0)
+    assert all(c["net_in"]["name"] == c["net_out"]["name"] for c in ring["channels"])
+    # A graph file is loaded as NCCL loads it: a rail-pinned crossnic 0 file of 8 channels at 40/48 NVL/PHB
+    graph = tmp_path / "g.xml"
+    chans = "".join(f'<channel><net dev="{c}"/>' + "".join(f'<gpu dev="{(c + i) % 8}"/>' for i in range(8))
+                    + f'<net dev="{c}"/></channel>' for c in range(8))
+    graph.write_text('<graphs version="1"><graph id="0" pattern="4" crossnic="0" nchannels="8" speedintra="40" '
+                     'speedinter="48" latencyinter="0" typeintra="NVL" typeinter="PHB" samechannels="0">'
+                     + chans + "</graph></graphs>\n")
+    doc = predict("--root", str(HOSTS / "dgx-h100"), "-N", "2", "--graph", str(graph))
+    ring = doc["graphs"]["ring"]
+    assert doc["graphs"]["source"] == "NCCL_GRAPH_FILE"
+    assert (ring["nchannels"], ring["bw_intra"], ring["type_inter"]) == (8, 40, "PHB")
+    # typeinter PHB turns LL128 off on sm90 (tuning.cc)
+    assert doc["graphs"]["allreduce"]["ring"]["LL128"]["enabled"] is False

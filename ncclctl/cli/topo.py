@@ -143,6 +143,7 @@ def topo_predict(
     nodes: int = typer.Option(1, "--nodes", "-N", min=1, max=4096, help="Nodes in the job (identical to this one)."),
     env: Optional[List[str]] = typer.Option(None, "--env", "-e", help="NCCL setting KEY=VAL (repeatable); overrides the host's environment and conf files.", metavar="KEY=VAL"),
     gdr: GdrMode = typer.Option(GdrMode.auto, "--gdr", help="GPUDirect RDMA: auto (from the host's peer-memory/DMA-BUF facts; on for a file), on, off."),
+    graph: Optional[str] = typer.Option(None, "--graph", help="Graph file NCCL loads (NCCL_GRAPH_FILE) instead of searching; overrides the host's.", metavar="FILE"),
     nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Predict for this NCCL version.", metavar="X.Y[.Z]"),
     fmt: Format = format_option(Format.text),
 ) -> None:
@@ -169,5 +170,9 @@ def topo_predict(
         source = root or model or "this host"
         data, inputs, down = inputs_for_node(node, nodes=nodes, env=overrides, version=version, gdr=gdr.value,
                                              source=source)
+    if graph is not None:
+        inputs.graph_file, inputs.graph_path = read_xml(graph), graph
+        inputs.notes.append(f"NCCL loads {graph} (--graph) instead of searching: its channels are trusted, not checked "
+                            "(ncclctl rings validate checks them)")
     pred = predict_xml(data, inputs=inputs, down=down, path=path)
     out(dumps({"schema_version": JSON_SCHEMA_VERSION, **pred.to_json()}) if fmt == Format.json else render_text(pred))

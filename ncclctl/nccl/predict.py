@@ -30,6 +30,9 @@ class Inputs:
     gdr_why: str = "assumed available (no host facts): pass --gdr off to model a host without it"
     version: Version = DEFAULT
     notes: list[str] = field(default_factory=list)
+    #: The NCCL_GRAPH_FILE content NCCL would load (None: NCCL searches).
+    graph_file: bytes | None = None
+    graph_path: str | None = None
 
 
 @dataclass
@@ -43,6 +46,11 @@ class Prediction:
     gdr: dict[tuple[int, str], tuple[tuple[int, str], tuple[int, str]]]
     graphs: dict[str, Any] = field(default_factory=dict)
     caveats: list[str] = field(default_factory=list)
+    #: search.Graph objects, connect.Connected, tuning.Tuning (None when there is no GPU to search for).
+    ring: Any = None
+    tree: Any = None
+    connected: Any = None
+    tuning: Any = None
 
     def to_json(self) -> dict:
         sysm = self.system
@@ -134,7 +142,162 @@ def predict_tree(root, *, inputs: Inputs, down: frozenset[tuple[str, int]] = fro
         local_nets.append(used)
         for i, net in enumerate(nets):
             gdr[(g.rank, net.name)] = (check_gdr(sysm, g.rank, i, 1), check_gdr(sysm, g.rank, i, 0))
-    return Prediction(inputs=inputs, built=built, system=sysm, local_nets=local_nets, gdr=gdr, caveats=caveats)
+    pred = Prediction(inputs=inputs, built=built, system=sysm, local_nets=local_nets, gdr=gdr, caveats=caveats)
+    _channels(pred)
+    return pred
+
+
+def graph_doc(sysm: System, g) -> dict[str, Any]:
+    """A ring or tree graph as the report shows it: channels as (NET in, GPU devs, NET out) with path types."""
+    from ncclctl.nccl.search import PATTERN_NAMES
+
+    ngpus = len(sysm.nodes[GPU])
+    nets = sysm.nodes[NET]
+    chans = []
+    for c in range(g.n_channels):
+        ranks = g.intra[c * ngpus:(c + 1) * ngpus]
+        devs = [sysm.nodes[GPU][sysm.gpu_by_rank(r)].dev for r in ranks]
+        entry: dict[str, Any] = {"gpus": devs}
+        if sysm.inter:
+            for key, nid, rank in (("net_in", g.inter[2 * c], ranks[0]), ("net_out", g.inter[2 * c + 1], ranks[-1])):
+                n = sysm.net_index(nid)
+                if n < 0:
+                    entry[key] = {"dev": nid, "name": None}
+                    continue
+                gi = sysm.gpu_by_rank(rank)
+                path = sysm.nodes[GPU][gi].paths[NET][n]
+                entry[key] = {"dev": nets[n].dev, "name": nets[n].name, "gpu": sysm.nodes[GPU][gi].dev,
+                              "path": s.PATH_TYPE_STR[path.type]}
+        chans.append(entry)
+    return {"pattern": PATTERN_NAMES.get(g.pattern, str(g.pattern)), "nchannels": g.n_channels,
+            "bw_intra": round(g.bw_intra, 3), "bw_inter": round(g.bw_inter, 3),
+            "type_intra": s.PATH_TYPE_STR[g.type_intra], "type_inter": s.PATH_TYPE_STR[g.type_inter],
+            "crossnic": g.cross_nic, "samechannels": g.same_channels, "channels": chans}
+
+
+def _channels(pred: Prediction) -> None:
+    """The ring and tree search (or the graph file), the multi-node connect and the tuning model."""
+    from ncclctl.nccl.connect import connect
+    from ncclctl.nccl.search import NcclFailure, NotModelled, ring_and_tree, version_caveats
+    from ncclctl.nccl.tuning import PROTOS, tune
+    from ncclctl.nccl.system import CPU
+
+    sysm = pred.system
+    inp = pred.inputs
+    pred.caveats += version_caveats(inp.version)
+    try:
+        ring, tree = ring_and_tree(sysm, graph_file=inp.graph_file, graph_path=inp.graph_path)
+    except NotModelled as exc:
+        pred.caveats.append(f"channels not predicted: {exc.message}")
+        return
+    except NcclFailure as exc:
+        pred.caveats.append(f"NCCL fails here: {exc.message}")
+        return
+    ngpus = len(sysm.nodes[GPU])
+    sms = [g.sm for g in sysm.nodes[GPU]]
+    con = connect(ring, tree, ngpus, inp.nodes, sysm.params, min_comp_cap=min(sms))
+    tun = tune(ring, tree, n_nodes=inp.nodes, n_ranks=inp.nodes * ngpus, min_comp_cap=min(sms),
+               max_comp_cap=max(sms), cpu_vendor=sysm.nodes[CPU][0].vendor, params=sysm.params)
+    pred.ring, pred.tree, pred.connected, pred.tuning = ring, tree, con, tun
+    pred.caveats += con.caveats + tun.caveats
+    algo, proto, best = tun.best()
+    sources = {"ring": "search", "tree": "search"}
+    if inp.graph_file is not None:
+        from ncclctl.nccl.search import Graph, load_graph_file
+
+        for key, g in (("ring", ring), ("tree", tree)):
+            probe = Graph(g.id, g.pattern)
+            if load_graph_file(sysm, probe, inp.graph_file, path=inp.graph_path) is not None and probe.n_channels > 0:
+                sources[key] = "NCCL_GRAPH_FILE"
+    pred.graphs = {
+        "source": "NCCL_GRAPH_FILE" if "NCCL_GRAPH_FILE" in sources.values() else "search",
+        "sources": sources,
+        "ring": graph_doc(sysm, ring),
+        "tree": graph_doc(sysm, tree),
+        "channels": con.n_channels,
+        "channel_steps": con.steps,
+        "odd_nodes_alternate": con.alternated,
+        "rings": con.rings if inp.nodes > 1 else [],
+        "rail_aligned": rail_alignment(sysm, ring, inp.nodes, con.alternated),
+        "allreduce": {a: {p: {"gbps": round(bw, 2), "enabled": on,
+                              **({"why_off": tun.why_off[(a, p)]} if (a, p) in tun.why_off else {})}
+                          for p, bw, on in zip(PROTOS, tun.bandwidth[a], tun.enabled[a])}
+                      for a in ("ring", "tree")},
+        "best": {"algorithm": algo, "protocol": proto, "gbps": round(best, 2)},
+    }
+
+
+def rail_alignment(sysm: System, ring, nodes: int, alternated: bool = True) -> list[dict[str, Any]]:
+    """Per ring channel, the NET each node sends on and the NET the next node receives on, after connect.cc's odd-node
+    channel swap (crossNic 2 pairs channels c and c^1): a hop is rail-aligned when both are the same rail, here
+    the same NET name (identical nodes)."""
+    if not sysm.inter or nodes < 2:
+        return []
+    nets = sysm.nodes[NET]
+
+    def name(nid: int) -> str | None:
+        i = sysm.net_index(nid)
+        return nets[i].name if i >= 0 else None
+
+    swap = alternated and ring.cross_nic == 2 and ring.n_channels % 2 == 0
+    out = []
+    for c in range(ring.n_channels):
+        hops = []
+        for k in range(nodes):
+            cs = c ^ 1 if swap and k % 2 else c
+            nk = (k + 1) % nodes
+            cr = c ^ 1 if swap and nk % 2 else c
+            send, recv = name(ring.inter[2 * cs + 1]), name(ring.inter[2 * cr])
+            hops.append({"from_node": k, "send": send, "to_node": nk, "recv": recv, "aligned": send == recv})
+        out.append({"channel": c, "aligned": all(h["aligned"] for h in hops), "hops": hops})
+    return out
+
+
+def _render_channels(p: Prediction) -> list[str]:
+    gd = p.graphs
+    out = []
+    for key in ("ring", "tree"):
+        g = gd[key]
+        src = ("loaded from NCCL_GRAPH_FILE (trusted, not checked)" if gd["sources"][key] != "search"
+               else "NCCL's search")
+        out.append(f"{key.capitalize()} graph ({src}): {g['nchannels']} channels x {g['bw_intra']:g}/{g['bw_inter']:g} "
+                   f"GB/s intra/inter, {g['type_intra']}/{g['type_inter']}, pattern {g['pattern']}, "
+                   f"crossNic {g['crossnic']}")
+        for c, ch in enumerate(g["channels"]):
+            line = " ".join(str(d) for d in ch["gpus"])
+            if "net_in" in ch:
+                def end(e: dict) -> str:
+                    if e.get("name") is None:
+                        return f"dev {e['dev']} (no such NET: NCCL fails to connect)"
+                    return f"{e['name']} ({e['path']} to GPU{e['gpu']})"
+                line = f"{end(ch['net_in'])} -> GPU {line} -> {end(ch['net_out'])}"
+            else:
+                line = f"GPU {line}"
+            out.append(f"  channel {c:>2}: {line}")
+    out.append(f"Channels after connect: {gd['channels']}" + (f" ({'; '.join(gd['channel_steps'])})"
+                                                           if gd["channel_steps"] else ""))
+    if gd["rail_aligned"]:
+        bad = [r for r in gd["rail_aligned"] if not r["aligned"]]
+        n = p.inputs.nodes
+        if not bad:
+            out.append(f"Rail alignment over {n} nodes: every ring hop leaves and enters on the same NIC rail"
+                       + (" (odd nodes walk channel pairs swapped)" if gd["odd_nodes_alternate"] else ""))
+        else:
+            out.append(f"Rail alignment over {n} nodes: {len(bad)} of {len(gd['rail_aligned'])} ring channels cross "
+                       "rails between nodes:")
+            for r in bad[:8]:
+                h = next(x for x in r["hops"] if not x["aligned"])
+                out.append(f"  channel {r['channel']}: node {h['from_node']} sends on {h['send']}, node "
+                           f"{h['to_node']} receives on {h['recv']}")
+    for algo in ("ring", "tree"):
+        parts = []
+        for proto, v in gd["allreduce"][algo].items():
+            parts.append(f"{proto} {v['gbps']:g}" if v["enabled"] else f"{proto} off ({v.get('why_off', 'disabled')})")
+        out.append(f"AllReduce {algo} (NCCL's tuning model, GB/s algorithm bandwidth): " + ", ".join(parts))
+    b = gd["best"]
+    out.append(f"Large AllReduce: {b['algorithm']}/{b['protocol']} at {b['gbps']:g} GB/s (model)")
+    out.append("")
+    return out
 
 
 def _fmt_bw(bw: float) -> str:
@@ -189,6 +352,8 @@ def render_text(p: Prediction) -> str:
                              f"{'on' if wm != GDR_DISABLE else 'off'}: {wwhy})")
             out.append(f"  GPU{g.dev} rank {g.rank}: " + ("; ".join(parts) or "none"))
         out.append("")
+    if p.graphs:
+        out += _render_channels(p)
     if len(gpus) > 1:
         out.append("GPU -> GPU paths:")
         for g in gpus:
@@ -269,6 +434,17 @@ def inputs_for_node(node, *, nodes: int, env: dict[str, str], version: Version, 
     down = frozenset((n.name, p.num) for n in node.nics for p in n.ports if p.state.upper() != "ACTIVE")
     for name, port in sorted(down):
         notes.append(f"{name} port {port} is not ACTIVE: NCCL's IB plugin does not list it")
+    graph_file = None
+    graph_path = None
+    if "NCCL_GRAPH_FILE" in merged:
+        gf = node.facts.graph_file
+        if gf is not None:
+            graph_file, graph_path = gf.text.encode(), gf.path
+            notes.append(f"NCCL loads NCCL_GRAPH_FILE={merged['NCCL_GRAPH_FILE']} ({origin['NCCL_GRAPH_FILE']}) instead "
+                         "of searching: the channels below are that file's, trusted as NCCL trusts them")
+        else:
+            notes.append(f"NCCL_GRAPH_FILE={merged['NCCL_GRAPH_FILE']} is set but its file could not be read from the "
+                         "host: NCCL's own search is shown")
     inputs = Inputs(source=source, nodes=nodes, env=merged, env_origin=origin, gdr=on, gdr_why=why, version=version,
-                    notes=notes)
+                    notes=notes, graph_file=graph_file, graph_path=graph_path)
     return data, inputs, down
