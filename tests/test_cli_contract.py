@@ -61,7 +61,7 @@ def test_no_duplicated_completion_mechanism():
 @pytest.mark.parametrize("argv", [
     ["topo", "generate", "--root", str(HOSTS / "dgx-h100")],
     ["conf", "generate", "--root", str(HOSTS / "hgx-h100-roce")],
-    ["rings", "graph", "--root", str(HOSTS / "dgx-h100")],
+    ["rings", "graph", "--root", str(HOSTS / "dgx-h100"), "--force"],
 ])
 def test_check_exit_code_reports_drift(tmp_path: Path, argv: list[str]):
     out = tmp_path / "f"

@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from ncclctl.cli.common import (BACKUP_OPTION, CHECK_OPTION, CONFIG_HELP, DIFF_OPTION, EXIT_CODE_OPTION,
+from ncclctl.cli.common import (JSON_SCHEMA_VERSION, BACKUP_OPTION, CHECK_OPTION, CONFIG_HELP, DIFF_OPTION, EXIT_CODE_OPTION,
                                 FAIL_ON_HELP, FOLLOW_OPTION, MODEL_HELP, NCCL_DEFAULT, ROOT_HELP, RULE_HELP,
                                 SHOW_INFO_OPTION, FailOn, Format, GdrMode, ReportFormat, command_app, csv_list, dumps,
                                 emit_result, format_option, load_node, note, out, read_xml, sub_app)
@@ -33,27 +33,51 @@ def rails_cmd(
 def rings_graph(
     root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP, metavar="DIR"),
     model: Optional[str] = typer.Option(None, "--model", help=MODEL_HELP, metavar="JSON"),
-    compute_nics: Optional[str] = typer.Option(None, "--compute-nics", help="Comma-separated RDMA devices that carry NCCL traffic.", metavar="LIST"),
+    compute_nics: Optional[str] = typer.Option(None, "--compute-nics", help="Comma-separated RDMA devices that carry NCCL traffic (sets NCCL_IB_HCA for the plan).", metavar="LIST"),
+    nodes: int = typer.Option(2, "--nodes", "-N", min=2, max=4096, help="Nodes in the job (the graph is for multi-node jobs)."),
+    env: Optional[List[str]] = typer.Option(None, "--env", "-e", help="NCCL setting KEY=VAL (repeatable); overrides the host's.", metavar="KEY=VAL"),
+    gdr: GdrMode = typer.Option(GdrMode.auto, "--gdr", help="GPUDirect RDMA: auto (from the host's facts), on, off."),
+    nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Plan for this NCCL version.", metavar="X.Y[.Z]"),
+    force: bool = typer.Option(False, "--force", help="Write NCCL's own layout even when a graph file adds nothing."),
     output: Optional[str] = typer.Option(None, "-o", "--output", help="Write to this file (atomically) instead of stdout.", metavar="FILE"),
-    fmt: Optional[Format] = format_option(None, "json: print the channel plan and result record."),
+    fmt: Optional[Format] = format_option(None, "json: print the plan and result record."),
     check: bool = CHECK_OPTION,
     exit_code: bool = EXIT_CODE_OPTION,
     diff: bool = DIFF_OPTION,
     backup: bool = BACKUP_OPTION,
     follow: bool = FOLLOW_OPTION,
 ) -> None:
-    """Write an NCCL graph file whose channel c enters and leaves on the NIC of rail c (ring and tree).
+    """An NCCL graph file that never does worse than NCCL's own search (usually: none is needed).
 
-    Use it with NCCL_IB_HCA set to the rails (ncclctl rails), per job: a graph file fixes the GPU set.
+    Runs NCCL's own channel search for the node and its settings; writes a file only when a layout beats it (e.g.
+    NCCL_PXN_DISABLE=1 on a VM), or NCCL's own layout with --force. Net devs follow the node's NCCL_IB_HCA (pinned to
+    the rails when unset: set it with the file).
     """
-    from ncclctl.plan.rings import graph_file
+    from ncclctl.nccl.predict import parse_env
+    from ncclctl.nccl.version import parse_option
+    from ncclctl.plan.rings import plan_graph
 
-    data, info = graph_file(load_node(root, model), csv_list(compute_nics))
-    if info["down_rails"]:
-        note(f"rails {', '.join(info['down_rails'])} are down and get no channel; regenerate the graph when they "
-             "are ACTIVE")
-    emit_result(data, output, check=check, diff=diff, backup=backup, follow=follow, exit_code=exit_code,
-                json_record=fmt == Format.json, extra=info, content_key="xml")
+    version = parse_option(nccl_version)
+    plan = plan_graph(load_node(root, model), compute_nics=csv_list(compute_nics), nodes=nodes, env=parse_env(env),
+                      gdr=gdr.value, version=version)
+    for n in plan.notes:
+        note(n)
+    extra = {"improves": plan.improves, "reason": plan.reason, "pinned_settings": plan.pinned, **plan.info}
+    if not plan.improves and not force:
+        note(plan.reason)
+        if fmt == Format.json:
+            out(dumps({"schema_version": JSON_SCHEMA_VERSION, "changed": False, "written": False,
+                       "path": output, **extra}))
+        return
+    if not plan.improves and plan.single_node is not None:
+        one = plan.single_node()
+        if one:
+            note(one)
+            extra["single_node"] = one
+    note(plan.reason if plan.improves else "written with --force: NCCL's own layout (" + plan.reason.split("(", 1)[1]
+         .split(")")[0] + ")")
+    emit_result(plan.data, output, check=check, diff=diff, backup=backup, follow=follow, exit_code=exit_code,
+                json_record=fmt == Format.json, extra={"written": True, **extra}, content_key="xml")
 
 
 @rings_app.command("validate")

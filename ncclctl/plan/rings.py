@@ -1,210 +1,261 @@
-"""NCCL graph XML (``NCCL_GRAPH_FILE``) with ring and tree channels pinned to rails (pure).
+"""``ncclctl rings graph``: an NCCL graph file (``NCCL_GRAPH_FILE``) that never does worse than NCCL alone.
 
-Channel c enters and leaves the node on the NIC of rail c (``crossnic="0"``): its first GPU is the GPU of rail c,
-its last GPU the other GPU closest to that NIC, and the GPUs in between follow NVLink (any order on NVSwitch
-systems) or PCIe locality. ``dev`` values are written the way NCCL 2.21+ writes them (``%#lx``: ``0``, ``0x1``...),
-which older versions read identically for 0-9; no ``rank`` attributes, so one file serves every node.
+A graph file replaces NCCL's own channel search, and NCCL trusts it as written (``search.cc``: types, speeds,
+pattern, crossnic and net devs are taken verbatim and drive the tuning). So the only graph worth writing is one at
+least as good as what NCCL finds by itself, and usually that *is* what NCCL finds by itself: then the file adds
+nothing but a pinned GPU set (a job on fewer GPUs fails to load it). The plan therefore:
 
-Speeds come from the hardware through NCCL's own per-architecture candidate lists (nccl-format.md §3.5): the
-largest candidate not above the per-channel share of the GPU's NVLink (or PCIe) bandwidth, and of the NIC.
+1. runs NCCL's own search (:mod:`ncclctl.nccl.search`, the port checked against NCCL 2.30.7) on the node, under the
+   node's settings (environment and conf files, ``--env``), for a multi-node job;
+2. runs it again under settings that only change the search, not how NCCL numbers its NICs (without
+   ``NCCL_PXN_DISABLE``, with the default ``NCCL_CROSS_NIC``), and evaluates each layout found there *under the
+   node's settings*, loaded as NCCL loads a graph file, with its declared types and speeds made honest against the
+   node's real paths (a graph never claims more than the hardware gives);
+3. keeps the best by NCCL's own tuning model (large AllReduce bandwidth). When a layout beats NCCL's own choice by
+   more than 2%, that is a graph worth writing, and it is written; otherwise NCCL's own layout is the answer, and
+   it is written only with ``--force``.
+
+Net ``dev`` values are NCCL's NET numbering under the node's NCCL_IB_HCA and NIC fusion. When NCCL_IB_HCA is not
+set, that numbering depends on which NICs are visible, so the plan pins it to the rails (``ncclctl rails``) and says
+so: the file is only right with that setting (``ncclctl conf generate`` writes it). GPU ``dev`` values are written
+without ``rank`` attributes, so one file serves every node.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
 
 from ncclctl.errors import InputError
-from ncclctl.model import Gpu, Node
-from ncclctl.plan.paths import gpu_gpu_type, nvlink_count, pcie_path_type, pcie_rank
-from ncclctl.sysfs import link_speed_gen
-from ncclctl.plan.rails import RailPlan, plan_rails
-from ncclctl.topo.generate import El, serialize
+from ncclctl.model import Node
 
-INTRA = {90: (60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3),
-         100: (90, 80, 70, 60, 50, 45, 40, 30, 24, 20, 19, 18),
-         0: (40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3)}
-INTER = {90: (48, 45, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12),
-         100: (96, 86, 80, 48, 45.1, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12),
-         0: (48, 30, 28, 24, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3, 2.4, 1.2, 0.24, 0.12)}
-MAX_CHANNELS = 32  # MAXCHANNELS/2: NCCL duplicates ring and tree channels into [n, 2n)
+#: A candidate must beat NCCL's own layout by this much to be worth a file.
+GAIN = 1.02
 
 
-def nvlink_bw(sm: int | None) -> float:
-    """Per-link NVLink GB/s by the source GPU's sm (topo.h:ncclTopoNVLinkBw, 2.27.5+)."""
-    if sm is None:
-        return 20.0
-    if sm >= 100:
-        return 40.1
-    if sm >= 90:
-        return 20.6
-    if sm == 86:
-        return 12.0
-    if sm >= 70:
-        return 20.0
-    if sm >= 60:
-        return 18.0
-    return 20.0
+@dataclass
+class GraphPlan:
+    #: The graph file's bytes (NCCL's own layout, or the better one).
+    data: bytes
+    #: True when the file improves on NCCL's own search (written by default); False: NCCL's own layout (``--force``).
+    improves: bool
+    reason: str
+    #: Settings the file depends on that the node does not set: write them with it.
+    pinned: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    #: JSON summary of the chosen layout and NCCL's own.
+    info: dict[str, Any] = field(default_factory=dict)
+    #: For NCCL's own layout (written only with --force): the note on one-node jobs, computed on demand.
+    single_node: Callable[[], str | None] | None = None
 
 
-def _arch(sm: int | None) -> int:
-    if sm is not None and sm >= 100:
-        return 100
-    if sm is not None and sm >= 90:
-        return 90
-    return 0
+def _summary(pred) -> dict[str, Any]:
+    g = pred.graphs
+    ring, tree = g["ring"], g["tree"]
+    return {"ring": {k: ring[k] for k in ("nchannels", "bw_intra", "bw_inter", "type_intra", "type_inter",
+                                          "crossnic")},
+            "tree": {k: tree[k] for k in ("pattern", "nchannels", "bw_intra", "bw_inter", "type_intra",
+                                          "type_inter")},
+            "channels": [{"net_in": (c.get("net_in") or {}).get("name"), "gpus": c["gpus"],
+                          "net_out": (c.get("net_out") or {}).get("name")} for c in ring["channels"]],
+            "allreduce_best": g["best"]}
 
 
-def _candidate(limit: float, candidates: tuple[float, ...]) -> float:
-    for c in candidates:
-        if c <= limit + 1e-9:
-            return c
-    return candidates[-1]
+def _describe(s: dict[str, Any]) -> str:
+    r = s["ring"]
+    b = s["allreduce_best"]
+    return (f"{r['nchannels']} ring channels x {r['bw_intra']:g}/{r['bw_inter']:g} GB/s {r['type_intra']}/"
+            f"{r['type_inter']}, crossNic {r['crossnic']}; large AllReduce {b['algorithm']}/{b['protocol']} "
+            f"{b['gbps']:g} GB/s")
 
 
-def _fmt(v: float) -> str:
-    return f"{v:g}"
+def _strip_ranks(data: bytes) -> bytes:
+    """NCCL's dump writes ``rank`` on each ``<gpu>``; a loaded rank is used verbatim, which is node 0's on every
+    node. Without it NCCL maps ``dev`` to the local rank, so one file serves every node."""
+    return re.sub(rb' rank="\d+"', b"", data)
 
 
-def _hexdev(i: int) -> str:
-    return "0" if i == 0 else f"{i:#x}"
+def _protocols(pred) -> set[str]:
+    """``algo/proto`` pairs NCCL's tuning leaves on for AllReduce."""
+    return {f"{a}/{p}" for a, protos in pred.graphs["allreduce"].items() for p, v in protos.items() if v["enabled"]}
 
 
-@dataclass(frozen=True)
-class Channel:
-    gpus: tuple[int, ...]
-    net: int  # plugin dev index of the rail's port
+def _honest(sysm, graph) -> None:
+    """Make a loaded graph's declared types and speeds no better than the node's paths (NCCL trusts them)."""
+    from ncclctl.nccl.system import GPU, NET
+
+    ngpus = len(sysm.nodes[GPU])
+    worst_intra, worst_inter = graph.type_intra, graph.type_inter
+    min_inter = graph.bw_inter
+    min_intra = graph.bw_intra
+    for c in range(graph.n_channels):
+        ranks = graph.intra[c * ngpus:(c + 1) * ngpus]
+        idx = [sysm.gpu_by_rank(r) for r in ranks]
+        if graph.pattern == 4 and ngpus > 1:
+            hops = list(zip(idx, idx[1:] + idx[:1]))
+        else:
+            hops = list(zip(idx, idx[1:]))
+        for a, b in hops:
+            if a < 0 or b < 0 or a == b:
+                continue
+            p = sysm.nodes[GPU][a].paths[GPU][b]
+            worst_intra = max(worst_intra, p.type)
+            min_intra = min(min_intra, p.bw)
+        if sysm.inter:
+            # Where each pattern sends and receives (graph.h): ring in on the first GPU, out on the last; TREE both on
+            # the first; BALANCED_TREE parent on the first, children on the second; SPLIT_TREE out on the last.
+            out_gpu = {3: idx[0], 1: idx[1] if len(idx) > 1 else idx[0]}.get(graph.pattern, idx[-1])
+            for nid, gi in ((graph.inter[2 * c], idx[0]), (graph.inter[2 * c + 1], out_gpu)):
+                n = sysm.net_index(nid)
+                if n < 0 or gi < 0:
+                    continue
+                p = sysm.nodes[GPU][gi].paths[NET][n]
+                worst_inter = max(worst_inter, p.type)
+                min_inter = min(min_inter, p.bw)
+    graph.type_intra, graph.type_inter = worst_intra, worst_inter
+    graph.bw_intra, graph.bw_inter = min(graph.bw_intra, min_intra), min(graph.bw_inter, min_inter)
 
 
-def _gpu_pcie_bw(node: Node, g: Gpu) -> float:
-    dev = node.pci_device(g.bdf)
-    gen = g.pcie_max_gen
-    width = g.pcie_max_width
-    if dev is not None:
-        try:
-            gen = gen or link_speed_gen(dev.max_link_speed)
-        except ValueError:
-            pass
-        width = width or dev.max_link_width
-    per_lane = {1: 15, 2: 30, 3: 60, 4: 120, 5: 240, 6: 480}.get(gen or 3, 60)
-    return (width or 16) * per_lane / 80.0
+def _evaluate(data: bytes, inputs, down, candidate: bytes, n_graphs: int):
+    """NCCL's view of the node with ``candidate`` (its first ``n_graphs`` of ring, tree) as NCCL_GRAPH_FILE, its
+    claims made honest first."""
+    from ncclctl.nccl.predict import predict_xml
+    from ncclctl.nccl.search import graphs_to_xml
+
+    pred = predict_xml(data, inputs=replace(inputs, graph_file=candidate, graph_path="<candidate>", notes=[]),
+                       down=down)
+    if pred.ring is None:
+        return None, candidate
+    graphs = [pred.ring, pred.tree][:n_graphs]
+    for g in graphs:
+        _honest(pred.system, g)
+    honest = _strip_ranks(graphs_to_xml(pred.system, graphs))
+    pred = predict_xml(data, inputs=replace(inputs, graph_file=honest, graph_path="<candidate>", notes=[]),
+                       down=down)
+    return pred, honest
 
 
-def _order(node: Node, gpus: list[Gpu], first: Gpu, nic_bdf: str | None) -> list[Gpu]:
-    """first, then the rest along NVLink/PCIe, ending on the other GPU closest to the channel's NIC."""
-    rest = [g for g in gpus if g is not first]
-    if not rest:
-        return [first]
-    n = len(gpus)
-
-    def nic_rank(g: Gpu) -> int:
-        return pcie_rank(pcie_path_type(node, g.bdf, nic_bdf) or "SYS") if nic_bdf else 0
-
-    # Last: closest to the NIC; ties: the GPU that follows the first in index order (as NCCL's own rings do).
-    last = min(rest, key=lambda g: (nic_rank(g), (g.index - first.index) % n))
-    middle = [g for g in rest if g is not last]
-    # Middle: a greedy walk, each step to the closest remaining GPU (NVLink first), index order on ties.
-    ordered, cur = [first], first
-    while middle:
-        nxt = min(middle, key=lambda g: (pcie_rank(gpu_gpu_type(node, cur, g)) if not nvlink_count(cur, g) else -1,
-                                         (g.index - first.index) % n))
-        ordered.append(nxt)
-        middle.remove(nxt)
-        cur = nxt
-    ordered.append(last)
-    return ordered
+#: Settings that change NCCL's search but not its NET numbering: a graph found without them can still be loaded.
+SEARCH_ONLY = ("NCCL_PXN_DISABLE", "NCCL_CROSS_NIC")
 
 
-def _plugin_devs(plan: RailPlan) -> dict[tuple[str, int], int]:
-    """With NCCL_IB_HCA set to the rails, the IB plugin's dev index = rank of the port in PCI order."""
-    keyed = sorted(plan.rails, key=lambda r: (int((r.bdf or "0").replace(":", "").replace(".", ""), 16), r.port))
-    return {(r.nic, r.port): i for i, r in enumerate(keyed)}
+def _single_node_note(data: bytes, inputs, down, graph: bytes) -> str | None:
+    """A graph file applies to every job that sets NCCL_GRAPH_FILE: say when a one-node job does worse with it."""
+    from ncclctl.nccl.predict import predict_xml
+
+    one = replace(inputs, nodes=1, notes=[])
+    own = predict_xml(data, inputs=one, down=down)
+    loaded = predict_xml(data, inputs=replace(one, graph_file=graph, graph_path="<graph>"), down=down)
+    if not own.graphs or not loaded.graphs:
+        return None
+    a, b = own.graphs["best"]["gbps"], loaded.graphs["best"]["gbps"]
+    ro, rl = own.graphs["ring"], loaded.graphs["ring"]
+    if b >= a * 0.999 and rl["nchannels"] >= ro["nchannels"]:
+        return None
+    worse = (f"{a:g} GB/s large AllReduce against {b:g} with the file" if b < a * 0.999 else
+             f"the file's {rl['nchannels']} at {rl['bw_intra']:g} GB/s each are credited more only because NCCL "
+             "trusts a file's declared speed without checking it against the links")
+    return (f"set NCCL_GRAPH_FILE only for multi-node jobs: on one node NCCL's own search uses "
+            f"{ro['nchannels']} ring channels at {ro['bw_intra']:g} GB/s each ({worse}; NCCL 2.30.7's model); a job "
+            "on fewer GPUs "
+            "cannot load it at all")
 
 
-def build_graphs(node: Node, plan: RailPlan | None = None) -> tuple[El, dict]:
-    gpus = sorted(node.gpus, key=lambda g: g.index)
-    if len(gpus) == 0:
+def plan_graph(node: Node, *, compute_nics: tuple[str, ...] | None = None, nodes: int = 2,
+               env: dict[str, str] | None = None, gdr: str = "auto", version=None) -> GraphPlan:
+    """The graph file for ``node`` (see the module doc)."""
+    from ncclctl.nccl.predict import inputs_for_node, predict_xml
+    from ncclctl.nccl.search import graphs_to_xml
+    from ncclctl.nccl.version import DEFAULT
+    from ncclctl.plan.rails import plan_rails
+
+    version = version or DEFAULT
+    if not node.gpus:
         raise InputError("the node has no GPUs: there is nothing to put in a graph file",
                          fix="probe a GPU node (or a fixture of one)")
-    plan = plan or plan_rails(node)
-    # Only ACTIVE rails exist for NCCL's IB plugin: a down rail gets no channel, and the plugin's dev numbers
-    # (PCI order among the selected active ports) skip it.
-    down = [r.hca for r in plan.rails if not r.active]
-    plan = RailPlan(rails=tuple(r for r in plan.rails if r.active), excluded=plan.excluded,
-                    far_gpus=plan.far_gpus, down=())
-    if not plan.rails:
-        raise InputError("the node has no active RDMA rails: a graph file pins channels to NICs",
-                         fix="check the NICs (ncclctl rails), or select them with --compute-nics")
-    if len(plan.rails) > MAX_CHANNELS:
-        raise InputError(f"{len(plan.rails)} rails exceed NCCL's {MAX_CHANNELS} ring channels",
-                         fix="select fewer NICs with --compute-nics")
-    devs = _plugin_devs(plan)
-    channels = []
-    for rail in plan.rails:
-        first = node.gpu(rail.gpus[0])
-        assert first is not None
-        order = _order(node, gpus, first, rail.bdf)
-        channels.append(Channel(gpus=tuple(g.index for g in order), net=devs[(rail.nic, rail.port)]))
-    nch = len(channels)
-    # Intra-node type: worst hop along the channels' GPU sequences (rings close back to the first GPU).
-    worst_intra = "LOC" if len(gpus) == 1 else "NVL"
-    by_index = {g.index: g for g in gpus}
-    for ch in channels:
-        seq = list(ch.gpus)
-        for a, b in zip(seq, seq[1:] + seq[:1]):
-            if a == b:
-                continue
-            t = gpu_gpu_type(node, by_index[a], by_index[b])
-            if not t.startswith("NV"):
-                t = {"NODE": "PHB"}.get(t, t)
-                if worst_intra in ("LOC", "NVL") or pcie_rank(t) > pcie_rank(worst_intra):
-                    worst_intra = t
-    worst_inter = "PIX"
-    for ch, rail in zip(channels, plan.rails):
-        for gi in (ch.gpus[0], ch.gpus[-1]):
-            t = pcie_path_type(node, by_index[gi].bdf, rail.bdf) or "SYS"
-            t = {"NODE": "PHB"}.get(t, t)
-            if pcie_rank(t) > pcie_rank(worst_inter):
-                worst_inter = t
-    sm = min((g.sm for g in gpus if g.sm is not None), default=None)
-    arch = _arch(sm)
-    if worst_intra in ("NVL", "LOC"):
-        per_gpu = min(len([l for l in g.active_nvlinks if l.remote_type in ("nvswitch", "gpu")]) for g in gpus) * nvlink_bw(sm)
-    else:
-        per_gpu = min(_gpu_pcie_bw(node, g) for g in gpus)
-    speed_intra = _candidate(per_gpu / nch if len(gpus) > 1 else INTRA[arch][0], INTRA[arch])
-    nic_gbs = min((r.rate_gbps or 100.0) / 8.0 for r in plan.rails)
-    speed_inter = _candidate(nic_gbs, INTER[arch])
-
-    def graph(gid: int, pattern: int) -> El:
-        g = El("graph", [("id", str(gid)), ("pattern", str(pattern)), ("crossnic", "0"), ("nchannels", str(nch)),
-                         ("speedintra", _fmt(speed_intra)), ("speedinter", _fmt(speed_inter)), ("latencyinter", "0"),
-                         ("typeintra", worst_intra if worst_intra != "LOC" else "NVL"), ("typeinter", worst_inter),
-                         ("samechannels", "0")])
-        for ch in channels:
-            c = El("channel", [])
-            c.children.append(El("net", [("dev", _hexdev(ch.net))]))
-            c.children += [El("gpu", [("dev", _hexdev(i))]) for i in ch.gpus]
-            c.children.append(El("net", [("dev", _hexdev(ch.net))]))
-            g.children.append(c)
-        return g
-
-    root = El("graphs", [("version", "1")], [graph(0, 4), graph(1, 3)])
-    info = {"nchannels": nch, "speedintra": speed_intra, "speedinter": speed_inter, "typeintra": worst_intra,
-            "typeinter": worst_inter, "channels": [{"net_dev": c.net, "gpus": list(c.gpus)} for c in channels],
-            "nccl_ib_hca": plan.nccl_ib_hca, "down_rails": down}
-    return root, info
-
-
-def generate_graph(node: Node, plan: RailPlan | None = None) -> bytes:
-    root, _ = build_graphs(node, plan)
-    return serialize(root)
-
-
-def graph_file(node: Node, compute_nics: tuple[str, ...] | None = None) -> tuple[bytes, dict]:
-    """``ncclctl rings graph``: the graph file's bytes for ``node`` and the channel plan (``info``)."""
+    env = dict(env or {})
+    pinned: dict[str, str] = {}
     plan = plan_rails(node, compute_nics)
-    tree, info = build_graphs(node, plan)
-    return serialize(tree), info
+    if compute_nics:
+        if not plan.nccl_ib_hca:
+            raise InputError("--compute-nics selects no usable RDMA port", fix="check the names (ncclctl rails)")
+        env["NCCL_IB_HCA"] = plan.nccl_ib_hca
+        pinned["NCCL_IB_HCA"] = plan.nccl_ib_hca
+    data, inputs, down = inputs_for_node(node, nodes=max(nodes, 2), env=env, version=version, gdr=gdr,
+                                         source=node.hostname or "node")
+    inputs.graph_file = inputs.graph_path = None  # the plan is for NCCL's own search, not a file already in use
+    inputs.notes = [n for n in inputs.notes if "NCCL_GRAPH_FILE" not in n]
+    notes: list[str] = []
+    if "NCCL_IB_HCA" not in inputs.env:
+        if not plan.nccl_ib_hca:
+            raise InputError("the node has no usable RDMA port: a graph file pins channels to NICs",
+                             fix="check the NICs (ncclctl rails), or select them with --compute-nics")
+        inputs.env["NCCL_IB_HCA"] = plan.nccl_ib_hca
+        inputs.env_origin["NCCL_IB_HCA"] = "pinned by rings graph"
+        pinned["NCCL_IB_HCA"] = plan.nccl_ib_hca
+        notes.append(f"NCCL_IB_HCA is not set on the node: the file's net devs are NCCL's numbering with "
+                     f"NCCL_IB_HCA={plan.nccl_ib_hca} (the rails); set it with the file (ncclctl conf generate), "
+                     "or the channels land on other NICs")
+    own = predict_xml(data, inputs=inputs, down=down)
+    if own.ring is None:
+        raise InputError("NCCL's channels cannot be predicted for this node: " + "; ".join(own.caveats[-1:]),
+                         fix="see ncclctl topo predict for what the model knows of it")
+    if not own.system.inter:
+        raise InputError("the node has no network device NCCL uses: a multi-node graph file needs one",
+                         fix="check the NICs (ncclctl rails, ncclctl topo predict)")
+    own_data = _strip_ranks(graphs_to_xml(own.system, [own.ring, own.tree]))
+    own_sum = _summary(own)
+    own_best = own.graphs["best"]["gbps"]
+    for n in own.built.notes:
+        if "fuses" in n:
+            notes.append(n + "; the file's net devs are the fused device's")
+    best = None
+    tried = []
+    variants = []
+    present = [k for k in SEARCH_ONLY if k in inputs.env]
+    if present:
+        variants.append(({k: v for k, v in inputs.env.items() if k not in SEARCH_ONLY}, present))
+    for env_v, dropped in variants:
+        alt = predict_xml(data, inputs=replace(inputs, env=env_v, notes=[]), down=down)
+        if alt.ring is None:
+            continue
+        # The ring alone (NCCL then searches the tree itself), and ring and tree together.
+        for which, graphs in (("ring", [alt.ring]), ("ring+tree", [alt.ring, alt.tree])):
+            cand = _strip_ranks(graphs_to_xml(alt.system, graphs))
+            pred, honest = _evaluate(data, inputs, down, cand, len(graphs))
+            if pred is None or not pred.graphs:
+                continue
+            gbps = pred.graphs["best"]["gbps"]
+            gained = _protocols(pred) - _protocols(own)
+            lost = _protocols(own) - _protocols(pred)
+            tried.append({"without": dropped, "graphs": which, "allreduce_gbps": gbps,
+                          "protocols_gained": sorted(gained), "protocols_lost": sorted(lost)})
+            better = gbps > own_best * GAIN or (gbps >= own_best * 0.999 and gained and not lost)
+            if better and (best is None or gbps > best[0]):
+                best = (gbps, honest, pred, dropped, gained)
+    info: dict[str, Any] = {"nccl_own": own_sum, "candidates": tried, "nodes": max(nodes, 2),
+                            "settings": {k: v for k, v in sorted(inputs.env.items())}}
+    if best is not None:
+        gbps, honest, pred, dropped, gained = best
+        info["chosen"] = _summary(pred)
+        gain = f"+{(gbps / own_best - 1) * 100:.0f}% in NCCL's tuning model" if gbps > own_best * GAIN else \
+            "the same peak bandwidth"
+        if gained:
+            gain += " and " + ", ".join(sorted(gained)) + " back on"
+        reason = (f"under {', '.join(f'{k}={inputs.env[k]}' for k in dropped)} NCCL's own search gives "
+                  f"{_describe(own_sum)}; the layout NCCL finds without {' and '.join(dropped)} keeps working with "
+                  f"it and gives {_describe(info['chosen'])} ({gain}): the graph file is worth it")
+        one = _single_node_note(data, inputs, down, honest)
+        if one:
+            notes.append(one)
+        return GraphPlan(data=honest, improves=True, reason=reason, pinned=pinned, notes=notes, info=info)
+    info["chosen"] = own_sum
+    reason = (f"NCCL's own search already finds the best layout for this node and settings ({_describe(own_sum)}); "
+              "a graph file would add nothing but a pinned GPU set (jobs on fewer GPUs fail to load it). Use the "
+              "topology file alone (ncclctl topo generate); --force writes NCCL's own layout anyway")
+    return GraphPlan(data=own_data, improves=False, reason=reason, pinned=pinned, notes=notes, info=info,
+                     single_node=lambda: _single_node_note(data, inputs, down, own_data))
 
 
 def require_graph_file(path: str) -> None:

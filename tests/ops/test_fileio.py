@@ -160,7 +160,7 @@ def test_write_atomic_is_emit(tmp_path):
 
 WRITERS = {
     "topo": ["topo", "generate", "--root", str(HOSTS / "dgx-h100")],
-    "graph": ["rings", "graph", "--root", str(HOSTS / "dgx-h100")],
+    "graph": ["rings", "graph", "--root", str(HOSTS / "dgx-h100"), "--force"],
     "conf": ["conf", "generate", "--root", str(HOSTS / "hgx-h100-roce")],
     "facts": ["facts", "--root", str(HOSTS / "dgx-h100")],
 }

@@ -60,7 +60,7 @@ BEFORE = ["filler", "old.conf", "snap"]
 WRITERS = {
     "conf": ["conf", "generate", "--root", str(HOSTS / "hgx-h100-roce")],
     "topo": ["topo", "generate", "--root", str(HOSTS / "dgx-h100")],
-    "graph": ["rings", "graph", "--root", str(HOSTS / "dgx-h100")],
+    "graph": ["rings", "graph", "--root", str(HOSTS / "dgx-h100"), "--force"],
     "facts": ["facts", "--root", str(HOSTS / "dgx-h100")],
     "synth": ["fabric", "synth", "--nodes", "4"],
 }
