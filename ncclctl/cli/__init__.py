@@ -45,6 +45,11 @@ COMMANDS: dict[str, Entry] = {
     "fabric": Entry("ncclctl.cli.fabric", "fabric_app",
                     "The fabric: load ibnetdiscover/iblinkinfo/LLDP, check rail cabling, order hosts for rings, "
                     "synthesize test fabrics."),
+    "log": Entry("ncclctl.cli.logs", "log_app",
+                 "NCCL_DEBUG logs: show what NCCL did (versions, NICs, transports, rings, trees), check it against rules "
+                 "and the node's model, diff two runs."),
+    "perf": Entry("ncclctl.cli.perf", "perf_app",
+                  "nccl-tests results: bus bandwidth per collective against what the hardware should give."),
     "conf": Entry("ncclctl.cli.ops", "conf_app",
                   "/etc/nccl.conf derived from the node: rails, socket interface, RoCE GID and traffic class."),
     "facts": Entry("ncclctl.cli.ops", "facts_app",
