@@ -478,7 +478,7 @@ class Checker:
                         continue
                     if _PATH_ORDER.index(gr["type_inter"]) > _PATH_ORDER.index(worst):
                         seen.add(m.host)
-                        ev = next((e for e in (m.channels_ev, m.first) if e is not None), None)
+                        ev = gr.get("_ev") or m.channels_ev or m.first
                         self.add("LOG012", f"{m.host} ({c.label}): NCCL's graph (pattern {gr['pattern']}) reaches "
                                  f"the network over {gr['type_inter']} paths where the model ({model.source}) has "
                                  f"{worst} at worst", [ev], hosts={m.host})
@@ -564,8 +564,9 @@ class Checker:
                 cause = f"; {s[0]}={s[1][0]} is set" if s else ""
                 evs = [m.conn_ev.get("SHM") for m in mems[:2]] + ([s[1][1]] if s else [])
                 self.add("LOG016", f"{host} ({c.label}): {len(pairs)} intra-node connection"
-                         f"{'s' if len(pairs) != 1 else ''} of {self.who(mems)} go through host memory (SHM) instead "
-                         f"of P2P{cause}{why}", evs, severity=sev, hosts={host})
+                         f"{'s' if len(pairs) != 1 else ''} of {self.who(mems)} "
+                         f"{'go' if len(pairs) != 1 else 'goes'} through host memory (SHM) instead of P2P{cause}{why}",
+                         evs, severity=sev, hosts={host})
 
     def _setting(self, host: str, names: tuple[str, ...]):
         for p in self.ls.procs.values():

@@ -136,7 +136,8 @@ class Member:
         self.graphs: list[dict[str, Any]] = []
         self.conns: dict[str, int] = {}
         self.conn_ev: dict[str, Ev] = {}
-        self.net_ch: dict[int, set[tuple[str, int, bool, int | None]]] = {}
+        #: channel (as printed, "07") -> the NET uses of it: (direction, net dev, GDRDMA, proxy rank)
+        self.net_ch: dict[str, set[tuple[str, int, bool, int | None]]] = {}
         self.local_peers: dict[int, str] = {}
         self.gdr_gpu: dict[str, tuple[bool, str, Ev]] = {}
         self.pxn: int | None = None
@@ -204,7 +205,7 @@ class LogSet:
 
     @property
     def hosts(self) -> list[str]:
-        from ncclctl.plan.paths import natural_key
+        from ncclctl.logs.lines import natural_key
 
         return sorted({p.host for p in self.procs.values()}, key=natural_key)
 
@@ -270,8 +271,7 @@ _COMM = re.compile(r"^(?:\[Rank \d+\] )?(?:(\w+) )?comm (0x[0-9a-fA-F]+|\(nil\))
                    r"(START|COMPLETE))?")
 _COMM_NODES = re.compile(r"^comm (0x[0-9a-fA-F]+) rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+) "
                          r"localRank (\d+)")
-_CONN = re.compile(r"^(?:Channel|Ring) (\d+)(?:/(\d+))? : (\d+)(?:\[([0-9a-fA-F]+)\])? -> (\d+)(?:\[([0-9a-fA-F]+)\])?"
-                   r"(?: \[(send|receive)\])? via (.*)$")
+_CONN_FAST = re.compile(r"(?:Channel|Ring) (\d+)\S* : (\d+)\S* -> (\d+)\S*(?: \[(s|r)\w*\])? via (.*)")
 _RINGLIST = re.compile(r"^Channel (\d+)(?:/(\d+))? :((?:\s+\d+)*)(\s*\.\.\.)?\s*$")
 _NET = re.compile(r"^NET/(.+?)/(\d+)(?:\((\d+)\))?(/GDRDMA)?")
 _TREE = re.compile(r"\[(\d+)\] (-?\d+)/(-?\d+)/(-?\d+)->(-?\d+)->(-?\d+)")
@@ -348,10 +348,11 @@ class Parser:
     def __init__(self) -> None:
         self.out = LogSet()
         self._cur: dict[tuple[str, int | None, int | None], Member] = {}
-        self._heads: dict[str, tuple[str, int | None, int | None, int | None]] = {}
         self._ordinals: dict[tuple[str, int | None, int], int] = {}
         self._anon: dict[str, Proc] = {}
         self._last_graph: dict[tuple[str, int | None, int | None], dict[str, Any]] = {}
+        self._vias: dict[tuple[str, str | None], tuple] = {}
+        self._source_procs: dict[str, set[Proc]] = {}
 
     # ------------------------------------------------------------------ helpers
     def _proc(self, host: str, pid: int | None, ev: Ev) -> Proc:
@@ -372,9 +373,17 @@ class Parser:
 
     # ------------------------------------------------------------------ input
     def feed_source(self, name: str, batches: Iterable[list[str]], source: Source) -> None:
+        """Read one input. The loop is the hot path of a 200 MB log (2 million lines): connection lines, nearly
+        all of a big job's lines, are read here without leaving it (a prefix cache resolves ``host:pid:tid
+        [dev]`` to the process, a cache of ``via ...`` texts to the transport); everything else goes to
+        :meth:`_info` / :meth:`_warn`."""
         lineno = 0
         out = self.out
-        heads = self._heads
+        heads: dict[str, tuple] = {}  # per source: the procs a file shows (bare version lines are per file)
+        self._source_procs[name] = procs_here = set()
+        cur = self._cur
+        conn_match = _CONN_FAST.match
+        nccl = other_lines = 0
         for batch in batches:
             for line in batch:
                 lineno += 1
@@ -394,32 +403,47 @@ class Parser:
                 if level == "INFO":
                     msg = line[k + 11:]
                     head = line[:k] if k > 0 else ""
-                    loc = ""
+                    nccl += 1
+                    hp = heads.get(head)
+                    if hp is None:
+                        hp = self._resolve(head, name, lineno, line, procs_here)
+                        if len(heads) > 100_000:
+                            heads.clear()
+                        heads[head] = hp
+                    c0 = msg[:1]
+                    if (c0 == "C" or c0 == "R") and " via " in msg:
+                        m = conn_match(msg)
+                        if m is not None:
+                            mem = cur.get(hp[2])
+                            if mem is None:
+                                mem = self._member(hp[0], hp[1], Ev(name, lineno, ""))
+                            self._conn(mem, m.groups(), name, lineno, line)
+                            continue
+                    self._info(hp, msg, name, lineno, line)
                 elif level == "WARN":
-                    msg = line[k + 11:]
+                    nccl += 1
                     head, loc = split_warn_head(line[:k]) if k > 0 else ("", "")
+                    self._warn(parse_head(head), line[k + 11:], loc, name, lineno, line)
                 elif level == "vers":
                     self._version_line(line, name, lineno)
-                    continue
                 else:  # TRACE, CALL: NCCL talking, nothing we read
-                    source.nccl_lines += 1
-                    out.nccl_lines += 1
-                    out.recognised += 1
-                    continue
-                source.nccl_lines += 1
-                out.nccl_lines += 1
-                hp = heads.get(head)
-                if hp is None:
-                    hp = parse_head(head)
-                    if len(heads) > 200_000:
-                        heads.clear()
-                    heads[head] = hp
-                if level == "WARN":
-                    self._warn(hp, msg, loc, name, lineno, line)
-                else:
-                    self._info(hp, msg, name, lineno, line)
+                    nccl += 1
+                    other_lines += 1
+        source.nccl_lines += nccl
+        out.nccl_lines += nccl
+        out.recognised += other_lines
         source.lines = lineno
         out.lines += lineno
+
+    def _resolve(self, head: str, name: str, lineno: int, line: str, procs_here: set) -> tuple:
+        """(process, device, member key) of a line's prefix."""
+        host, pid, _tid, dev = parse_head(head)
+        ev = self._ev(name, lineno, line)
+        proc = self._proc(host, pid, ev) if pid is not None or host else self._anon_proc(name, ev)
+        if dev is not None:
+            proc.devs.add(dev)
+        procs_here.add(proc)
+        return (proc, dev, (proc.host, proc.pid, dev))
 
     def _ev(self, name: str, lineno: int, line: str) -> Ev:
         return Ev(name, lineno, line.strip()[:400])
@@ -468,13 +492,22 @@ class Parser:
                               "NVLS multicast", "GPU Direct RDMA", "Setting affinity")) or " coll channels," in s):
             return
         self.out.nccl_lines += 1
-        self._info(("", None, None, None), s, name, lineno, line)
+        ev = self._ev(name, lineno, line)
+        proc = self._anon_proc(name, ev)
+        m = _CONN_FAST.match(s) if " via " in s else None
+        if m is not None:
+            key = (proc.host, proc.pid, None)
+            mem = self._cur.get(key) or self._member(proc, None, ev)
+            self._conn(mem, m.groups(), name, lineno, line)
+            return
+        self._info((proc, None, (proc.host, proc.pid, None)), s, name, lineno, line)
 
     # ------------------------------------------------------------------ WARN
     def _warn(self, hp, msg: str, loc: str, name: str, lineno: int, line: str) -> None:
         host, pid, _tid, dev = hp
         ev = self._ev(name, lineno, line)
         proc = self._proc(host, pid, ev) if pid is not None or host else self._anon_proc(name, ev)
+        self._source_procs.setdefault(name, set()).add(proc)
         if dev is not None:
             proc.devs.add(dev)
         kind = warn_kind(msg)
@@ -485,25 +518,9 @@ class Parser:
 
     # ------------------------------------------------------------------ INFO
     def _info(self, hp, msg: str, name: str, lineno: int, line: str) -> None:
-        host, pid, _tid, dev = hp
+        proc, dev = hp[0], hp[1]
         out = self.out
-        c0 = msg[:1]
-        # the hot path first: connection lines of every channel and peer
-        if (c0 == "C" or c0 == "R") and " via " in msg and (msg.startswith("Channel ") or msg.startswith("Ring ")):
-            m = _CONN.match(msg)
-            if m:
-                ev = Ev(name, lineno, "")
-                proc = self._proc(host, pid, ev) if pid is not None or host else self._anon_proc(name, ev)
-                mem = self._cur.get((proc.host, proc.pid, dev))
-                if mem is None:
-                    mem = self._member(proc, dev, ev)
-                self._conn(mem, m, name, lineno, line)
-                out.recognised += 1
-                return
         ev = self._ev(name, lineno, line)
-        proc = self._proc(host, pid, ev) if pid is not None or host else self._anon_proc(name, ev)
-        if dev is not None:
-            proc.devs.add(dev)
         try:
             handled = self._dispatch(proc, dev, msg, ev)
         except (ValueError, IndexError, KeyError, OverflowError):  # a mangled line of a known wording
@@ -619,7 +636,7 @@ class Parser:
                     g = {"pattern": int(m.group(1)), "crossnic": int(m.group(2)), "nchannels": int(m.group(3)),
                          "bw_intra": float(m.group(4)), "bw_inter": float(m.group(5)),
                          "type_intra": types[0], "type_inter": types[1] if len(types) > 1 else types[0],
-                         "same_channels": int(m.group(7)), "channels": []}
+                         "same_channels": int(m.group(7)), "channels": [], "_ev": ev}
                     mem.graphs.append(g)
                     self._last_graph[(proc.host, proc.pid, dev)] = g
                     return True
@@ -785,54 +802,74 @@ class Parser:
         if phase == "COMPLETE":
             mem.completed = ev
 
-    def _conn(self, mem: Member, m: re.Match, name: str, lineno: int, line: str) -> None:
-        ch = int(m.group(1))
-        a, b = int(m.group(3)), int(m.group(5))
-        direction = m.group(7)
-        via = m.group(8).strip()
-        me, peer = (b, a) if direction == "receive" else (a, b)
-        if mem.rank is None:
-            mem.rank = me
-        elif mem.rank != me:
-            # a line of another rank on this device: a new communicator that printed no START (NCCL < 2.18)
-            if mem.completed is not None:
-                mem = self._member(mem.proc, mem.dev, Ev(name, lineno, ""), fresh=True)
-                mem.rank = me
-            else:
-                return
+    def _via(self, via: str, direction: str | None) -> tuple:
+        """``(kind, net tuple or None, local)`` of a connection's transport text (cached: a job has a handful)."""
+        key = (via, direction)
+        got = self._vias.get(key)
+        if got is not None:
+            return got
+        net = None
+        local = False
         if via.startswith("NET/"):
             n = _NET.match(via)
             if n:
-                netdev, gdr = int(n.group(2)), bool(n.group(4))
+                gdr = bool(n.group(4))
                 proxy = int(n.group(3)) if n.group(3) is not None else None
                 kind = f"NET/{n.group(1)}" + ("/GDRDMA" if gdr else "")
-                chs = mem.net_ch.get(ch)
-                if chs is None:
-                    if len(mem.net_ch) < 256:
-                        mem.net_ch[ch] = {(direction or "send", netdev, gdr, proxy)}
-                elif len(chs) < 8:
-                    chs.add((direction or "send", netdev, gdr, proxy))
+                net = ("receive" if direction == "r" else "send", int(n.group(2)), gdr, proxy)
             else:
                 kind = "NET/?"
         elif via.startswith("P2P/"):
             parts = via.split("/")
             kind = "P2P/" + (parts[1] if len(parts) > 1 else "?")
-            if len(mem.local_peers) < 64:
-                mem.local_peers.setdefault(peer, kind)
+            local = True
         elif via.startswith("SHM") or via.startswith("direct shared memory"):
             kind = "SHM"
-            if len(mem.local_peers) < 64:
-                mem.local_peers.setdefault(peer, kind)
+            local = True
         elif via.upper().startswith("COLLNET") or via.startswith("NVLS"):
             kind = via.split("/", 1)[0]
         else:
             kind = via.split(" ", 1)[0][:24] or "?"
-        n_ = mem.conns.get(kind)
-        if n_ is None:
-            mem.conns[kind] = 1
+        got = (kind, net, local)
+        if len(self._vias) < 4096:
+            self._vias[key] = got
+        return got
+
+    def _conn(self, mem: Member, g: tuple, name: str, lineno: int, line: str) -> None:
+        ch_s, a_s, b_s, direction, via = g
+        me = int(b_s) if direction == "r" else int(a_s)
+        if mem.rank != me:
+            if mem.rank is None:
+                mem.rank = me
+            elif mem.completed is not None:
+                # a line of another rank on this device: a new communicator that printed no START (NCCL < 2.18)
+                mem = self._member(mem.proc, mem.dev, Ev(name, lineno, ""), fresh=True)
+                mem.rank = me
+            else:
+                return
+        got = self._vias.get((via, direction))
+        if got is None:
+            got = self._via(via, direction)
+        kind, net, local = got
+        if net is not None:
+            chs = mem.net_ch.get(ch_s)  # keyed by the channel's text ("07"); readers sort with int()
+            if chs is None:
+                if len(mem.net_ch) < 256:
+                    mem.net_ch[ch_s] = {net}
+            elif net not in chs and len(chs) < 8:
+                chs.add(net)
+        elif local and len(mem.local_peers) < 64:
+            peer = int(a_s) if direction == "r" else int(b_s)
+            if peer not in mem.local_peers:
+                mem.local_peers[peer] = kind
+        conns = mem.conns
+        n = conns.get(kind)
+        if n is None:
+            conns[kind] = 1
             mem.conn_ev[kind] = Ev(name, lineno, line.strip()[:400])
         else:
-            mem.conns[kind] = n_ + 1
+            conns[kind] = n + 1
+        self.out.recognised += 1
 
     # ------------------------------------------------------------------ end
     def finish(self) -> LogSet:
@@ -873,7 +910,7 @@ class Parser:
 def expand_inputs(paths: list[str]) -> list[str]:
     """Files, folders (every regular file inside, sorted, one level of subfolders) and ``-`` (stdin)."""
     from ncclctl.errors import InputError
-    from ncclctl.plan.paths import natural_key
+    from ncclctl.logs.lines import natural_key
 
     out: list[str] = []
     for p in paths:

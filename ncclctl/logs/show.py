@@ -32,10 +32,13 @@ def ranges(nums: Iterable[int]) -> str:
 
 
 def hostlist(names: Iterable[str]) -> str:
+    """A Slurm hostlist of ``names`` (``gpu[01-16]``); one name as it is."""
+    uniq = sorted({n or "?" for n in names})
+    if len(uniq) <= 1:
+        return uniq[0] if uniq else "-"
     from ncclctl.fabric.hostlist import compress
 
-    names = [n or "?" for n in names]
-    return compress(names) if names else "-"
+    return compress(uniq)
 
 
 def nic_label(proc: Proc) -> list[str]:
@@ -45,14 +48,19 @@ def nic_label(proc: Proc) -> list[str]:
 def member_nics(m: Member) -> list[str]:
     """The NICs a rank's NET connections used, in channel order (names from its process's NET/IB list)."""
     seen: dict[str, None] = {}
-    for ch in sorted(m.net_ch):
+    for ch in sorted(m.net_ch, key=_chkey):
         for _d, dev, _g, _p in sorted(m.net_ch[ch], key=lambda t: (t[0], t[1])):
             seen.setdefault(m.proc.nic_name(dev), None)
     return list(seen)
 
 
-def member_nics_by_channel(m: Member) -> dict[int, list[str]]:
-    return {ch: sorted({m.proc.nic_name(dev) for _d, dev, _g, _p in m.net_ch[ch]}) for ch in sorted(m.net_ch)}
+def member_nics_by_channel(m: Member) -> dict[Any, list[str]]:
+    return {int(ch) if ch.isdigit() else ch: sorted({m.proc.nic_name(dev) for _d, dev, _g, _p in m.net_ch[ch]})
+            for ch in sorted(m.net_ch, key=_chkey)}
+
+
+def _chkey(ch: str) -> tuple:
+    return (0, int(ch), "") if ch.isdigit() else (1, 0, ch)
 
 
 def member_gdr(m: Member) -> str | None:
@@ -103,7 +111,8 @@ def comm_summary(c: Comm) -> dict[str, Any]:
             doc["trees"][str(r)] = {str(ch): {"down": list(d), "up": up} for ch, (d, up) in sorted(m.trees.items())}
     gmem = next((m for m in mems if m.graphs), None)
     if gmem is not None:
-        doc["graphs"] = [dict(g, rank=gmem.rank, host=gmem.host) for g in gmem.graphs]
+        doc["graphs"] = [{**{k: v for k, v in g.items() if not k.startswith("_")}, "rank": gmem.rank,
+                          "host": gmem.host} for g in gmem.graphs]
     for r, m in sorted(ranks.items()):
         doc["ranks"].append({
             "rank": r, "host": m.host, "pid": m.proc.pid, "dev": m.dev, "busid": m.busid, "nvml_dev": m.nvml_dev,
@@ -180,7 +189,7 @@ def summary(ls: LogSet) -> dict[str, Any]:
 
 
 def _proc_key(p: Proc) -> tuple:
-    from ncclctl.plan.paths import natural_key
+    from ncclctl.logs.lines import natural_key
 
     return (natural_key(p.host or "~"), p.pid if p.pid is not None else -1)
 

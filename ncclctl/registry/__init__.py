@@ -319,7 +319,13 @@ def missing_modules() -> tuple[str, ...]:
 
 
 def rules_of(*, scope: str | None = None, family: str | None = None) -> tuple[Rule, ...]:
-    """The rules of one scope and/or family, in listing order."""
+    """The rules of one scope and/or family, in listing order. A scope's rules are loaded without the other
+    scopes' modules (``log check`` on one rank's log need not import the node lint rules)."""
+    if scope is not None and not _LOADED:
+        for name in dict.fromkeys(f.module for f in FAMILY_TABLE if f.scope == scope):
+            importlib.import_module(name)
+        return tuple(sorted((r for r in _REGISTRY.values() if r.scope == scope and (family is None or r.family == family)),
+                            key=lambda r: (family_order(r.family), r.id)))
     return tuple(r for r in all_rules() if (scope is None or r.scope == scope)
                  and (family is None or r.family == family))
 
