@@ -442,13 +442,17 @@ class Checker:
             if g is None:
                 continue
             planned = list(g.get("nets_used") or [])
-            used = sorted({model.nets.get(dev, m.proc.nic_name(dev)) for chs in m.net_ch.values()
-                           for _d, dev, _g, proxy in chs if proxy is None})
+            # the NIC names the log itself lists (what NCCL had); the model's numbering when it lists none
+            used = sorted({(m.proc.nic_name(dev) if m.proc.ib else model.nets.get(dev, f"NET/{dev}"))
+                           for chs in m.net_ch.values() for _d, dev, _g, proxy in chs if proxy is None})
             off = [n for n in used if n not in planned and not any(n in x.split("+") for x in planned)]
             if off and planned:
                 groups.setdefault(m.host, []).append((m, off, planned))
         for host, items in sorted(groups.items()):
+            known = set(self.models[host].nets.values())
             cells = [f"GPU {m.dev} (rank {m.rank}) uses {'+'.join(off)}, planned {'+'.join(pl)}"
+                     + ("".join(f" ({n} is not among the model's NETs: a port down or excluded)" for n in off
+                                if n not in known and not any(n in k.split('+') for k in known)))
                      for m, off, pl in items[:6]]
             evs = [ev for m, _o, _p in items[:2] for k, ev in m.conn_ev.items() if k.startswith("NET/")]
             self.add("LOG011", f"{host}: channels on NICs the model does not plan for their GPU ("

@@ -63,7 +63,7 @@ def parse_head(head: str) -> tuple[str, int | None, int | None, int | None]:
     if head.endswith("]"):
         lb = head.rfind("[")
         d = head[lb + 1:-1]
-        if d.isdigit():
+        if d.isdigit() and len(d) < 10:
             dev = int(d)
             head = head[:lb].rstrip()
     c2 = head.rfind(":")
@@ -72,7 +72,7 @@ def parse_head(head: str) -> tuple[str, int | None, int | None, int | None]:
         c1 = -2
     tid_s = head[c2 + 1:] if c2 >= 0 else ""
     pid_s = head[c1 + 1:c2] if c1 >= -1 and c2 >= 0 else ""
-    if not (tid_s.isdigit() and pid_s.isdigit()):
+    if not (tid_s.isdigit() and pid_s.isdigit()) or len(tid_s) > 12 or len(pid_s) > 12:
         return ("", None, None, dev)
     hostpart = head[:c1] if c1 >= 0 else ""
     parts = hostpart.split()

@@ -265,37 +265,37 @@ _GENERIC = re.compile(r"^(?:\S+\.(?:cc|cu|h|c|cpp):\d+\b|\s*\d+ : |[+=] |\s+\+ |
                       r"|\d+ Bytes -> Algo|\[\d+\] |\[Proxy|\[Service|\w+: opCount |.*ncclProxy|comm 0x)")
 
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+\S*)")
-_COMM = re.compile(r"^(?:\[Rank \d+\] )?(?:(\w+) )?comm (0x[0-9a-fA-F]+|\(nil\)) rank (\d+) nranks (\d+)"
-                   r"(?: cudaDev (\d+))?(?: nvmlDev (\d+))?(?: busId ([0-9a-fA-F]+))?"
+_COMM = re.compile(r"^(?:\[Rank \d+\] )?(?:(\w+) )?comm (0x[0-9a-fA-F]+|\(nil\)) rank (\d{1,9}) nranks (\d{1,9})"
+                   r"(?: cudaDev (\d{1,9}))?(?: nvmlDev (\d{1,9}))?(?: busId ([0-9a-fA-F]+))?"
                    r"(?: parent \S+ color -?\d+ key -?\d+)?(?: commId (0x[0-9a-fA-F]+))?(?: - (Init|Destroy|Abort) "
                    r"(START|COMPLETE))?")
-_COMM_NODES = re.compile(r"^comm (0x[0-9a-fA-F]+) rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+) "
-                         r"localRank (\d+)")
-_CONN_FAST = re.compile(r"(?:Channel|Ring) (\d+)\S* : (\d+)\S* -> (\d+)\S*(?: \[(s|r)\w*\])? via (.*)")
-_RINGLIST = re.compile(r"^Channel (\d+)(?:/(\d+))? :((?:\s+\d+)*)(\s*\.\.\.)?\s*$")
-_NET = re.compile(r"^NET/(.+?)/(\d+)(?:\((\d+)\))?(/GDRDMA)?")
-_TREE = re.compile(r"\[(\d+)\] (-?\d+)/(-?\d+)/(-?\d+)->(-?\d+)->(-?\d+)")
-_TREE_OLD = re.compile(r"^Tree (\d+) : (-?\d+) -> (\d+) -> (-?\d+)/(-?\d+)/(-?\d+)")
-_RING_NB = re.compile(r"^Ring (\d+) : (-?\d+) -> (\d+) -> (-?\d+)\s*$")
-_PATTERN = re.compile(r"^Pattern (\d+), crossNic (\d+), nChannels (\d+), (?:bw|speed) ([\d.]+)/([\d.]+), "
-                      r"(?:nvlink \d+, )?type (\S+?), sameChannels (\d+)")
-_GRAPH_CH = re.compile(r"^\s*(\d+) : ((?:NET|GPU|NIC|NVS)/\S+(?: (?:NET|GPU|NIC|NVS)/\S+)*)\s*$")
-_CHANNELS = re.compile(r"^(\d+) coll channels, (?:(\d+) collnet channels, )?(?:(\d+) nvls channels, )?"
-                       r"(\d+) p2p channels")
-_TIMINGS = re.compile(r"^Init timings(?: - (\w+))?: rank (\d+) nranks (\d+) total ([\d.]+)")
+_COMM_NODES = re.compile(r"^comm (0x[0-9a-fA-F]+) rank (\d{1,9}) nRanks (\d{1,9}) nNodes (\d{1,9}) localRanks (\d{1,9}) "
+                         r"localRank (\d{1,9})")
+_CONN_FAST = re.compile(r"(?:Channel|Ring) (\d{1,9})\S* : (\d{1,9})\S* -> (\d{1,9})\S*(?: \[(s|r)\w*\])? via (.*)")
+_RINGLIST = re.compile(r"^Channel (\d{1,9})(?:/(\d{1,9}))? :((?:\s+\d{1,9})*)(\s*\.\.\.)?\s*$")
+_NET = re.compile(r"^NET/(.+?)/(\d{1,9})(?:\((\d{1,9})\))?(/GDRDMA)?")
+_TREE = re.compile(r"\[(\d{1,9})\] (-?\d{1,9})/(-?\d{1,9})/(-?\d{1,9})->(-?\d{1,9})->(-?\d{1,9})")
+_TREE_OLD = re.compile(r"^Tree (\d{1,9}) : (-?\d{1,9}) -> (\d{1,9}) -> (-?\d{1,9})/(-?\d{1,9})/(-?\d{1,9})")
+_RING_NB = re.compile(r"^Ring (\d{1,9}) : (-?\d{1,9}) -> (\d{1,9}) -> (-?\d{1,9})\s*$")
+_PATTERN = re.compile(r"^Pattern (\d{1,9}), crossNic (\d{1,9}), nChannels (\d{1,9}), (?:bw|speed) ([\d.]+)/([\d.]+), "
+                      r"(?:nvlink \d+, )?type (\S+?), sameChannels (\d{1,9})")
+_GRAPH_CH = re.compile(r"^\s*(\d{1,9}) : ((?:NET|GPU|NIC|NVS)/\S+(?: (?:NET|GPU|NIC|NVS)/\S+)*)\s*$")
+_CHANNELS = re.compile(r"^(\d{1,9}) coll channels, (?:(\d{1,9}) collnet channels, )?(?:(\d{1,9}) nvls channels, )?"
+                       r"(\d{1,9}) p2p channels")
+_TIMINGS = re.compile(r"^Init timings(?: - (\w+))?: rank (\d{1,9}) nranks (\d{1,9}) total ([\d.]+)")
 _PARTS = re.compile(r"([a-z]+) ([\d.]+)")
-_RINGS_DONE = re.compile(r"^Connected all rings(?:, use ring PXN (\d+) GDR (\d+))?")
-_NVLS = re.compile(r"^NVLS multicast support is (not )?available on dev (\d+)")
-_GDR_HCA = re.compile(r"^NET/(\S+) ?: GPU Direct RDMA (Enabled|Disabled) for HCA (\d+) '([^']*)'(?: \((.*)\))?")
+_RINGS_DONE = re.compile(r"^Connected all rings(?:, use ring PXN (\d{1,9}) GDR (\d{1,9}))?")
+_NVLS = re.compile(r"^NVLS multicast support is (not )?available on dev (\d{1,9})")
+_GDR_HCA = re.compile(r"^NET/(\S+) ?: GPU Direct RDMA (Enabled|Disabled) for HCA (\d{1,9}) '([^']*)'(?: \((.*)\))?")
 _GDR_GPU = re.compile(r"^(?:NET/\S+ ?: )?GPU Direct RDMA (Enabled|Disabled) for GPU (\S+) / HCA (\S+) "
-                      r"\(distance (\d+) ([<>]=?) (-?\d+)\)")
+                      r"\(distance (\d{1,9}) ([<>]=?) (-?\d{1,9})\)")
 _NET_USING = re.compile(r"^NET/(\S+) ?: Using(.*)$")
-_NIC = re.compile(r"\[(\d+)\](\S+)")
-_IFACE = re.compile(r"(?:\[(\d+)\])?([^\s:\[\]]+):(\S*?)<\d+>")
+_NIC = re.compile(r"\[(\d{1,9})\](\S+)")
+_IFACE = re.compile(r"(?:\[(\d{1,9})\])?([^\s:\[\]]+):(\S*?)<\d+>")
 _SET = re.compile(r"^(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.*)$")
 _TOPO_VM = re.compile(r"^Topology detection ?: network path .* is not a PCI device")
-_VENDOR_ERR = re.compile(r"vendor err (\d+)")
-_IB_STATUS = re.compile(r"(?:with error |status=)(\d+)")
+_VENDOR_ERR = re.compile(r"vendor err (\d{1,9})")
+_IB_STATUS = re.compile(r"(?:with error |status=)(\d{1,9})")
 
 _INIT_PHASE = ("Setting affinity", "Trees", "Pattern", "NVLS multicast", "Tree ", "Ring ")
 
@@ -426,9 +426,11 @@ class Parser:
                     self._warn(parse_head(head), line[k + 11:], loc, name, lineno, line)
                 elif level == "vers":
                     self._version_line(line, name, lineno)
-                else:  # TRACE, CALL: NCCL talking, nothing we read
+                elif level == "TRAC" or level == "CALL":  # NCCL talking, nothing we read
                     nccl += 1
                     other_lines += 1
+                else:  # " NCCL error in: ...": an application's line
+                    self._other(line, name, lineno)
         source.nccl_lines += nccl
         out.nccl_lines += nccl
         out.recognised += other_lines

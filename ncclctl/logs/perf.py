@@ -107,6 +107,7 @@ class Row:
     oop: Side | None
     ip: Side | None
     line: int
+    text: str = ""
 
     def best_busbw(self) -> float | None:
         vals = [s.busbw for s in (self.oop, self.ip) if s is not None and s.busbw is not None]
@@ -155,17 +156,18 @@ class Test:
         return sorted({d["name"] for d in self.devices if d.get("name")})
 
 
-_RANK = re.compile(r"^#?\s*Rank\s+(\d+)(?:\s+Group\s+(\d+))?\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]"
+_RANK = re.compile(r"^#?\s*Rank\s+(\d{1,9})(?:\s+Group\s+(\d{1,9}))?\s+Pid\s+(\d{1,9})\s+on\s+(\S+)\s+device\s+(\d{1,9})\s+\[([^\]]*)\]"
                    r"\s*(.*?)\s*$")
-_NTHREAD = re.compile(r"nThread (\d+) nGpus (\d+)")
+_NTHREAD = re.compile(r"nThread (\d{1,9}) nGpus (\d{1,9})")
 _STARTING = re.compile(r"Collective test starting: (\S+)")
 _CONCLUDED = re.compile(r"Collective test concluded")
 _VERSION = re.compile(r"nccl-tests version (\S+)")
-_OOB = re.compile(r"Out of bounds values\s*:\s*(\d+)\s*(FAILED|OK)?")
+_OOB = re.compile(r"Out of bounds values\s*:\s*(\d{1,9})\s*(FAILED|OK)?")
 _AVG = re.compile(r"Avg bus bandwidth\s*:\s*([-\d.eE+naif]+)\s*(FAILED|OK)?")
 _PERFNAME = re.compile(r"\b(all_reduce|all_gather|alltoallv?|broadcast|reduce_scatter|reduce|sendrecv|gather|scatter"
                        r"|hypercube)_perf")
-_NUM = re.compile(r"^-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
+_STAMP = re.compile(r"^\d{4}-\d\d-\d\d$|^\d\d:\d\d:\d\d$")
+_NUM = re.compile(r"^-?(?:\d{1,30}\.?\d{0,30}|\.\d{1,30})(?:[eE][-+]?\d{1,4})?$")
 
 
 def _num(tok: str) -> float | None:
@@ -282,6 +284,7 @@ def parse_results(lines_iter, source: str) -> list[Test]:
                 continue
             row = _row(toks, cur.columns, lineno)
             if row is not None:
+                row.text = line[:400]
                 if cur.footer:  # a table after a footer without a new header: a second test (duplicated output)
                     nxt = Test(source=source, line=lineno, name=cur.name, named_by=cur.named_by,
                                columns=cur.columns, devices=list(cur.devices), nthreads=cur.nthreads, ngpus=cur.ngpus,
@@ -298,23 +301,25 @@ def _is_row(body: str) -> bool:
 
 
 def _row(toks: list[str], columns: list[str], lineno: int) -> Row | None:
-    if len(toks) < 6 or not toks[0].isdigit() or not toks[1].isdigit() or toks[2][:1].isdigit():
+    if len(toks) < 6 or not toks[0].isdigit() or not toks[1].isdigit() or toks[2][:1].isdigit() \
+            or len(toks[0]) > 18 or len(toks[1]) > 18:
         return None
     size, count, dtype = int(toks[0]), int(toks[1]), toks[2]
     if _num(toks[3]) is not None:  # NCCL 2.4-era tables: no redop column
         redop, rest = "", toks[3:]
     else:
         redop, rest = toks[3], toks[4:]
+    rest = [t for t in rest if not _STAMP.match(t)]  # -S timestamps at the end of a row
     root: int | None = None
     if columns:
         has_root = "root" in columns
     else:  # no header: a root column is there when the values after redop come in 9 or 5 (root + 8 or 4)
         has_root = len(rest) % 4 == 1
-    if has_root and rest and re.match(r"^-?\d+$", rest[0]):
+    if has_root and rest and re.match(r"^-?\d{1,9}$", rest[0]):
         root = int(rest[0])
         rest = rest[1:]
     per = 8 if columns and "i_min" in columns else 4
-    vals = [t for t in rest if not re.match(r"^\d{4}-\d\d-\d\d$|^\d\d:\d\d:\d\d$", t)]
+    vals = rest
     sides: list[Side] = []
     for i in range(0, min(len(vals), 2 * per), per):
         chunk = vals[i:i + per]
@@ -580,14 +585,9 @@ def evaluate(tests: list[Test], *, hardware: dict[str, Hardware] | None, nodes: 
         big = [r for r in t.rows if r.size >= min_bytes and r.best_busbw() is not None]
         largest: Row | None = None
         measured = None
-        if big:
+        if big:  # only large messages say what the links give (small ones measure latency)
             largest = max(big, key=lambda r: r.size)
             measured = max(r.best_busbw() or 0.0 for r in big)
-        elif t.rows:
-            cand = [r for r in t.rows if r.best_busbw() is not None]
-            if cand:
-                largest = max(cand, key=lambda r: r.size)
-                measured = largest.best_busbw()
         exp = expect(name, hw, nodes=n_nodes, ranks=t.nranks)
         eff = measured / exp.busbw if measured is not None and exp.busbw else None
         out.append(Result(t, name, n_nodes, largest, measured, exp, eff, hw))
@@ -626,7 +626,7 @@ def check(results: list[Result], *, options: dict[str, dict[str, Any]], causes: 
         ev = t.header_ev or (Ev(t.source, t.line, "") if t.source else None)
         wrong = [r for r in t.rows if any(s is not None and s.wrong for s in (r.oop, r.ip))]
         if wrong or t.oob_failed:
-            rev = Ev(t.source, wrong[0].line, "") if wrong else t.avg_ev
+            rev = Ev(t.source, wrong[0].line, wrong[0].text) if wrong else t.avg_ev
             add("PERF002", f"{label}: {len(wrong)} size{'s' if len(wrong) != 1 else ''} with wrong results"
                 + (f" (from {_size(wrong[0].size)})" if wrong else "") + (f"; out of bounds values {t.oob}"
                                                                          if t.oob else ""), rev or ev)
@@ -650,7 +650,8 @@ def check(results: list[Result], *, options: dict[str, dict[str, Any]], causes: 
                    f"is {eff:.0%} of the expected {exp.busbw:.0f} GB/s ({exp.why})")
             if cause_text:
                 msg += f"; the NCCL log of this run says: {cause_text}"
-            add("PERF001", msg, Ev(t.source, res.largest.line, "") if res.largest and not t.json else ev, sev)
+            add("PERF001", msg, Ev(t.source, res.largest.line, res.largest.text) if res.largest and not t.json else ev,
+                sev)
     return findings
 
 
@@ -704,6 +705,9 @@ def text(results: list[Result]) -> str:
         if r.largest is not None and r.measured is not None:
             out.append(f"  busbw at large sizes: {r.measured:g} GB/s (largest size {_size(r.largest.size)}, "
                        f"{len(t.rows)} rows)" + (f"; avg busbw {t.avg_busbw:g}" if t.avg_busbw is not None else ""))
+        elif t.rows:
+            top = max(t.rows, key=lambda x: x.size)
+            out.append(f"  {len(t.rows)} rows up to {_size(top.size)}: no large message to judge the bandwidth by")
         else:
             out.append("  no result rows")
         if r.expectation.busbw is not None:
