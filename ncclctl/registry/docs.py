@@ -134,7 +134,9 @@ def rules_markdown(rules: Sequence[Rule]) -> str:
         "`rings validate`, `file+host` with `--root`/`--live`, `rings` in `rings validate`, `rings+model` in "
         "`rings validate` with the node's topology (`--topo`/`--root`/`--live`) (see "
         "[docs/rules-topo.md](docs/rules-topo.md)); "
-        "`fabric` in `ncclctl fabric load` / `fabric rails` (see [docs/fabric.md](docs/fabric.md)).",
+        "`fabric` in `ncclctl fabric load` / `fabric rails` (see [docs/fabric.md](docs/fabric.md)); `log` in "
+        "`ncclctl log check` (see [docs/logs.md](docs/logs.md)); `perf` in `ncclctl perf check` (see "
+        "[docs/perf.md](docs/perf.md)).",
         "",
         "| ID | slug | family | scope | severity | runs | what it finds |",
         "|---|---|---|---|---|---|---|",
