@@ -298,11 +298,11 @@ class Checker:
             for v, procs in sorted(vs.items(), key=lambda kv: -len(kv[1])):
                 parts.append(f"{v} on {hostlist({p.host for p in procs})} ({len(procs)} process"
                              f"{'es' if len(procs) != 1 else ''})")
-                evs += [p.version_ev for p in procs[:1]]
+                evs += [p.version_ev for p in procs[:1] if p.version_ev is not None]
             self.add("LOG004", "NCCL versions differ between processes: " + "; ".join(parts), evs,
                      hosts={p.host for ps in vs.values() for p in ps})
         elif not vs:
-            bare = {}
+            bare: dict[str, Ev] = {}
             for ev in self.ls.bare_versions:
                 bare.setdefault(ev.text.split("NCCL version", 1)[1].strip().split()[0], ev)
             if len(bare) > 1:

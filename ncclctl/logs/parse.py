@@ -380,7 +380,8 @@ class Parser:
         lineno = 0
         out = self.out
         heads: dict[str, tuple] = {}  # per source: the procs a file shows (bare version lines are per file)
-        self._source_procs[name] = procs_here = set()
+        procs_here: set[Proc] = set()
+        self._source_procs[name] = procs_here
         cur = self._cur
         conn_match = _CONN_FAST.match
         nccl = other_lines = 0
@@ -635,7 +636,7 @@ class Parser:
                 if m:
                     mem = self._init_member(proc, dev, ev)
                     types = m.group(6).split("/")
-                    g = {"pattern": int(m.group(1)), "crossnic": int(m.group(2)), "nchannels": int(m.group(3)),
+                    g: dict[str, Any] = {"pattern": int(m.group(1)), "crossnic": int(m.group(2)), "nchannels": int(m.group(3)),
                          "bw_intra": float(m.group(4)), "bw_inter": float(m.group(5)),
                          "type_intra": types[0], "type_inter": types[1] if len(types) > 1 else types[0],
                          "same_channels": int(m.group(7)), "channels": [], "_ev": ev}
@@ -647,9 +648,9 @@ class Parser:
         if c0 == " " or c0.isdigit():
             m = _GRAPH_CH.match(msg)
             if m:
-                g = self._last_graph.get((proc.host, proc.pid, dev))
-                if g is not None and len(g["channels"]) < 64:
-                    g["channels"].append(m.group(2).split())
+                last = self._last_graph.get((proc.host, proc.pid, dev))
+                if last is not None and len(last["channels"]) < 64:
+                    last["channels"].append(m.group(2).split())
                 return True
             m = _CHANNELS.match(msg)
             if m:

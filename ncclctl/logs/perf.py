@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from ncclctl.findings import Finding, Severity
 from ncclctl.logs.lines import strip_launcher
@@ -240,47 +240,14 @@ def parse_results(lines_iter, source: str) -> list[Test]:
             if toks[:2] == ["size", "count"]:
                 cur.columns = toks
                 continue
+            if _footer(cur, body, Ev(source, lineno, line[:400])):  # with or without '#' (a pasted table)
+                continue
             if line.startswith("#") or not toks:
-                m = _OOB.search(body)
-                if m:
-                    cur.oob = int(m.group(1))
-                    cur.oob_failed = m.group(2) == "FAILED" or cur.oob > 0
-                    cur.footer = True
-                    continue
-                m = _AVG.search(body)
-                if m:
-                    try:
-                        cur.avg_busbw = float(m.group(1))
-                    except ValueError:
-                        cur.avg_busbw = None
-                    cur.avg_failed = m.group(2) == "FAILED"
-                    cur.avg_ev = Ev(source, lineno, line[:400])
-                    cur.footer = True
-                    continue
-                if _CONCLUDED.search(body):
-                    cur.concluded = True
-                    continue
                 if body.startswith("error:"):
                     cur.errors.append(Ev(source, lineno, line[:400]))
                 continue
             if "Test NCCL failure" in line or "Test CUDA failure" in line or "Test failure" in line:
                 cur.errors.append(Ev(source, lineno, line[:400]))
-                continue
-            m = _OOB.search(body) or None
-            if m and "Out of bounds" in body:
-                cur.oob = int(m.group(1))
-                cur.oob_failed = m.group(2) == "FAILED" or cur.oob > 0
-                cur.footer = True
-                continue
-            m = _AVG.search(body) if "Avg bus bandwidth" in body else None
-            if m:
-                try:
-                    cur.avg_busbw = float(m.group(1))
-                except ValueError:
-                    cur.avg_busbw = None
-                cur.avg_failed = m.group(2) == "FAILED"
-                cur.avg_ev = Ev(source, lineno, line[:400])
-                cur.footer = True
                 continue
             row = _row(toks, cur.columns, lineno)
             if row is not None:
@@ -293,6 +260,32 @@ def parse_results(lines_iter, source: str) -> list[Test]:
                     cur = nxt
                 cur.rows.append(row)
     return tests
+
+
+def _footer(cur: Test, body: str, ev: Ev) -> bool:
+    """The footer lines of a table: out-of-bounds values, the average bus bandwidth, 'test concluded'."""
+    if "Out of bounds" in body:
+        m = _OOB.search(body)
+        if m:
+            cur.oob = int(m.group(1))
+            cur.oob_failed = m.group(2) == "FAILED" or cur.oob > 0
+            cur.footer = True
+            return True
+    if "Avg bus bandwidth" in body:
+        m = _AVG.search(body)
+        if m:
+            try:
+                cur.avg_busbw = float(m.group(1))
+            except ValueError:
+                cur.avg_busbw = None
+            cur.avg_failed = m.group(2) == "FAILED"
+            cur.avg_ev = ev
+            cur.footer = True
+            return True
+    if _CONCLUDED.search(body):
+        cur.concluded = True
+        return True
+    return False
 
 
 def _is_row(body: str) -> bool:
@@ -352,7 +345,7 @@ def parse_json(text: str, source: str) -> list[Test]:
         m = _PERFNAME.search(args[0])
         if m:
             t.name, t.named_by = m.group(1), "the command in the JSON document"
-    cfg = doc.get("config") if isinstance(doc.get("config"), dict) else {}
+    cfg: dict[str, Any] = doc["config"] if isinstance(doc.get("config"), dict) else {}
     t.nthreads = cfg.get("nthreads") if isinstance(cfg.get("nthreads"), int) else None
     t.ngpus = cfg.get("ngpus") if isinstance(cfg.get("ngpus"), int) else None
     for d in doc.get("devices") or []:
@@ -601,17 +594,20 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-def check(results: list[Result], *, options: dict[str, dict[str, Any]], causes: list[Finding] = ()) -> list[Finding]:
-    from ncclctl.registry import get
+def check(results: list[Result], *, options: dict[str, dict[str, Any]],
+          causes: Sequence[Finding] = ()) -> list[Finding]:
+    from ncclctl.registry import rules_of
+
+    rules = {r.id: r for r in rules_of(scope="perf")}
 
     def opt(rid: str, name: str) -> Any:
         v = options.get(rid, {}).get(name)
-        return v if v is not None else get(rid).defaults()[name]
+        return v if v is not None else rules[rid].defaults()[name]
 
     findings: list[Finding] = []
 
     def add(rid: str, msg: str, ev: Ev | None, severity: Severity | None = None, extra: tuple[str, ...] = ()) -> None:
-        r = get(rid)
+        r = rules[rid]
         findings.append(Finding(rule=rid, severity=severity or r.severity, message=msg,
                                 subject=ev.source if ev else "<results>", line=ev.line if ev else None, fix=r.fix,
                                 evidence=((ev.evidence(),) if ev else ()) + extra))

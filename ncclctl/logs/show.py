@@ -276,7 +276,8 @@ def _hosts_text(ls: LogSet, d: dict[str, Any]) -> list[str]:
         info[key] = {"boot": boot}
     out = ["Hosts:"]
     for key, hosts in sorted(groups.items(), key=lambda kv: kv[1][0]):
-        nets, nics, _bootnames, sock, gdr_off = key
+        nets_t, nics_t, _bootnames, sock_t, gdr_t = key
+        nets, nics, sock, gdr_off = list(nets_t), list(nics_t), list(sock_t), list(gdr_t)
         line = f"  {hostlist(hosts)} ({len(hosts)} host{'s' if len(hosts) != 1 else ''}): network {'/'.join(nets)}"
         out.append(line)
         if nics:
