@@ -168,3 +168,9 @@ def test_cli_reads_stdin():
     r = subprocess.run([sys.executable, "-m", "ncclctl", "log", "show", "-"], input=data, capture_output=True,
                        cwd=REPO, timeout=60)
     assert r.returncode == 0 and b"NCCL 2.8.4+cuda11.2" in r.stdout and b"<stdin>" not in r.stderr
+
+
+def test_fixtures_are_what_their_generator_writes():
+    r = subprocess.run([sys.executable, str(LOGS / "build.py"), "--check"], capture_output=True, text=True, cwd=REPO,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr

@@ -45,6 +45,10 @@ def test_pasted_and_old_tables():
     old = _tests("   134217728      16777216   float   3298.6   20.34   20.34  0e+00   3070.3   21.86   21.86  0e+00\n"
                  "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 6.6972 \n")[0]
     assert old.rows[0].redop == "" and old.rows[0].ip.busbw == 21.86 and old.footer
+    # the old 'error' column is the largest relative error: float rounding is not a wrong result
+    err = _tests("#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n"
+                 "           8             2   float     sum    59.98    0.00    0.00  2e-07    56.81    0.00    0.00  3e-01\n")[0]
+    assert err.rows[0].oop.wrong == 0 and err.rows[0].ip.wrong == 1
     per_iter = _tests(
         "# nThread 1 nGpus 8 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1\n"
         "#       size         count      type   redop    root     time   algbw   busbw  #wrong    i_min    i_max    "
