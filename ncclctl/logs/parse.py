@@ -877,6 +877,15 @@ class Parser:
     # ------------------------------------------------------------------ end
     def finish(self) -> LogSet:
         out = self.out
+        # NCCL < 2.22 prints its version once, on stdout, without a prefix: in a file that shows one host only, it
+        # is that host's version
+        for ev in out.bare_versions:
+            procs = self._source_procs.get(ev.source, set())
+            m = _VERSION.search(ev.text)
+            if m and procs and len({p.host for p in procs}) == 1:
+                for p in procs:
+                    if p.version is None:
+                        p.version, p.version_ev = m.group(1), ev
         comms: dict[str, Comm] = {}
         for proc in out.procs.values():
             for mem in proc.members:

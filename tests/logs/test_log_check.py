@@ -152,6 +152,16 @@ def test_explain_and_rules_list_the_log_and_perf_rules():
     assert "min_efficiency" in p.stdout
 
 
+def test_pre_2_22_bare_versions_are_per_file(tmp_path):
+    """Before 2.22 rank 0 prints the version on stdout only: in a file of one host it is that host's version."""
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    a.write_text("NCCL version 2.18.3+cuda12.2\nha:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n")
+    b.write_text("NCCL version 2.19.3+cuda12.2\nhb:2:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n")
+    found = check(read_logs([str(a), str(b)]))
+    assert [f.rule for f in found] == ["LOG004"] and "2.18.3+cuda12.2 on ha" in found[0].message
+    assert check(read_logs([str(a)])) == []
+
+
 def test_bus_ids_and_small_logs():
     assert busid_text("1b000") == "0000:1b:00.0" and busid_text("100000") == "0001:00:00.0"
     # a log of one line, and one of application output only, give no finding and no error
