@@ -30,7 +30,13 @@ inventory  64 MiB   a fleet inventory (``--inventory``)
 xml        16 MiB   an NCCL topology or graph file
 fabric     1 GiB    ibnetdiscover / iblinkinfo output
 archive    256 MiB  a snapshot ``.tar.gz`` (compressed; see :mod:`ncclctl.probe.snapshot` for unpacking caps)
+log        4 GiB    an NCCL_DEBUG log or nccl-tests output, plain or gzip (streamed; the cap counts unpacked bytes)
 ========== ======== ======================================================================================
+
+Logs are the one kind that is streamed (:func:`iter_lines`), never read whole: a 1,024-rank job's INFO log is
+200 MB and more. They are application output with NCCL lines mixed in, so they are decoded leniently (an invalid
+byte becomes U+FFFD and is counted, not refused), a line longer than :data:`LINE_MAX` is cut there, and a gzip
+stream that ends early ends the file (a log copied while the job ran) with a note.
 """
 
 from __future__ import annotations
@@ -65,6 +71,7 @@ KINDS: dict[str, Kind] = {
     "xml": Kind(16 * _MIB, "NCCL XML file", "NCCL topology and graph files are a few kilobytes; check the path"),
     "fabric": Kind(1024 * _MIB, "fabric dump", "give the ibnetdiscover / iblinkinfo output file"),
     "archive": Kind(256 * _MIB, "snapshot archive", "pass a file written by 'ncclctl snapshot --tar'"),
+    "log": Kind(4096 * _MIB, "log file", "give an NCCL_DEBUG=INFO log or nccl-tests output (plain text or .gz)"),
 }
 
 _TYPE_NAMES = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
@@ -209,4 +216,181 @@ def read_json(path: str, kind: str, *, display: str | None = None):
         raise InputError(f"not a usable JSON {KINDS[kind].what}: {type(exc).__name__}", path=display or path, fix=KINDS[kind].fix) from None
 
 
-__all__ = ["KINDS", "Kind", "decode", "read_bytes", "read_json", "read_text"]
+#: The longest line a streamed log keeps; the rest of a longer line is dropped (and counted).
+LINE_MAX = 64 << 10
+
+_CHUNK = 1 << 20
+
+
+class LineStream:
+    """What :func:`iter_lines` saw besides the lines: bytes read (unpacked), invalid bytes replaced, lines cut at
+    :data:`LINE_MAX`, whether the input was gzip and whether its stream ended early."""
+
+    def __init__(self, shown: str) -> None:
+        self.shown = shown
+        self.bytes = 0
+        self.gzip = False
+        self.truncated_gzip = False
+        self.replaced = 0
+        self.cut_lines = 0
+        self.cutting = False
+
+    def notes(self) -> list[str]:
+        out = []
+        if self.truncated_gzip:
+            out.append("the gzip stream ends early (a file copied while it was written?): read up to its end")
+        if self.replaced:
+            out.append(f"{self.replaced:,} line(s) with bytes that are not UTF-8 (read as U+FFFD)")
+        if self.cut_lines:
+            out.append(f"{self.cut_lines:,} line(s) longer than {LINE_MAX:,} bytes were cut there")
+        return out
+
+
+def _open_raw(path: str, spec: Kind, shown: str):
+    """A regular file opened non-blocking (the checks of :func:`read_bytes`), as a binary file object."""
+    try:
+        st = os.stat(path)
+    except NotADirectoryError:
+        raise _missing(shown, spec) from None
+    except FileNotFoundError:
+        raise _missing(shown, spec) from None
+    except OSError as exc:
+        raise _os_error(shown, exc, spec) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise not_regular(shown, st.st_mode, spec)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise _missing(shown, spec) from None
+    except OSError as exc:
+        raise _os_error(shown, exc, spec) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise not_regular(shown, st.st_mode, spec)
+    if st.st_size > spec.cap:
+        os.close(fd)
+        raise too_big(shown, st.st_size, spec)
+    return os.fdopen(fd, "rb", buffering=0)
+
+
+def iter_lines(path: str, kind: str = "log", *, display: str | None = None, stream: LineStream | None = None,
+               stdin=None):
+    """The lines of a text file of ``kind``, streamed in batches (lists of str, without their line ends), plain or
+    gzip (detected by its magic bytes). ``path`` ``-`` reads standard input (``stdin``: a binary file object, by
+    default ``sys.stdin.buffer``). Unpacked bytes count against the kind's cap; invalid UTF-8 is replaced and
+    counted in ``stream`` (a :class:`LineStream`), as are lines cut at :data:`LINE_MAX`. Errors are
+    :class:`InputError` naming the file."""
+    import sys
+    import zlib
+
+    spec = KINDS[kind]
+    shown = display or ("<stdin>" if path == "-" else path)
+    st = stream if stream is not None else LineStream(shown)
+    if path == "-":
+        raw = stdin if stdin is not None else sys.stdin.buffer
+        close = False
+    else:
+        raw = _open_raw(path, spec, shown)
+        close = True
+    try:
+        first = _read_some(raw, shown, spec)
+        inflate = None
+        if first[:2] == b"\x1f\x8b":
+            st.gzip = True
+            inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        rest = b""
+        data = first
+        while True:
+            if inflate is not None:
+                try:
+                    out = inflate.decompress(data, _CHUNK) if data else b""
+                    while True:
+                        if out:
+                            st.bytes += len(out)
+                            if st.bytes > spec.cap:
+                                raise too_big(shown, None, spec)
+                            rest, lines = _split(rest + out, st)
+                            if lines:
+                                yield lines
+                        if inflate.eof:
+                            # concatenated gzip members (cat a.gz b.gz): start the next one
+                            tail = inflate.unused_data
+                            if not tail:
+                                break
+                            inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                            out = inflate.decompress(tail, _CHUNK)
+                            continue
+                        if not inflate.unconsumed_tail:
+                            break
+                        out = inflate.decompress(inflate.unconsumed_tail, _CHUNK)
+                except zlib.error as exc:
+                    raise InputError(f"not a readable gzip stream ({exc})", path=shown,
+                                     fix="give the log uncompressed, or check the .gz with 'gzip -t'") from None
+            else:
+                st.bytes += len(data)
+                if st.bytes > spec.cap:
+                    raise too_big(shown, None, spec)
+                rest, lines = _split(rest + data, st)
+                if lines:
+                    yield lines
+            if not data:
+                break
+            data = _read_some(raw, shown, spec)
+        if inflate is not None and not inflate.eof and st.bytes:
+            st.truncated_gzip = True
+        if rest:
+            yield _decode_lines(rest, st)
+    finally:
+        if close:
+            raw.close()
+
+
+def _read_some(raw, shown: str, spec: Kind) -> bytes:
+    try:
+        return raw.read(_CHUNK) or b""
+    except OSError as exc:
+        raise _os_error(shown, exc, spec) from None
+
+
+def _split(buf: bytes, st: LineStream) -> tuple[bytes, list[str]]:
+    cut = buf.rfind(b"\n")
+    if cut < 0:
+        if len(buf) > LINE_MAX:  # one endless line: keep its start, count it once
+            if not st.cutting:
+                st.cut_lines += 1
+                st.cutting = True
+            return buf[:LINE_MAX], []
+        return buf, []
+    if st.cutting:
+        st.cutting = False
+        first = buf.find(b"\n")
+        buf = buf[:LINE_MAX] + buf[first:] if first > LINE_MAX else buf
+        cut = buf.rfind(b"\n")
+    return buf[cut + 1:], _decode_lines(buf[:cut], st)
+
+
+def _decode_lines(body: bytes, st: LineStream) -> list[str]:
+    """``body`` (lines joined by newlines, without the last one) as str lines: one decode of the whole body when it
+    is valid UTF-8 (the common case), line by line with replacement otherwise; CR of CRLF ends dropped."""
+    try:
+        lines = body.decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        lines = []
+        for b in body.split(b"\n"):
+            try:
+                lines.append(b.decode("utf-8"))
+            except UnicodeDecodeError:
+                st.replaced += 1
+                lines.append(b.decode("utf-8", "replace"))
+    if len(body) > LINE_MAX and max(map(len, lines)) > LINE_MAX:
+        for i, line in enumerate(lines):
+            if len(line) > LINE_MAX:
+                st.cut_lines += 1
+                lines[i] = line[:LINE_MAX]
+    if "\r" in lines[-1] or any("\r" in x for x in lines[:64]):
+        lines = [x[:-1] if x.endswith("\r") else x for x in lines]
+    return lines
+
+
+__all__ = ["KINDS", "LINE_MAX", "Kind", "LineStream", "decode", "iter_lines", "read_bytes", "read_json", "read_text"]

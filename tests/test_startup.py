@@ -10,7 +10,7 @@ HEAVY = ("lxml", "yaml", "pynvml", "ncclctl.probe", "ncclctl.topo", "jsonschema"
 
 
 @pytest.mark.parametrize("args", [["--version"], ["--help"], ["topo", "--help"], ["probe", "--help"], ["lint", "--help"],
-                                  ["fabric", "--help"]])
+                                  ["fabric", "--help"], ["log", "--help"], ["perf", "--help"]])
 def test_no_heavy_imports(args):
     result = subprocess.run([sys.executable, "-X", "importtime", "-m", "ncclctl", *args],
                             capture_output=True, text=True, timeout=60)
@@ -51,7 +51,8 @@ def _cli_modules(args: list[str]) -> set[str]:
 
 @pytest.mark.parametrize("command,module", [("lint", "ncclctl.cli.lint"), ("topo", "ncclctl.cli.topo"),
                                             ("fabric", "ncclctl.cli.fabric"), ("conf", "ncclctl.cli.ops"),
-                                            ("parse", "ncclctl.cli.parse")])
+                                            ("parse", "ncclctl.cli.parse"), ("log", "ncclctl.cli.logs"),
+                                            ("perf", "ncclctl.cli.perf")])
 def test_a_command_imports_only_its_own_module(command, module):
     """The command tree is registered without importing command modules: ``X --help`` loads X's module only
     (and the shared one), and ``--help`` none."""

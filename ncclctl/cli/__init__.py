@@ -48,6 +48,11 @@ COMMANDS: dict[str, Entry] = {
     "parse": Entry("ncclctl.cli.parse", "parse_app",
                    "Parse one command's output and print what ncclctl understood of it (the records and the notes "
                    "on what it left aside); exit 3 with FILE:LINE and a fix when it cannot read it."),
+    "log": Entry("ncclctl.cli.logs", "log_app",
+                 "NCCL_DEBUG logs: show what NCCL did (versions, NICs, transports, rings, trees), check it against rules "
+                 "and the node's model, diff two runs."),
+    "perf": Entry("ncclctl.cli.perf", "perf_app",
+                  "nccl-tests results: bus bandwidth per collective against what the hardware should give."),
     "conf": Entry("ncclctl.cli.ops", "conf_app",
                   "/etc/nccl.conf derived from the node: rails, socket interface, RoCE GID and traffic class."),
     "facts": Entry("ncclctl.cli.ops", "facts_app",

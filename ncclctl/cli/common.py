@@ -164,7 +164,7 @@ FAIL_ON_HELP = "Exit 1 when a finding reaches this severity."
 
 # The command that runs the rules of each scope (for "wrong command" hints).
 SCOPE_COMMAND = {"node": "ncclctl lint", "fleet": "ncclctl fleet lint", "file": "ncclctl topo validate",
-                 "fabric": "ncclctl fabric rails"}
+                 "fabric": "ncclctl fabric rails", "log": "ncclctl log check", "perf": "ncclctl perf check"}
 
 
 def out(text: str) -> None:

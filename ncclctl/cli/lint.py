@@ -29,12 +29,13 @@ class Scope(str, enum.Enum):
     file = "file"
     fabric = "fabric"
     log = "log"
+    perf = "perf"
 
 
 @rules_app.command("rules")
 def rules_cmd(
     fmt: RulesFormat = format_option(RulesFormat.text, "Output format (markdown: the README rule index)."),
-    scope: Optional[Scope] = typer.Option(None, "--scope", help="Only rules of this scope: node (lint), fleet (fleet lint), file (topo/rings validate), fabric (fabric load/rails), log."),
+    scope: Optional[Scope] = typer.Option(None, "--scope", help="Only rules of this scope: node (lint), fleet (fleet lint), file (topo/rings validate), fabric (fabric load/rails), log (log check), perf (perf check)."),
     family: Optional[str] = typer.Option(None, "--family", help="Only rules of this family (pcie, infiniband, nccl, topology, fabric, ...).", metavar="NAME"),
 ) -> None:
     """List every rule (lint, fleet, topology/graph file, fabric): id, slug, family, severity, when it runs, title."""

@@ -11,11 +11,13 @@ from __future__ import annotations
 import fnmatch
 import os
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ncclctl.findings import Finding, Severity, sort_key
-from ncclctl.lint.context import Ctx
 from ncclctl.registry import Hit, Rule, all_rules
+
+if TYPE_CHECKING:  # the node context pulls the node model: imported where a lint runs, not by every config load
+    from ncclctl.lint.context import Ctx
 
 
 @dataclass(frozen=True)
@@ -158,6 +160,8 @@ def lint_report(node: Any, config: Config, *, source: str | None, only: tuple[st
     """``ncclctl lint``: run the node rules on ``node`` and return one :class:`~ncclctl.report.Report` (the
     findings, the rules that ran, the fields the JSON document names)."""
     from ncclctl.report import Report
+
+    from ncclctl.lint.context import Ctx
 
     ctx = Ctx(node=node, expect=profile, source=source)
     findings = run(ctx, config, only=only)

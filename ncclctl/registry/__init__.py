@@ -7,13 +7,14 @@ One registry for every command. A rule's *scope* says what its check looks at:
 * ``fleet``: many nodes compared (``ncclctl fleet lint``), ``check(fleet_ctx, opts)``, also with :func:`rule`;
 * ``file``: an NCCL topology or graph XML file (``ncclctl topo validate``, ``rings validate``);
 * ``fabric``: an InfiniBand/RoCE fabric (``ncclctl fabric load``, ``fabric rails``);
-* ``log``: reserved for NCCL debug-log rules (none yet).
+* ``log``: NCCL_DEBUG logs (``ncclctl log check``);
+* ``perf``: nccl-tests results (``ncclctl perf check``).
 
 Node and fleet rules are registered by their check functions (the :func:`rule` decorator in each family module).
 File and fabric rules are *table rules*: their checks are spread over a validator (``ncclctl/topo/validate.py``,
 ``hostcheck.py``, ``schema.py``, ``ncclctl/fabric/graph.py``, ``layout.py``) that creates findings by rule id, so
-they are registered as rows (:func:`table`) in :mod:`ncclctl.registry.file_rules` and
-:mod:`ncclctl.registry.fabric_rules`. Every rule, of either kind, has the same metadata, is listed by
+they are registered as rows (:func:`table`) in :mod:`ncclctl.registry.file_rules`,
+:mod:`ncclctl.registry.fabric_rules` and :mod:`ncclctl.registry.log_rules` (log and perf). Every rule, of either kind, has the same metadata, is listed by
 ``ncclctl rules``, explained by ``ncclctl explain`` and configured by ``.ncclctl.yaml``.
 
 Rules are registered explicitly: :data:`FAMILY_MODULES` names the modules and :func:`all_rules` imports exactly
@@ -45,7 +46,7 @@ class Family:
     module: str
 
 
-SCOPES: tuple[str, ...] = ("node", "fleet", "file", "fabric", "log")
+SCOPES: tuple[str, ...] = ("node", "fleet", "file", "fabric", "log", "perf")
 
 # In the order `ncclctl rules` lists them. The order is also the root-cause order of the human outputs (Nagios
 # leads with the earliest family among the worst findings): hardware and links first, then the settings that
@@ -65,6 +66,8 @@ FAMILY_TABLE: tuple[Family, ...] = (
     Family("NTG", "graph", "file", "ncclctl.registry.file_rules"),
     Family("NTV", "nccl-version", "file", "ncclctl.registry.file_rules"),
     Family("NTH", "host-match", "file", "ncclctl.registry.file_rules"),
+    Family("LOG", "nccl-log", "log", "ncclctl.registry.log_rules"),
+    Family("PERF", "nccl-tests", "perf", "ncclctl.registry.log_rules"),
 )
 
 # Modules that register rules, each once, in listing order.
@@ -80,7 +83,7 @@ FAMILY_SCOPES: dict[str, str] = {f.name: f.scope for f in FAMILY_TABLE}
 FLEET_FAMILIES = frozenset(f.name for f in FAMILY_TABLE if f.scope == "fleet")
 
 #: Families registered as table rows (no check function: a validator creates their findings by id).
-TABLE_SCOPES = frozenset({"file", "fabric"})
+TABLE_SCOPES = frozenset({"file", "fabric", "log", "perf"})
 
 SEVERITY_NAMES = ("error", "warning", "info")
 
@@ -204,7 +207,8 @@ class Rule:
 
     @property
     def scope(self) -> str:
-        """``node``, ``fleet``, ``file`` or ``fabric`` (see :data:`SCOPES`): what the check looks at."""
+        """``node``, ``fleet``, ``file``, ``fabric``, ``log`` or ``perf`` (see :data:`SCOPES`): what the check looks
+        at."""
         return FAMILY_SCOPES[self.family]
 
     @property
@@ -271,13 +275,15 @@ def rule(id: str, slug: str, severity: Severity, title: str, *, what: str, why: 
 
 
 def table(id: str, slug: str, severity: Severity, title: str, *, what: str, why: str, detect: str, fix: str,
-          checked_by: str, graded: str | None = None) -> Rule:
-    """Register a table rule (file or fabric scope): its findings are created by id in ``checked_by``."""
+          checked_by: str, graded: str | None = None, options: tuple[Option, ...] = ()) -> Rule:
+    """Register a table rule (file, fabric, log or perf scope): its findings are created by id in
+    ``checked_by``."""
     m = _ID_RE.match(id)
     if not m:
         raise ValueError(f"rule id {id!r}: must be a family prefix and three digits")
     r = Rule(id=id, slug=slug, family=FAMILIES[m.group(1)], severity=severity, title=title,
-             doc=RuleDoc(what=what, why=why, detect=detect, fix=fix), graded=graded, checked_by=checked_by)
+             doc=RuleDoc(what=what, why=why, detect=detect, fix=fix), graded=graded, checked_by=checked_by,
+             options=options)
     _register(r)
     return r
 
@@ -313,7 +319,13 @@ def missing_modules() -> tuple[str, ...]:
 
 
 def rules_of(*, scope: str | None = None, family: str | None = None) -> tuple[Rule, ...]:
-    """The rules of one scope and/or family, in listing order."""
+    """The rules of one scope and/or family, in listing order. A scope's rules are loaded without the other
+    scopes' modules (``log check`` on one rank's log need not import the node lint rules)."""
+    if scope is not None and not _LOADED:
+        for name in dict.fromkeys(f.module for f in FAMILY_TABLE if f.scope == scope):
+            importlib.import_module(name)
+        return tuple(sorted((r for r in _REGISTRY.values() if r.scope == scope and (family is None or r.family == family)),
+                            key=lambda r: (family_order(r.family), r.id)))
     return tuple(r for r in all_rules() if (scope is None or r.scope == scope)
                  and (family is None or r.family == family))
 

@@ -34,6 +34,8 @@ RUNS: dict[str, str] = {
     "rings": "in every `ncclctl rings validate` (graph files)",
     "rings+model": "in `rings validate` with the node's topology: `--topo FILE`, `--root DIR` or `--live`",
     "fabric": "in `ncclctl fabric load` / `fabric rails`",
+    "log": "in `ncclctl log check` on NCCL_DEBUG logs (model rules with `--root`/`--inventory`)",
+    "perf": "in `ncclctl perf check` on nccl-tests results",
 }
 
 
@@ -51,8 +53,8 @@ def runs_when(rule: Rule) -> str:
         if rule.checked_by == MEANING:
             return "rings" if rule.id in MEANING_WITHOUT_MODEL else "rings+model"
         return "file+host" if rule.family == "host-match" else "file"
-    if rule.scope == "fabric":
-        return "fabric"
+    if rule.scope in ("fabric", "log", "perf"):
+        return rule.scope
     if rule.needs_expect:
         return "--expect"
     return "always" if rule.default_enabled else "strict"
@@ -105,7 +107,7 @@ def rules_text(rules: Sequence[Rule]) -> str:
                  "with 'extends: strict' or when named in the config; --expect = with an expected-state profile; "
                  "fleet = ncclctl fleet lint; file = topo/rings validate; file+host = validate with --root/--live; "
                  "rings = rings validate; rings+model = rings validate with --topo/--root/--live; "
-                 "fabric = fabric load/rails.")
+                 "fabric = fabric load/rails; log = log check; perf = perf check.")
     lines.append("'ncclctl explain ID' prints a rule's documentation and options; '--scope'/'--family' filter the list.")
     return "\n".join(lines) + "\n"
 
@@ -132,7 +134,9 @@ def rules_markdown(rules: Sequence[Rule]) -> str:
         "`rings validate`, `file+host` with `--root`/`--live`, `rings` in `rings validate`, `rings+model` in "
         "`rings validate` with the node's topology (`--topo`/`--root`/`--live`) (see "
         "[docs/rules-topo.md](docs/rules-topo.md)); "
-        "`fabric` in `ncclctl fabric load` / `fabric rails` (see [docs/fabric.md](docs/fabric.md)).",
+        "`fabric` in `ncclctl fabric load` / `fabric rails` (see [docs/fabric.md](docs/fabric.md)); `log` in "
+        "`ncclctl log check` (see [docs/logs.md](docs/logs.md)); `perf` in `ncclctl perf check` (see "
+        "[docs/perf.md](docs/perf.md)).",
         "",
         "| ID | slug | family | scope | severity | runs | what it finds |",
         "|---|---|---|---|---|---|---|",
@@ -166,10 +170,11 @@ _WHEN = {"always": "on by default", "strict": "off by default (on under extends:
          "file+host": "runs in topo validate / rings validate with --root or --live",
          "rings": "runs in ncclctl rings validate",
          "rings+model": "runs in rings validate with --topo, --root or --live",
-         "fabric": "runs in ncclctl fabric load / fabric rails"}
+         "fabric": "runs in ncclctl fabric load / fabric rails",
+         "log": "runs in ncclctl log check", "perf": "runs in ncclctl perf check"}
 
 _CONFIG_USE = {"node": "ncclctl lint", "fleet": "ncclctl fleet lint", "file": "ncclctl topo validate",
-               "fabric": "ncclctl fabric rails"}
+               "fabric": "ncclctl fabric rails", "log": "ncclctl log check", "perf": "ncclctl perf check"}
 
 
 def explain_text(rule: Rule) -> str:

@@ -85,6 +85,8 @@ class Report:
     name: str = "ncclctl"
     #: Sentences the summary line carries before its counts' notes (``no GPUs and no RDMA NICs: ...``).
     notes: tuple[str, ...] = ()
+    #: Text output: print each finding's evidence under it (log check: the log lines a finding rests on).
+    evidence: bool = False
 
     @property
     def ok(self) -> bool:

@@ -27,9 +27,11 @@ def visible(findings: Iterable[Finding], show_info: bool) -> list[Finding]:
     return [f for f in findings if show_info or f.severity is not Severity.INFO]
 
 
-def group_lines(groups: Sequence[Group], prefix: str = "", *, host: str | None = None) -> list[str]:
+def group_lines(groups: Sequence[Group], prefix: str = "", *, host: str | None = None,
+                evidence: bool = False) -> list[str]:
     """Two lines per group: ``LOCATION: severity: RULE: message`` and its fix. With ``host`` (fleet text), the
-    location is prefixed with the host unless it is the host."""
+    location is prefixed with the host unless it is the host; with ``evidence``, the first finding's evidence
+    lines follow."""
     lines = []
     for g in groups:
         loc = g.location()
@@ -37,6 +39,8 @@ def group_lines(groups: Sequence[Group], prefix: str = "", *, host: str | None =
             loc = host if loc == host else f"{host}: {loc}"
         f = g.first
         lines.append(f"{prefix}{loc}: {f.severity.value}: {f.rule}: {g.message()}")
+        if evidence:
+            lines += [f"    evidence: {e}" for e in f.evidence]
         if f.fix:
             lines.append(f"    fix: {f.fix}")
     return lines
@@ -51,7 +55,7 @@ def text(report: Report, *, show_info: bool = False) -> str:
     shown = visible(sorted(report.findings, key=sort_key), show_info)
     c = counts(report.findings)
     lines = [report.header.rstrip("\n")] if report.header else []
-    lines += group_lines(group(shown))
+    lines += group_lines(group(shown), evidence=report.evidence)
     notes = list(report.notes)
     if report.rules_run is not None:
         notes.append(f"{plural(len(report.rules_run), 'rule')} run")

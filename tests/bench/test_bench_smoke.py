@@ -27,7 +27,9 @@ def test_bench_smoke_prints_every_figure(tmp_path: Path) -> None:
                    "topo generate --root dgx-h100", "topo validate dgx-h100.xml --root dgx-h100",
                    "lint --root dgx-h100", "probe (live host)", "fleet lint 20 snapshots", "per node",
                    "ibnetdiscover parse only, 512 nodes", "fabric rails, 512 nodes x 8 rails",
-                   "fabric order, 512 nodes x 8 rails", "ring crossings, 512 nodes"):
+                   "fabric order, 512 nodes x 8 rails", "ring crossings, 512 nodes", "log show, 64-rank job log",
+                   "log check, 64-rank job log", "log show, one rank's log", "log check, one rank's log",
+                   "perf check all_reduce"):
         assert any(needle in line for line in lines), f"missing row {needle!r}:\n{out}"
     # A command that failed (exit status other than 0/1) is flagged in its row.
     assert "rc=" not in out, out
@@ -40,5 +42,6 @@ def test_bench_smoke_prints_every_figure(tmp_path: Path) -> None:
             assert line.rstrip().endswith(("met", "NOT met")), line
     # Every timed row has a figure in ms or s.
     for line in lines[3:]:
-        if line.startswith(("python", "ncclctl", "probe", "topo", "lint", "fleet", "fabric", "ibnetdiscover")):
+        if line.startswith(("python", "ncclctl", "probe", "topo", "lint", "fleet", "fabric", "ibnetdiscover", "log",
+                            "perf")):
             assert " ms " in line or " s " in line, line

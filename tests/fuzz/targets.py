@@ -450,6 +450,90 @@ _SYSFS = {
 }
 
 
+# ------------------------------------------------------------------------------------------------ NCCL logs
+
+
+def _log_corpus() -> list[bytes]:
+    """The authored log fixtures (every wording and failure class), cut to their first 300 lines."""
+    out = []
+    for p in sorted((FIXTURES / "logs").glob("*.log")):
+        out.append(b"\n".join(p.read_bytes().split(b"\n")[:300]))
+    return out
+
+
+def _nccl_log(data: bytes) -> Any:
+    """``log show`` and ``log check`` on the input as a log file: parse, the summary, its text, every LOG rule,
+    the diff against itself."""
+    from ncclctl.logs import show
+    from ncclctl.logs.check import check
+    from ncclctl.logs.diff import diff
+    from ncclctl.logs.parse import read_logs
+    from ncclctl.render import dumps
+
+    ls = read_logs([_Scratch.write("nccl.log", data)])
+    doc = show.summary(ls)
+    dumps(doc)
+    show.text(ls, doc, ranks=True)
+    findings = check(ls)
+    for f in findings:
+        str(f.message)
+    assert diff(doc, doc) == []
+    return findings
+
+
+def _nccl_log_model(data: bytes) -> Any:
+    """``log check --root``: the input held against the DGX H100 fixture's model (paths, NICs, GDR)."""
+    from ncclctl.logs.check import HostModel, check
+    from ncclctl.logs.parse import read_logs
+
+    ls = read_logs([_Scratch.write("nccl-model.log", data)])
+    model = _h100_model()
+    return check(ls, models={h: model for h in ls.hosts})
+
+
+@functools.lru_cache(maxsize=None)
+def _h100_model():
+    from ncclctl.logs.check import HostModel
+    from ncclctl.nccl.predict import inputs_for_node, predict_xml
+    from ncclctl.nccl.version import DEFAULT
+
+    node = _node("dgx-h100")
+    data, inputs, down = inputs_for_node(node, nodes=2, env={}, version=DEFAULT, gdr="auto", source="dgx-h100")
+    return HostModel.of("dgx-h100", predict_xml(data, inputs=inputs, down=down).to_json())
+
+
+def _perf_corpus() -> list[bytes]:
+    return [p.read_bytes()[:20000] for p in sorted((FIXTURES / "logs" / "perf").glob("*.txt"))]
+
+
+def _perf_json_corpus() -> list[bytes]:
+    return [p.read_bytes() for p in sorted((FIXTURES / "logs" / "perf").glob("*.json"))]
+
+
+def _nccl_tests(data: bytes) -> Any:
+    """``perf check``: the results read (text or JSON, detected), expected from the GPU names or the DGX H100
+    fixture, the PERF rules, the text and JSON renderings."""
+    from ncclctl.logs import perf
+    from ncclctl.render import dumps
+
+    path = _Scratch.write("results.txt", data)
+    tests, _notes = perf.read_results([path])
+    out = []
+    for hw in (None, {"*": _h100_hw()}):
+        res = perf.evaluate(tests, hardware=hw, nodes=None, min_bytes=1 << 20)
+        out += perf.check(res, options={})
+        perf.text(res)
+        dumps([r.doc() for r in res])
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _h100_hw():
+    from ncclctl.logs.perf import hardware_from_node
+
+    return hardware_from_node(_node("dgx-h100"), "dgx-h100")
+
+
 # ------------------------------------------------------------------------------------------------ registry
 
 
@@ -536,6 +620,10 @@ def _build() -> dict[str, Target]:
         Target("node_model_consumers", _node_model_consumers, _node_model_corpus, kind="json"),
         Target("nvml_json", _nvml_json, _nvml_corpus, kind="json"),
         _guarded("nccl_conf", _nccl_conf, _conf_corpus, "ncclctl.nccl.settings", "resolve_sources"),
+        Target("nccl_log", _nccl_log, _log_corpus),
+        Target("nccl_log_model", _nccl_log_model, _log_corpus, quick_count=40),
+        Target("nccl_tests_text", _nccl_tests, _perf_corpus),
+        Target("nccl_tests_json", _nccl_tests, _perf_json_corpus, kind="json"),
         # The whole lint rule set per input (~0.1 s for a 64 KiB conf file).
         _guarded("lint_nccl_conf", _lint_with_conf, _conf_corpus, "ncclctl.lint.engine", "run", quick_count=25),
     ]

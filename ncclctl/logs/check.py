@@ -1,0 +1,682 @@
+"""``ncclctl log check``: the LOG rules over a :class:`~ncclctl.logs.parse.LogSet`, optionally held against the
+model of what NCCL will do on the node (:mod:`ncclctl.nccl.predict`, with ``--root`` or ``--inventory``).
+
+Every finding's subject is the log file of its first evidence and its line that evidence's line; the message
+starts with the host (or hosts, as a hostlist) and the ranks it is about. Findings are grouped per host or per
+communicator, never one per rank: a 1,024-rank job with GPUDirect RDMA off everywhere is one finding naming the
+hosts, not a thousand.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from ncclctl.findings import Finding, Severity
+from ncclctl.logs.parse import Comm, Ev, LogSet, Member, Proc
+from ncclctl.logs.show import hostlist, member_nics, network_of, ranges
+
+E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+
+#: Interface names that are not a host's data network (loopback, container bridges, VM bridges, tunnels).
+VIRTUAL_IFACES = ("lo", "docker", "virbr", "veth", "br-", "cni", "flannel", "tunl", "vxlan", "kube", "cali",
+                  "weave", "tailscale", "tun", "tap", "lxc", "podman", "cilium", "genev", "vnet")
+
+#: WARN classes that stop NCCL (errors) and those that do not (warnings); others belong to their own rules.
+ERROR_WARNS = {"ib-completion", "ibv", "socket", "cuda", "version-mismatch", "bootstrap", "ib-open", "ib-mismatch",
+               "no-interface", "ring"}
+SOFT_WARNS = {"no-verbs", "nvls", "topo-open", "other", "gdr"}
+
+#: Settings that name local things (an interface, a device list, a file): differences between hosts are normal.
+LOCAL_SETTINGS = {"NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_DEBUG_FILE", "NCCL_TOPO_FILE", "NCCL_TOPO_DUMP_FILE",
+                  "NCCL_GRAPH_DUMP_FILE", "NCCL_HOSTID", "NCCL_COMM_ID", "NCCL_OOB_NET_IFNAME", "NCCL_NET_PLUGIN",
+                  "NCCL_IB_GID_INDEX"}
+
+_PATH_ORDER = ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS", "NET", "DIS")
+
+
+def _rules() -> dict[str, Any]:
+    from ncclctl.registry import rules_of
+
+    return {r.id: r for r in rules_of(scope="log")}
+
+
+@dataclass
+class HostModel:
+    """What the model predicts for one host: the ``topo predict`` JSON document."""
+
+    source: str
+    doc: dict[str, Any]
+    #: busid ("0000:1b:00.0") -> GPU entry
+    gpus: dict[str, dict[str, Any]] = field(default_factory=dict)
+    by_dev: dict[int, dict[str, Any]] = field(default_factory=dict)
+    nets: dict[int, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, source: str, doc: dict[str, Any]) -> "HostModel":
+        m = cls(source, doc)
+        for g in doc.get("gpus", []):
+            m.gpus[str(g.get("busid", "")).lower()] = g
+            if isinstance(g.get("dev"), int):
+                m.by_dev[g["dev"]] = g
+        m.nets = {n["dev"]: n["name"] for n in doc.get("nets", [])}
+        return m
+
+    def gpu_of(self, mem: Member) -> dict[str, Any] | None:
+        if mem.busid:
+            g = self.gpus.get(busid_text(mem.busid))
+            if g is not None:
+                return g
+        dev = mem.nvml_dev if mem.nvml_dev is not None else mem.cuda_dev if mem.cuda_dev is not None else mem.dev
+        return self.by_dev.get(dev) if dev is not None else None
+
+
+def busid_text(busid: str) -> str:
+    """NCCL's int64 bus id as printed in logs (``1b000``) -> ``0000:1b:00.0``."""
+    s = busid.lower().lstrip("0x") if busid.lower().startswith("0x") else busid.lower()
+    s = s.rjust(9, "0")
+    return f"{s[:-5].rjust(4, '0')[-4:]}:{s[-5:-3]}:{s[-3:-1]}.{s[-1]}"
+
+
+class Checker:
+    def __init__(self, ls: LogSet, *, models: dict[str, HostModel] | None = None,
+                 options: dict[str, dict[str, Any]] | None = None) -> None:
+        self.ls = ls
+        self.models = models or {}
+        self.options = options or {}
+        self.rules = _rules()
+        self.findings: list[Finding] = []
+        self.multi_host = len(ls.hosts) > 1 or any((m.nnodes or 0) > 1 for m in ls.members())
+
+    # ------------------------------------------------------------------ helpers
+    def opt(self, rule_id: str, name: str) -> Any:
+        v = self.options.get(rule_id, {}).get(name)
+        if v is None:
+            r = self.rules[rule_id]
+            v = r.defaults()[name]
+        return v
+
+    def add(self, rule_id: str, message: str, evs: Iterable[Ev | None], *, severity: Severity | None = None,
+            hosts: Iterable[str] = (), fix: str | None = None) -> None:
+        r = self.rules[rule_id]
+        evl = [e for e in evs if e is not None]
+        first = evl[0] if evl else None
+        hl = sorted({h for h in hosts})
+        self.findings.append(Finding(
+            rule=rule_id, severity=severity or r.severity, message=message,
+            subject=first.source if first else (self.ls.sources[0].name if self.ls.sources else "<log>"),
+            line=first.line if first else None, fix=fix or r.fix,
+            evidence=tuple(dict.fromkeys(e.evidence() for e in evl))[:8],
+            host=hl[0] if len(hl) == 1 else None))
+
+    @staticmethod
+    def who(mems: Iterable[Member]) -> str:
+        mems = list(mems)
+        hosts = hostlist({m.host for m in mems})
+        rk = [m.rank for m in mems if m.rank is not None]
+        return f"{hosts} rank{'s' if len(set(rk)) != 1 else ''} {ranges(rk)}" if rk else hosts
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> list[Finding]:
+        for fn in (self.gdr, self.socket, self.interfaces, self.versions, self.nic_mismatch, self.channels,
+                   self.settings, self.graph_file, self.topology, self.nic_underused, self.nic_rails, self.paths,
+                   self.init_incomplete, self.errors, self.slow_init, self.shm):
+            fn()
+        return self.findings
+
+    # LOG001 ---------------------------------------------------------------
+    def gdr(self) -> None:
+        by_host: dict[str, list[Member]] = {}
+        on_hosts: set[str] = set()
+        for m in self.ls.members():
+            flags = {(dev, g) for chs in m.net_ch.values() for _d, dev, g, _p in chs}
+            if not flags or any(k.startswith("NET/Socket") for k in m.conns) and not any(
+                    k.startswith("NET/") and not k.startswith("NET/Socket") for k in m.conns):
+                continue
+            if any(not g for _dev, g in flags):
+                by_host.setdefault(m.host, []).append(m)
+            else:
+                on_hosts.add(m.host)
+        procs_hca_off = [p for p in self.ls.procs.values() if p.gdr_hca and not any(v[0] for v in p.gdr_hca.values())]
+        hosts_hca_only = {p.host for p in procs_hca_off} - set(by_host) - on_hosts
+        groups: dict[tuple, list[Member]] = {}
+        for host, mems in by_host.items():
+            causes, sev, evs = self._gdr_causes(host, mems)
+            groups.setdefault((tuple(causes), sev), []).extend(mems)
+            for m in mems:
+                m._gdr_evs = evs  # type: ignore[attr-defined]
+        for (causes, sev), mems in sorted(groups.items(), key=lambda kv: kv[1][0].host):
+            total = sum(1 for m in mems for chs in m.net_ch.values() for _d, _dev, g, _p in chs if not g)
+            evs = []
+            for m in mems[:3]:
+                evs += [ev for k, ev in m.conn_ev.items() if k.startswith("NET/") and not k.endswith("/GDRDMA")][:1]
+            evs += getattr(mems[0], "_gdr_evs", [])
+            msg = (f"{self.who(mems)}: {total} network channel connection{'s' if total != 1 else ''} without "
+                   f"GPUDirect RDMA (NET/IB without /GDRDMA)")
+            if causes:
+                msg += "; likely cause: " + "; ".join(causes)
+            self.add("LOG001", msg, evs, severity=sev, hosts={m.host for m in mems})
+        if hosts_hca_only:
+            procs = [p for p in procs_hca_off if p.host in hosts_hca_only]
+            ev = [next(iter(p.gdr_hca.values()))[2] for p in procs[:3]]
+            names = sorted({k for p in procs for k in p.gdr_hca})
+            causes, _sev, more = self._gdr_causes(procs[0].host, [])
+            self.add("LOG001", f"{hostlist(hosts_hca_only)}: NCCL's IB plugin reports no GPUDirect RDMA for HCA "
+                     f"{', '.join(names)}" + ("; likely cause: " + "; ".join(causes) if causes else ""),
+                     ev + more, severity=E if self.multi_host else W, hosts=hosts_hca_only)
+
+    def _gdr_causes(self, host: str, mems: list[Member]) -> tuple[list[str], Severity, list[Ev]]:
+        procs = [p for p in self.ls.procs.values() if p.host == host]
+        causes: list[str] = []
+        evs: list[Ev] = []
+        sev = W
+        hca_off = {k: v for p in procs for k, v in p.gdr_hca.items() if not v[0]}
+        if hca_off:
+            sev = E
+            v = next(iter(hca_off.values()))
+            evs.append(v[2])
+            note = f" ({v[1]})" if v[1] else ""
+            causes.append(f"NCCL's IB plugin found no peer-memory module or DMA-BUF for HCA "
+                          f"{', '.join(sorted(hca_off))}{note}")
+            ver = self._version_of(procs)
+            if ver is not None and ver < (2, 23, 0):
+                causes.append(f"NCCL {ver} predates 2.23, which added the check for nvidia_peermem (older releases "
+                              "only see nv_peer_mem): with nvidia_peermem loaded, upgrade NCCL")
+        dist = [(k, v) for m in mems for k, v in m.gdr_gpu.items() if not v[0]]
+        if dist:
+            evs.append(dist[0][1][2])
+            causes.append(f"GPU-NIC distance above NCCL_NET_GDR_LEVEL ({dist[0][1][1]})")
+        lvl = next((p.settings["NCCL_NET_GDR_LEVEL"] for p in procs if "NCCL_NET_GDR_LEVEL" in p.settings), None)
+        if lvl is not None:
+            evs.append(lvl[1])
+            causes.append(f"NCCL_NET_GDR_LEVEL={lvl[0]} is set")
+        for key in ("NCCL_NET_GDR_READ", "NCCL_GDR_DISABLE"):
+            s = next((p.settings[key] for p in procs if key in p.settings), None)
+            if s is not None:
+                evs.append(s[1])
+                causes.append(f"{key}={s[0]} is set")
+        model = self.models.get(host)
+        if model is not None and mems:
+            predicted = []
+            for m in mems:
+                g = model.gpu_of(m)
+                if g is None:
+                    continue
+                for chs in m.net_ch.values():
+                    for _d, dev, gdr, _p in chs:
+                        name = model.nets.get(dev)
+                        if not gdr and name and g.get("gdr", {}).get(name, {}).get("write") not in (None, "Disabled"):
+                            predicted.append((m, name, g["gdr"][name]["write_why"]))
+            if predicted:
+                sev = E
+                m, name, why = predicted[0]
+                causes.append(f"the model ({model.source}) predicts GPUDirect RDMA for GPU {m.dev} -> {name} "
+                              f"({why}): the host side is missing (ACS, peermem, DMA-BUF)")
+        if not causes:
+            causes.append("not stated in the log (no 'GPU Direct RDMA Disabled' line; run with "
+                          "NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH); check peermem/DMA-BUF and ACS with 'ncclctl lint'")
+        return causes, sev, evs
+
+    @staticmethod
+    def _version_of(procs: list[Proc]):
+        from ncclctl.nccl.version import parse
+
+        for p in procs:
+            if p.version:
+                try:
+                    return parse(p.version.split("+", 1)[0])
+                except Exception:  # a mangled version string
+                    return None
+        return None
+
+    # LOG002 ---------------------------------------------------------------
+    def socket(self) -> None:
+        hosts: dict[str, list[Ev]] = {}
+        causes: dict[str, list[str]] = {}
+        for p in self.ls.procs.values():
+            sock_conn = [m for m in p.members if any(k.startswith("NET/Socket") for k in m.conns)]
+            if p.network == "Socket" or sock_conn:
+                evs = hosts.setdefault(p.host, [])
+                evs += [e for e in (p.network_ev,) if e is not None]
+                for m in sock_conn[:1]:
+                    evs += [ev for k, ev in m.conn_ev.items() if k.startswith("NET/Socket")][:1]
+                c = causes.setdefault(p.host, [])
+                if p.ib_none:
+                    evs.append(p.ib_none)
+                    c.append("NET/IB found no device (no RDMA device visible, or NCCL_IB_HCA matches none)")
+                if p.warn_counts.get("no-verbs"):
+                    evs += [ev for k, ev in p.warns if k == "no-verbs"][:1]
+                    c.append("libibverbs could not be loaded (install rdma-core in the image)")
+                s = p.settings.get("NCCL_IB_DISABLE")
+                if s is not None and s[0] not in ("0", ""):
+                    evs.append(s[1])
+                    c.append(f"NCCL_IB_DISABLE={s[0]}")
+        if not hosts:
+            return
+        sev = E if self.multi_host else W
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for h in hosts:
+            groups.setdefault(tuple(dict.fromkeys(causes[h])), []).append(h)
+        for cs, hs in sorted(groups.items(), key=lambda kv: kv[1][0]):
+            msg = f"{hostlist(hs)}: NCCL uses TCP sockets between nodes (network Socket)"
+            if not self.multi_host:
+                msg += " (one host in the log: fine for a single-node job)"
+            msg += ("; cause: " + "; ".join(cs)) if cs else ""
+            self.add("LOG002", msg, [e for h in hs for e in hosts[h]][:6], severity=sev, hosts=hs)
+
+    # LOG003 ---------------------------------------------------------------
+    def interfaces(self) -> None:
+        hits: dict[tuple[str, str], list[tuple[str, Ev]]] = {}
+        for p in self.ls.procs.values():
+            cands: list[tuple[str, str, str, Ev | None]] = []
+            for name, addr in p.bootstrap[:1]:
+                cands.append(("bootstrap", name, addr, p.bootstrap_ev))
+            if p.oob:
+                cands.append(("IB out-of-band", p.oob[0], p.oob[1], p.ib_ev))
+            if network_of(p) == "Socket":
+                for name, addr in p.socket:
+                    cands.append(("socket transport", name, addr, p.socket_ev))
+            for role, name, addr, ev in cands:
+                if ev is not None and _virtual(name, addr):
+                    hits.setdefault((role, name), []).append((p.host, ev))
+        for (role, name), items in sorted(hits.items()):
+            hosts = sorted({h for h, _ in items})
+            loop = name == "lo" or name.startswith("lo:")
+            sev = E if loop and self.multi_host else W
+            kind = "loopback" if loop else "a virtual (container/VM bridge or tunnel) interface"
+            self.add("LOG003", f"{hostlist(hosts)}: NCCL's {role} interface is {name}, {kind}"
+                     + (": ranks on other hosts cannot reach it" if loop and self.multi_host else ""),
+                     [e for _, e in items[:3]], severity=sev, hosts=hosts)
+
+    # LOG004 ---------------------------------------------------------------
+    def versions(self) -> None:
+        vs = self.ls.versions()
+        evs: list[Ev] = []
+        if len(vs) > 1:
+            parts = []
+            for v, procs in sorted(vs.items(), key=lambda kv: -len(kv[1])):
+                parts.append(f"{v} on {hostlist({p.host for p in procs})} ({len(procs)} process"
+                             f"{'es' if len(procs) != 1 else ''})")
+                evs += [p.version_ev for p in procs[:1] if p.version_ev is not None]
+            self.add("LOG004", "NCCL versions differ between processes: " + "; ".join(parts), evs,
+                     hosts={p.host for ps in vs.values() for p in ps})
+        elif not vs:
+            bare: dict[str, Ev] = {}
+            for ev in self.ls.bare_versions:
+                bare.setdefault(ev.text.split("NCCL version", 1)[1].strip().split()[0], ev)
+            if len(bare) > 1:
+                self.add("LOG004", "the log shows several NCCL versions: " + ", ".join(sorted(bare)),
+                         list(bare.values()))
+        mism = [(p, ev) for p in self.ls.procs.values() for k, ev in p.warns if k == "version-mismatch"]
+        if mism:
+            self.add("LOG004", f"{hostlist({p.host for p, _ in mism})}: NCCL reports a version mismatch between "
+                     "ranks", [ev for _, ev in mism[:3]], hosts={p.host for p, _ in mism})
+
+    # LOG005 ---------------------------------------------------------------
+    def nic_mismatch(self) -> None:
+        procs = [p for p in self.ls.procs.values() if p.ib]
+        if len({p.host for p in procs}) < 2:
+            return
+        sig = Counter(tuple(n.name for n in p.ib) for p in procs)
+        common, _n = sig.most_common(1)[0]
+        odd = [p for p in procs if tuple(n.name for n in p.ib) != common]
+        groups: dict[tuple[str, ...], list[Proc]] = {}
+        for p in odd:
+            groups.setdefault(tuple(n.name for n in p.ib), []).append(p)
+        for names, ps in sorted(groups.items(), key=lambda kv: kv[1][0].host):
+            self.add("LOG005", f"{hostlist({p.host for p in ps})}: NCCL lists {len(names)} NET device"
+                     f"{'s' if len(names) != 1 else ''} ({', '.join(names)}) where most processes list "
+                     f"{len(common)} ({', '.join(common)})", [ps[0].ib_ev, next(p for p in procs if tuple(
+                         n.name for n in p.ib) == common).ib_ev], hosts={p.host for p in ps})
+
+    # LOG006 ---------------------------------------------------------------
+    def channels(self) -> None:
+        for c in self.ls.comms:
+            counts: dict[int, list[Member]] = {}
+            for m in c.members:
+                if m.coll_channels is not None:
+                    counts.setdefault(m.coll_channels, []).append(m)
+            if len(counts) > 1:
+                parts = [f"{n} on {self.who(ms)}" for n, ms in sorted(counts.items(), key=lambda kv: -len(kv[1]))]
+                evs = [ms[0].channels_ev for _n, ms in sorted(counts.items())]
+                self.add("LOG006", f"{c.label}: ranks report different collective channel counts: "
+                         + "; ".join(parts), evs, hosts={m.host for ms in counts.values() for m in ms})
+
+    # LOG007 ---------------------------------------------------------------
+    def settings(self) -> None:
+        procs = [p for p in self.ls.procs.values() if p.settings]
+        if len(procs) < 2:
+            return
+        names = sorted({k for p in procs for k in p.settings})
+        for name in names:
+            vals: dict[str, list[Proc]] = {}
+            for p in procs:
+                if name in p.settings:
+                    vals.setdefault(p.settings[name][0], []).append(p)
+            if len(vals) < 2:
+                continue
+            sev = I if name in LOCAL_SETTINGS else W
+            parts = [f"{v!r} on {hostlist({p.host for p in ps})}" for v, ps in sorted(vals.items(),
+                                                                                  key=lambda kv: -len(kv[1]))]
+            self.add("LOG007", f"{name} differs between processes: " + "; ".join(parts),
+                     [ps[0].settings[name][1] for ps in vals.values()], severity=sev,
+                     hosts={p.host for ps in vals.values() for p in ps})
+
+    # LOG008 ---------------------------------------------------------------
+    def graph_file(self) -> None:
+        procs = [p for p in self.ls.procs.values() if "NCCL_GRAPH_FILE" in p.settings]
+        bad = [(p, ev) for p in self.ls.procs.values() for k, ev in p.warns if k in ("graph-import", "graph-open")]
+        if not procs and not bad:
+            return
+        hosts = {p.host for p in procs} | {p.host for p, _ in bad}
+        files = sorted({p.settings["NCCL_GRAPH_FILE"][0] for p in procs})
+        evs = [p.settings["NCCL_GRAPH_FILE"][1] for p in procs[:1]] + [ev for _, ev in bad[:2]]
+        if bad:
+            msg = (f"{hostlist(hosts)}: NCCL could not use the graph file"
+                   + (f" {', '.join(files)}" if files else "") + f": {bad[0][1].text.split('NCCL WARN', 1)[-1].strip()}"
+                   " (it was written for other GPUs or NICs); NCCL_GRAPH_FILE should not be set in production")
+            self.add("LOG008", msg, evs, severity=E, hosts=hosts)
+        else:
+            self.add("LOG008", f"{hostlist(hosts)}: NCCL_GRAPH_FILE={', '.join(files)} replaces NCCL's own search "
+                     "(a debugging setting; cloud images set it in /etc/nccl.conf)", evs, severity=W, hosts=hosts)
+
+    # LOG009 ---------------------------------------------------------------
+    def topology(self) -> None:
+        real = [(p, ev) for p in self.ls.procs.values() for k, ev in p.warns if k == "realpath"]
+        vm = [(p, p.virtual) for p in self.ls.procs.values() if p.virtual is not None]
+        if real:
+            self.add("LOG009", f"{hostlist({p.host for p, _ in real})}: NCCL could not resolve PCI devices in "
+                     "sysfs ('Could not find real path'): a VM, container or WSL without the PCIe tree",
+                     [ev for _, ev in real[:3]], hosts={p.host for p, _ in real})
+        if vm:
+            self.add("LOG009", f"{hostlist({p.host for p, _ in vm})}: a network device is not on a PCI path NCCL can "
+                     "read (Hyper-V vmbus or virtio): NCCL attaches it to the first CPU and loses GPU locality",
+                     [ev for _, ev in vm[:3] if ev is not None], severity=W, hosts={p.host for p, _ in vm})
+
+    # LOG010 ---------------------------------------------------------------
+    def nic_underused(self) -> None:
+        for c in self.ls.comms:
+            chan = Counter(m.coll_channels for m in c.members if m.coll_channels is not None)
+            nchan = chan.most_common(1)[0][0] if chan else None
+            per_host: dict[str, list[Member]] = {}
+            for m in c.members:
+                per_host.setdefault(m.host, []).append(m)
+            hits: dict[tuple[int, int, int], list[str]] = {}
+            evs: dict[tuple[int, int, int], list[Ev]] = {}
+            for host, mems in per_host.items():
+                used = {n for m in mems for n in member_nics(m)}
+                if not used:
+                    continue
+                listed = max((len(m.proc.ib) for m in mems), default=0)
+                local = len({m.dev for m in mems})
+                if local < 2 or listed < 2 or (nchan is not None and nchan < listed):
+                    continue
+                if len(used) < min(local, listed):
+                    key = (len(used), listed, local)
+                    hits.setdefault(key, []).append(host)
+                    evs.setdefault(key, []).extend(ev for m in mems[:2] for k, ev in m.conn_ev.items()
+                                                   if k.startswith("NET/"))
+            for (nused, listed, local), hosts in sorted(hits.items()):
+                self.add("LOG010", f"{hostlist(hosts)} ({c.label}): {local} local ranks send over {nused} of the "
+                         f"{listed} NICs NCCL lists", evs[(nused, listed, local)][:4], hosts=hosts)
+
+    # LOG011 ---------------------------------------------------------------
+    def nic_rails(self) -> None:
+        mixed = [p for p in self.ls.procs.values()
+                 if len({("IB" if n.link.startswith("IB") else n.link) for n in p.ib}) > 1]
+        if mixed:
+            p = mixed[0]
+            links = ", ".join(f"{n.name}/{n.link}" for n in p.ib)
+            self.add("LOG011", f"{hostlist({q.host for q in mixed})}: NCCL's NET list mixes InfiniBand and RoCE "
+                     f"devices ({links}): a management or storage NIC among the rails", [p.ib_ev],
+                     hosts={q.host for q in mixed})
+        if not self.models:
+            return
+        groups: dict[str, list[tuple[Member, list[str], list[str]]]] = {}
+        for m in self.ls.members():
+            model = self.models.get(m.host)
+            if model is None or not m.net_ch:
+                continue
+            g = model.gpu_of(m)
+            if g is None:
+                continue
+            planned = list(g.get("nets_used") or [])
+            # the NIC names the log itself lists (what NCCL had); the model's numbering when it lists none
+            used = sorted({(m.proc.nic_name(dev) if m.proc.ib else model.nets.get(dev, f"NET/{dev}"))
+                           for chs in m.net_ch.values() for _d, dev, _g, proxy in chs if proxy is None})
+            off = [n for n in used if n not in planned and not any(n in x.split("+") for x in planned)]
+            if off and planned:
+                groups.setdefault(m.host, []).append((m, off, planned))
+        for host, items in sorted(groups.items()):
+            known = set(self.models[host].nets.values())
+            cells = [f"GPU {m.dev} (rank {m.rank}) uses {'+'.join(off)}, planned {'+'.join(pl)}"
+                     + ("".join(f" ({n} is not among the model's NETs: a port down or excluded)" for n in off
+                                if n not in known and not any(n in k.split('+') for k in known)))
+                     for m, off, pl in items[:6]]
+            evs = [ev for m, _o, _p in items[:2] for k, ev in m.conn_ev.items() if k.startswith("NET/")]
+            self.add("LOG011", f"{host}: channels on NICs the model does not plan for their GPU ("
+                     f"{self.models[host].source}): " + "; ".join(cells)
+                     + (f"; and {len(items) - 6} more ranks" if len(items) > 6 else ""), evs, hosts={host})
+
+    # LOG012 ---------------------------------------------------------------
+    def paths(self) -> None:
+        if not self.models:
+            return
+        for c in self.ls.comms:
+            seen: set[str] = set()
+            for m in c.members:
+                model = self.models.get(m.host)
+                if model is None or m.host in seen:
+                    continue
+                for gr in m.graphs:
+                    if gr["pattern"] not in (4, 1, 2, 3) or gr["type_inter"] not in _PATH_ORDER:
+                        continue
+                    worst = None
+                    for g in model.doc.get("gpus", []):
+                        for name in g.get("nets_used") or []:
+                            t = g.get("paths_to_nets", {}).get(name, {}).get("type")
+                            if t in _PATH_ORDER and (worst is None or _PATH_ORDER.index(t) > _PATH_ORDER.index(worst)):
+                                worst = t
+                    if worst is None:
+                        continue
+                    if _PATH_ORDER.index(gr["type_inter"]) > _PATH_ORDER.index(worst):
+                        seen.add(m.host)
+                        ev = gr.get("_ev") or m.channels_ev or m.first
+                        self.add("LOG012", f"{m.host} ({c.label}): NCCL's graph (pattern {gr['pattern']}) reaches "
+                                 f"the network over {gr['type_inter']} paths where the model ({model.source}) has "
+                                 f"{worst} at worst", [ev], hosts={m.host})
+                        break
+
+    # LOG013 ---------------------------------------------------------------
+    def init_incomplete(self) -> None:
+        for c in self.ls.comms:
+            stuck = [m for m in c.members if m.started is not None and m.completed is None]
+            if stuck:
+                self.add("LOG013", f"{c.label}: {self.who(stuck)} printed Init START but no Init COMPLETE "
+                         f"({len(stuck)} of {len(c.members)} ranks in the log)",
+                         [m.started for m in stuck[:3]], hosts={m.host for m in stuck})
+
+    # LOG014 ---------------------------------------------------------------
+    def errors(self) -> None:
+        kinds: dict[str, list[tuple[Proc, Ev]]] = {}
+        counts: Counter[str] = Counter()
+        for p in self.ls.procs.values():
+            for k, n in p.warn_counts.items():
+                counts[k] += n
+            for k, ev in p.warns:
+                kinds.setdefault(k, []).append((p, ev))
+        for kind, items in sorted(kinds.items()):
+            if kind not in ERROR_WARNS and kind not in SOFT_WARNS:
+                continue
+            if kind == "version-mismatch":
+                continue  # LOG004
+            hosts = {p.host for p, _ in items}
+            first = items[0][1]
+            text = first.text.split("NCCL WARN", 1)[-1].strip()
+            msg = f"{hostlist(hosts)}: {counts[kind]} NCCL WARN line{'s' if counts[kind] != 1 else ''} ({kind}): {text}"
+            hint = _hint(kind, text)
+            if hint:
+                msg += f" -- {hint}"
+            self.add("LOG014", msg, [ev for _, ev in items[:3]], severity=E if kind in ERROR_WARNS else W,
+                     hosts=hosts)
+        if self.ls.app_errors:
+            first = self.ls.app_errors[0]
+            self.add("LOG014", f"the application reports NCCL errors ({len(self.ls.app_errors)} line"
+                     f"{'s' if len(self.ls.app_errors) != 1 else ''}): {first.text[:200]}", self.ls.app_errors[:3])
+
+    # LOG015 ---------------------------------------------------------------
+    def slow_init(self) -> None:
+        limit = float(self.opt("LOG015", "init_seconds"))
+        for c in self.ls.comms:
+            slow = [m for m in c.members if m.init_total is not None and m.init_total > limit]
+            if not slow:
+                continue
+            worst = max(slow, key=lambda m: m.init_total or 0.0)
+            parts = ""
+            if worst.init_parts:
+                big = max(worst.init_parts.items(), key=lambda kv: kv[1])
+                parts = f"; the largest part is {big[0]} ({big[1]:.2f} s)"
+            self.add("LOG015", f"{c.label}: initialisation took up to {worst.init_total:.2f} s on {self.who(slow)} "
+                     f"(limit {limit:g} s){parts}", [worst.init_ev], hosts={m.host for m in slow})
+
+    # LOG016 ---------------------------------------------------------------
+    def shm(self) -> None:
+        for c in self.ls.comms:
+            by_rank = c.by_rank()
+            per_host: dict[str, list[tuple[Member, int]]] = {}
+            for m in c.members:
+                for peer, kind in m.local_peers.items():
+                    if kind == "SHM":
+                        per_host.setdefault(m.host, []).append((m, peer))
+            for host, pairs in sorted(per_host.items()):
+                sev = W
+                why = ""
+                model = self.models.get(host)
+                if model is not None:
+                    for m, peer in pairs:
+                        g, pm = model.gpu_of(m), by_rank.get(peer)
+                        pg = model.gpu_of(pm) if pm is not None else None
+                        if g is not None and pg is not None:
+                            t = g.get("paths_to_gpus", {}).get(str(pg.get("dev")), {}).get("type")
+                            if t in ("NVL", "NVB", "C2C"):
+                                sev = E
+                                why = f"; the model has an {t} path between GPU {g.get('dev')} and GPU {pg.get('dev')}"
+                                break
+                mems = [m for m, _ in pairs]
+                s = self._setting(host, ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL"))
+                cause = f"; {s[0]}={s[1][0]} is set" if s else ""
+                evs = [m.conn_ev.get("SHM") for m in mems[:2]] + ([s[1][1]] if s else [])
+                self.add("LOG016", f"{host} ({c.label}): {len(pairs)} intra-node connection"
+                         f"{'s' if len(pairs) != 1 else ''} of {self.who(mems)} "
+                         f"{'go' if len(pairs) != 1 else 'goes'} through host memory (SHM) instead of P2P{cause}{why}",
+                         evs, severity=sev, hosts={host})
+
+    def _setting(self, host: str, names: tuple[str, ...]):
+        for p in self.ls.procs.values():
+            if p.host == host:
+                for n in names:
+                    if n in p.settings:
+                        return n, p.settings[n]
+        return None
+
+
+def _virtual(name: str, addr: str) -> bool:
+    if name == "lo" or name.startswith("lo:") or addr.startswith("127.") or addr in ("::1",):
+        return True
+    return any(name.startswith(v) for v in VIRTUAL_IFACES if v != "lo")
+
+
+def _hint(kind: str, text: str) -> str:
+    import re
+
+    if kind == "ib-completion":
+        ve = re.search(r"vendor err (\d+)", text)
+        st = re.search(r"(?:with error |status=)(\d+)", text)
+        code = int(st.group(1)) if st else None
+        if code == 12 or (ve and ve.group(1) == "129"):
+            return ("transport retry counter exceeded: the peer is unreachable over this NIC (link down, wrong "
+                    "NCCL_IB_GID_INDEX on RoCE, no route between rails: NCCL_CROSS_NIC, or NCCL_IB_TIMEOUT too low)")
+        if code == 4 or (ve and ve.group(1) == "81"):
+            return ("local protection error: usually ACS or the IOMMU blocking GPUDirect RDMA peer writes "
+                    "(confirm with NCCL_NET_GDR_LEVEL=LOC, fix by disabling ACS on the PCIe switches)")
+        if code == 5:
+            return "work request flushed: a consequence of an earlier error on this connection"
+        return ""
+    if kind == "ibv":
+        if "Network is unreachable" in text or "No such device" in text:
+            return "no usable GID/route for the port: check NCCL_IB_GID_INDEX (RoCE v2) and that the port is up"
+        if "Connection timed out" in text:
+            return "the peer HCA did not answer: cabling, subnet manager, or a firewall between RoCE ports"
+        if "Invalid argument" in text:
+            return "the HCA refused the QP settings (GID index, MTU, traffic class): check NCCL_IB_* settings"
+        return ""
+    if kind == "socket":
+        return "the bootstrap/socket network between hosts fails: NCCL_SOCKET_IFNAME, firewalls, or a crashed peer"
+    if kind == "no-verbs":
+        return "libibverbs is missing: NCCL cannot use InfiniBand/RoCE and falls back to sockets"
+    if kind == "cuda":
+        return "a CUDA error inside NCCL: check the driver and XID errors in dmesg"
+    if kind == "bootstrap":
+        return "ranks of different jobs or attempts met at one bootstrap root (stale MASTER_PORT?)"
+    return ""
+
+
+def check(ls: LogSet, *, models: dict[str, HostModel] | None = None,
+          options: dict[str, dict[str, Any]] | None = None) -> list[Finding]:
+    """Every LOG finding for ``ls`` (``models``: host -> what the model predicts for it)."""
+    return Checker(ls, models=models, options=options).run()
+
+
+def predict_models(ls: LogSet, *, root: str | None = None, inventory: str | None = None) -> tuple[
+        dict[str, HostModel], list[str]]:
+    """The model of every host of the log: one node (``--root``) for all, or each host's node from the inventory.
+    Returns (host -> model, notes)."""
+    from ncclctl.cli.common import load_node
+    from ncclctl.nccl.predict import inputs_for_node, predict_xml
+    from ncclctl.nccl.version import DEFAULT
+
+    notes: list[str] = []
+    nodes: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    hosts = ls.hosts
+    if root is not None:
+        node = load_node(root, None)
+        for h in hosts:
+            nodes[h] = node
+            sources[h] = root
+    elif inventory is not None:
+        from ncclctl.ops.inventory import load_inventory
+
+        inv = load_inventory(inventory)
+        cache: dict[str, Any] = {}
+        for h in hosts:
+            ih = inv.host(h)
+            if ih is None:
+                notes.append(f"{h or '?'} is not in the inventory: no model for it")
+                continue
+            if ih.source not in cache:
+                cache[ih.source] = ih.load_node()
+            nodes[h] = cache[ih.source]
+            sources[h] = ih.source
+    nnodes = max((m.nnodes or 0 for m in ls.members()), default=0) or max(len(hosts), 1)
+    env: dict[str, str] = {}
+    for p in ls.procs.values():
+        for k, (v, _e) in p.settings.items():
+            if k.startswith("NCCL_") and k not in ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE",
+                                                    "NCCL_TOPO_FILE", "NCCL_GRAPH_FILE"):
+                env.setdefault(k, v)
+    out: dict[str, HostModel] = {}
+    done: dict[int, HostModel] = {}
+    for h, node in nodes.items():
+        if id(node) in done:
+            out[h] = done[id(node)]
+            continue
+        data, inputs, down = inputs_for_node(node, nodes=nnodes, env=env, version=DEFAULT, gdr="auto",
+                                             source=sources[h])
+        pred = predict_xml(data, inputs=inputs, down=down, path=sources[h])
+        out[h] = done[id(node)] = HostModel.of(sources[h], pred.to_json())
+    return out, notes
+
+
+__all__ = ["Checker", "HostModel", "VIRTUAL_IFACES", "busid_text", "check", "predict_models"]

@@ -1,0 +1,975 @@
+"""NCCL_DEBUG=INFO logs, streamed, rebuilt into processes, ranks and communicators.
+
+The reader takes any number of inputs (files, folders, stdin; plain or gzip) line by line and never holds a file:
+a 1,024-rank job's log is 200 MB. Each NCCL line is attributed to its *process* (``host:pid``) and, inside it, to
+the *rank* of the communicator being initialised on that CUDA device (``[dev]``):
+
+* NCCL 2.18+ opens every initialisation with ``comm 0x... rank R nranks N ... commId 0x... - Init START``;
+  older releases only print ``comm 0x... rank R nranks N ... - Init COMPLETE`` at its end. So the lines of a
+  device go to a *pending* member until the START or COMPLETE line names its rank; a connection line
+  (``Channel 00/0 : 3[3] -> 4[4] via P2P/CUMEM``) names the rank too.
+* Communicators are told apart by ``commId`` (2.18+), else by their size and their order in each process.
+
+Facts of a process (version, network and NICs, settings, GPUDirect RDMA of each HCA, bootstrap interface) and of
+a rank (channels, rings, trees, transports per peer and channel, init time) are kept; every other line NCCL
+prints is *recognised* when its wording is one of NCCL's (``wordings.txt``) and *unrecognised* otherwise:
+``log show`` reports those, never a traceback. Evidence keeps the file and line of the first occurrence.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from ncclctl.logs.lines import parse_head, split_warn_head, strip_launcher
+
+#: Unrecognised NCCL lines kept as examples (all are counted).
+MAX_EXAMPLES = 20
+#: WARN lines kept per process (all are counted by kind).
+MAX_WARNS = 50
+#: Application lines that report an NCCL error kept.
+MAX_APP_ERRORS = 20
+
+
+@dataclass(frozen=True)
+class Ev:
+    """Where a fact was read: the input, the line number, the line (cut at 400 characters)."""
+
+    source: str
+    line: int
+    text: str
+
+    def where(self) -> str:
+        return f"{self.source}:{self.line}"
+
+    def evidence(self) -> str:
+        return f"{self.source}:{self.line}: {self.text}"
+
+
+@dataclass
+class Nic:
+    """A device of the NET/IB (or plugin) list: ``[0]mlx5_0:1/IB``."""
+
+    index: int
+    name: str
+    port: int | None
+    link: str  # IB, RoCE, IB/SHARP, ...
+
+
+class Proc:
+    """One process (``host:pid``): what NCCL prints once per process."""
+
+    def __init__(self, host: str, pid: int | None, ev: Ev) -> None:
+        self.host = host
+        self.pid = pid
+        self.first = ev
+        self.version: str | None = None
+        self.version_ev: Ev | None = None
+        self.cuda_driver: int | None = None
+        self.bootstrap: list[tuple[str, str]] = []
+        self.bootstrap_ev: Ev | None = None
+        self.ib: list[Nic] = []
+        self.ib_net = ""  # the name in "NET/IB : Using" (a plugin may print its own)
+        self.ib_ev: Ev | None = None
+        self.ib_ro = False
+        self.oob: tuple[str, str] | None = None
+        self.ib_none: Ev | None = None
+        self.socket: list[tuple[str, str]] = []
+        self.socket_ev: Ev | None = None
+        self.network: str | None = None
+        self.network_ev: Ev | None = None
+        self.plugin: list[Ev] = []
+        self.settings: dict[str, tuple[str, Ev]] = {}
+        self.gdr_hca: dict[str, tuple[bool, str, Ev]] = {}
+        self.dmabuf: Ev | None = None
+        self.virtual: Ev | None = None
+        self.warns: list[tuple[str, Ev]] = []
+        self.warn_counts: dict[str, int] = {}
+        self.error_trace: Ev | None = None
+        self.devs: set[int] = set()
+        self.members: list[Member] = []
+
+    @property
+    def key(self) -> str:
+        return f"{self.host or '?'}:{self.pid if self.pid is not None else '?'}"
+
+    def nic_name(self, dev: int) -> str:
+        for n in self.ib:
+            if n.index == dev:
+                return n.name
+        return f"NET/{dev}"
+
+
+class Member:
+    """One rank of one communicator (what a device of a process prints while that communicator initialises)."""
+
+    def __init__(self, proc: Proc, dev: int | None, ev: Ev) -> None:
+        self.proc = proc
+        self.dev = dev
+        self.first = ev
+        self.comm_ptr: str | None = None
+        self.comm_id: str | None = None
+        self.init_fn: str | None = None
+        self.rank: int | None = None
+        self.nranks: int | None = None
+        self.nnodes: int | None = None
+        self.local_ranks: int | None = None
+        self.local_rank: int | None = None
+        self.cuda_dev: int | None = None
+        self.nvml_dev: int | None = None
+        self.busid: str | None = None
+        self.started: Ev | None = None
+        self.completed: Ev | None = None
+        self.init_total: float | None = None
+        self.init_parts: dict[str, float] = {}
+        self.init_ev: Ev | None = None
+        self.coll_channels: int | None = None
+        self.nvls_channels: int | None = None
+        self.p2p_channels: int | None = None
+        self.channels_ev: Ev | None = None
+        self.rings: dict[int, tuple[list[int], bool]] = {}
+        self.nrings: int | None = None
+        self.ring_nb: dict[int, tuple[int, int]] = {}
+        self.trees: dict[int, tuple[tuple[int, ...], int]] = {}
+        self.graphs: list[dict[str, Any]] = []
+        self.conns: dict[str, int] = {}
+        self.conn_ev: dict[str, Ev] = {}
+        #: channel (as printed, "07") -> the NET uses of it: (direction, net dev, GDRDMA, proxy rank)
+        self.net_ch: dict[str, set[tuple[str, int, bool, int | None]]] = {}
+        self.local_peers: dict[int, str] = {}
+        self.gdr_gpu: dict[str, tuple[bool, str, Ev]] = {}
+        self.pxn: int | None = None
+        self.ring_gdr: int | None = None
+        self.nvls: bool | None = None
+        self.ordinal = 0  # the how-manyth member of this nranks in its process (grouping without commId)
+
+    @property
+    def host(self) -> str:
+        return self.proc.host
+
+    def label(self) -> str:
+        r = f"rank {self.rank}" if self.rank is not None else "rank ?"
+        dev = f" [{self.dev}]" if self.dev is not None else ""
+        return f"{r} ({self.proc.key}{dev})"
+
+
+@dataclass
+class Comm:
+    """A communicator: its members (ranks) across every process."""
+
+    key: str
+    comm_id: str | None
+    nranks: int | None
+    members: list[Member] = field(default_factory=list)
+
+    def by_rank(self) -> dict[int, Member]:
+        out: dict[int, Member] = {}
+        for m in self.members:
+            if m.rank is not None and m.rank not in out:
+                out[m.rank] = m
+        return out
+
+    @property
+    def label(self) -> str:
+        if self.comm_id:
+            return f"commId {self.comm_id}"
+        return f"communicator of {self.nranks} ranks" if self.nranks else "communicator (size not printed)"
+
+
+@dataclass
+class Source:
+    name: str
+    lines: int = 0
+    nccl_lines: int = 0
+    notes: list[str] = field(default_factory=list)
+    gzip: bool = False
+
+
+@dataclass
+class LogSet:
+    """Everything read from the inputs."""
+
+    sources: list[Source] = field(default_factory=list)
+    procs: dict[tuple[str, int | None], Proc] = field(default_factory=dict)
+    comms: list[Comm] = field(default_factory=list)
+    lines: int = 0
+    nccl_lines: int = 0
+    recognised: int = 0
+    unrecognised: int = 0
+    unrecognised_examples: list[Ev] = field(default_factory=list)
+    app_errors: list[Ev] = field(default_factory=list)
+    bare_versions: list[Ev] = field(default_factory=list)
+    nccl_tests: bool = False
+
+    @property
+    def hosts(self) -> list[str]:
+        from ncclctl.logs.lines import natural_key
+
+        return sorted({p.host for p in self.procs.values()}, key=natural_key)
+
+    def versions(self) -> dict[str, list[Proc]]:
+        out: dict[str, list[Proc]] = {}
+        for p in self.procs.values():
+            if p.version:
+                out.setdefault(p.version, []).append(p)
+        return out
+
+    def version(self) -> str | None:
+        """The NCCL version the log shows (the most common one), or None."""
+        vs = self.versions()
+        if vs:
+            return max(vs, key=lambda v: (len(vs[v]), v))
+        for ev in self.bare_versions:
+            m = _VERSION.search(ev.text)
+            if m:
+                return m.group(1)
+        return None
+
+    def members(self) -> list[Member]:
+        return [m for c in self.comms for m in c.members]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The wordings NCCL prints (leads of its INFO/WARN format strings) and the regular expressions of the lines read.
+
+_LEADS: dict[str, tuple[str, ...]] | None = None
+
+
+def _leads() -> dict[str, tuple[str, ...]]:
+    global _LEADS
+    if _LEADS is None:
+        from importlib import resources
+
+        text = resources.files("ncclctl.logs").joinpath("wordings.txt").read_text(encoding="utf-8")
+        table: dict[str, list[str]] = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                table.setdefault(line[:4], []).append(line)
+        _LEADS = {k: tuple(v) for k, v in table.items()}
+    return _LEADS
+
+
+def known_wording(msg: str) -> bool:
+    """Whether ``msg`` starts with one of NCCL's own message leads."""
+    leads = _leads().get(msg[:4])
+    if leads and any(msg.startswith(x) for x in leads):
+        return True
+    return bool(_GENERIC.match(msg))
+
+
+# Lines NCCL prints from a format that starts with a field: "file.cc:123 -> 2", "%d coll channels", graph
+# channels " 0 : NET/0 GPU/0 ... NET/0", topology dumps ("+ PCI[48.0] - GPU/18000"), "GPU/8F000 :GPU/16000 (2/...)".
+_GENERIC = re.compile(r"^(?:\S+\.(?:cc|cu|h|c|cpp):\d+\b|\s*\d+ : |[+=] |\s+\+ |(?:GPU|NET|CPU|NIC|NVS|PCI)/\S+ ?[:(]|\d+ [A-Z]"
+                      r"|\d+ Bytes -> Algo|\[\d+\] |\[Proxy|\[Service|\w+: opCount |.*ncclProxy|comm 0x)")
+
+_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+\S*)")
+_COMM = re.compile(r"^(?:\[Rank \d+\] )?(?:(\w+) )?comm (0x[0-9a-fA-F]+|\(nil\)) rank (\d{1,9}) nranks (\d{1,9})"
+                   r"(?: cudaDev (\d{1,9}))?(?: nvmlDev (\d{1,9}))?(?: busId ([0-9a-fA-F]+))?"
+                   r"(?: parent \S+ color -?\d+ key -?\d+)?(?: commId (0x[0-9a-fA-F]+))?(?: - (Init|Destroy|Abort) "
+                   r"(START|COMPLETE))?")
+_COMM_NODES = re.compile(r"^comm (0x[0-9a-fA-F]+) rank (\d{1,9}) nRanks (\d{1,9}) nNodes (\d{1,9}) localRanks (\d{1,9}) "
+                         r"localRank (\d{1,9})")
+_CONN_FAST = re.compile(r"(?:Channel|Ring) (\d{1,9})\S* : (\d{1,9})\S* -> (\d{1,9})\S*(?: \[(s|r)\w*\])? via (.*)")
+_RINGLIST = re.compile(r"^Channel (\d{1,9})(?:/(\d{1,9}))? :((?:\s+\d{1,9})*)(\s*\.\.\.)?\s*$")
+_NET = re.compile(r"^NET/(.+?)/(\d{1,9})(?:\((\d{1,9})\))?(/GDRDMA)?")
+_TREE = re.compile(r"\[(\d{1,9})\] (-?\d{1,9})/(-?\d{1,9})/(-?\d{1,9})->(-?\d{1,9})->(-?\d{1,9})")
+_TREE_OLD = re.compile(r"^Tree (\d{1,9}) : (-?\d{1,9}) -> (\d{1,9}) -> (-?\d{1,9})/(-?\d{1,9})/(-?\d{1,9})")
+_RING_NB = re.compile(r"^Ring (\d{1,9}) : (-?\d{1,9}) -> (\d{1,9}) -> (-?\d{1,9})\s*$")
+_PATTERN = re.compile(r"^Pattern (\d{1,9}), crossNic (\d{1,9}), nChannels (\d{1,9}), (?:bw|speed) ([\d.]+)/([\d.]+), "
+                      r"(?:nvlink \d+, )?type (\S+?), sameChannels (\d{1,9})")
+_GRAPH_CH = re.compile(r"^\s*(\d{1,9}) : ((?:NET|GPU|NIC|NVS)/\S+(?: (?:NET|GPU|NIC|NVS)/\S+)*)\s*$")
+_CHANNELS = re.compile(r"^(\d{1,9}) coll channels, (?:(\d{1,9}) collnet channels, )?(?:(\d{1,9}) nvls channels, )?"
+                       r"(\d{1,9}) p2p channels")
+_TIMINGS = re.compile(r"^Init timings(?: - (\w+))?: rank (\d{1,9}) nranks (\d{1,9}) total ([\d.]+)")
+_PARTS = re.compile(r"([a-z]+) ([\d.]+)")
+_RINGS_DONE = re.compile(r"^Connected all rings(?:, use ring PXN (\d{1,9}) GDR (\d{1,9}))?")
+_NVLS = re.compile(r"^NVLS multicast support is (not )?available on dev (\d{1,9})")
+_GDR_HCA = re.compile(r"^NET/(\S+) ?: GPU Direct RDMA (Enabled|Disabled) for HCA (\d{1,9}) '([^']*)'(?: \((.*)\))?")
+_GDR_GPU = re.compile(r"^(?:NET/\S+ ?: )?GPU Direct RDMA (Enabled|Disabled) for GPU (\S+) / HCA (\S+) "
+                      r"\(distance (\d{1,9}) ([<>]=?) (-?\d{1,9})\)")
+_NET_USING = re.compile(r"^NET/(\S+) ?: Using(.*)$")
+_NIC = re.compile(r"\[(\d{1,9})\](\S+)")
+_IFACE = re.compile(r"(?:\[(\d{1,9})\])?([^\s:\[\]]+):(\S*?)<\d+>")
+_SET = re.compile(r"^(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.*)$")
+_TOPO_VM = re.compile(r"^Topology detection ?: network path .* is not a PCI device")
+_VENDOR_ERR = re.compile(r"vendor err (\d{1,9})")
+_IB_STATUS = re.compile(r"(?:with error |status=)(\d{1,9})")
+
+_INIT_PHASE = ("Setting affinity", "Trees", "Pattern", "NVLS multicast", "Tree ", "Ring ")
+
+_APP_ERRORS = ("unhandled system error", "NCCL error", "ncclSystemError", "ncclInternalError", "ncclInvalidUsage",
+               "ncclUnhandledCudaError", "ncclRemoteError", "Test NCCL failure", "NCCL communicator was aborted",
+               "Watchdog caught collective operation timeout")
+
+#: WARN wordings, most specific first: (what the text contains, kind).
+WARN_KINDS: tuple[tuple[str, str], ...] = (
+    ("Could not find real path", "realpath"),
+    ("XML Import Channel", "graph-import"),
+    ("Could not open XML graph file", "graph-open"),
+    ("Could not open XML topology file", "topo-open"),
+    ("Call to ibv_", "ibv"),
+    ("Got completion", "ib-completion"),
+    ("Unable to open device", "ib-open"),
+    ("Failed to open libibverbs", "no-verbs"),
+    ("no socket interface found", "no-interface"),
+    ("NCCL version mismatch", "version-mismatch"),
+    ("Mismatched NCCL version", "version-mismatch"),
+    ("has already checked in", "bootstrap"),
+    ("Bootstrap", "bootstrap"),
+    ("incompatible devices", "ib-mismatch"),
+    ("Connect to", "socket"),
+    ("Connection", "socket"),
+    ("socket", "socket"),
+    ("Cuda failure", "cuda"),
+    ("CUDA error", "cuda"),
+    ("Cuda error", "cuda"),
+    ("NVLS", "nvls"),
+    ("peer memory", "gdr"),
+    ("Error : ring", "ring"),
+)
+
+
+def warn_kind(text: str) -> str:
+    for needle, kind in WARN_KINDS:
+        if needle in text:
+            return kind
+    return "other"
+
+
+class _Cut(Exception):
+    pass
+
+
+class Parser:
+    """Feed lines with :meth:`feed`; :meth:`finish` returns the :class:`LogSet`."""
+
+    def __init__(self) -> None:
+        self.out = LogSet()
+        self._cur: dict[tuple[str, int | None, int | None], Member] = {}
+        self._ordinals: dict[tuple[str, int | None, int], int] = {}
+        self._anon: dict[str, Proc] = {}
+        self._last_graph: dict[tuple[str, int | None, int | None], dict[str, Any]] = {}
+        self._vias: dict[tuple[str, str | None], tuple] = {}
+        self._source_procs: dict[str, set[Proc]] = {}
+
+    # ------------------------------------------------------------------ helpers
+    def _proc(self, host: str, pid: int | None, ev: Ev) -> Proc:
+        key = (host, pid)
+        p = self.out.procs.get(key)
+        if p is None:
+            p = self.out.procs[key] = Proc(host, pid, ev)
+        return p
+
+    def _member(self, proc: Proc, dev: int | None, ev: Ev, *, fresh: bool = False) -> Member:
+        key = (proc.host, proc.pid, dev)
+        m = self._cur.get(key)
+        if m is None or fresh:
+            m = Member(proc, dev, ev)
+            proc.members.append(m)
+            self._cur[key] = m
+        return m
+
+    # ------------------------------------------------------------------ input
+    def feed_source(self, name: str, batches: Iterable[list[str]], source: Source) -> None:
+        """Read one input. The loop is the hot path of a 200 MB log (2 million lines): connection lines, nearly
+        all of a big job's lines, are read here without leaving it (a prefix cache resolves ``host:pid:tid
+        [dev]`` to the process, a cache of ``via ...`` texts to the transport); everything else goes to
+        :meth:`_info` / :meth:`_warn`."""
+        lineno = 0
+        out = self.out
+        heads: dict[str, tuple] = {}  # per source: the procs a file shows (bare version lines are per file)
+        procs_here: set[Proc] = set()
+        self._source_procs[name] = procs_here
+        cur = self._cur
+        conn_match = _CONN_FAST.match
+        nccl = other_lines = 0
+        for batch in batches:
+            for line in batch:
+                lineno += 1
+                k = line.find(" NCCL ")
+                if k < 0:
+                    if line.startswith("NCCL "):
+                        k = -1
+                    else:
+                        if "NCCL" in line or "nccl" in line:
+                            self._other(line, name, lineno)
+                        elif line[:1] == "#" and not out.nccl_tests and "nThread" in line:
+                            out.nccl_tests = True
+                        elif line and line[0] in "NBCU" and not line[0].isspace():
+                            self._bare(line, name, lineno)
+                        continue
+                level = line[k + 6:k + 10]
+                if level == "INFO":
+                    msg = line[k + 11:]
+                    head = line[:k] if k > 0 else ""
+                    nccl += 1
+                    hp = heads.get(head)
+                    if hp is None:
+                        hp = self._resolve(head, name, lineno, line, procs_here)
+                        if len(heads) > 100_000:
+                            heads.clear()
+                        heads[head] = hp
+                    c0 = msg[:1]
+                    if (c0 == "C" or c0 == "R") and " via " in msg:
+                        m = conn_match(msg)
+                        if m is not None:
+                            mem = cur.get(hp[2])
+                            if mem is None:
+                                mem = self._member(hp[0], hp[1], Ev(name, lineno, ""))
+                            self._conn(mem, m.groups(), name, lineno, line)
+                            continue
+                    self._info(hp, msg, name, lineno, line)
+                elif level == "WARN":
+                    nccl += 1
+                    head, loc = split_warn_head(line[:k]) if k > 0 else ("", "")
+                    self._warn(parse_head(head), line[k + 11:], loc, name, lineno, line)
+                elif level == "vers":
+                    self._version_line(line, name, lineno)
+                elif level == "TRAC" or level == "CALL":  # NCCL talking, nothing we read
+                    nccl += 1
+                    other_lines += 1
+                else:  # " NCCL error in: ...": an application's line
+                    self._other(line, name, lineno)
+        source.nccl_lines += nccl
+        out.nccl_lines += nccl
+        out.recognised += other_lines
+        source.lines = lineno
+        out.lines += lineno
+
+    def _resolve(self, head: str, name: str, lineno: int, line: str, procs_here: set) -> tuple:
+        """(process, device, member key) of a line's prefix."""
+        host, pid, _tid, dev = parse_head(head)
+        ev = self._ev(name, lineno, line)
+        proc = self._proc(host, pid, ev) if pid is not None or host else self._anon_proc(name, ev)
+        if dev is not None:
+            proc.devs.add(dev)
+        procs_here.add(proc)
+        return (proc, dev, (proc.host, proc.pid, dev))
+
+    def _ev(self, name: str, lineno: int, line: str) -> Ev:
+        return Ev(name, lineno, line.strip()[:400])
+
+    def _anon_proc(self, name: str, ev: Ev) -> Proc:
+        p = self._anon.get(name)
+        if p is None:
+            p = self._anon[name] = self._proc("", None, ev)
+        return p
+
+    def _version_line(self, line: str, name: str, lineno: int) -> None:
+        out = self.out
+        m = _VERSION.search(line)
+        if m:
+            out.bare_versions.append(self._ev(name, lineno, line))
+        if line.lstrip().startswith("NCCL version") or strip_launcher(line).startswith("NCCL version"):
+            out.recognised += 1
+            out.nccl_lines += 1
+        else:
+            self._other(line, name, lineno)
+
+    def _other(self, line: str, name: str, lineno: int) -> None:
+        """A line without NCCL's marker that mentions NCCL: the bare version line, an application's report of an
+        NCCL error, or a message pasted without its prefix."""
+        out = self.out
+        if "NCCL version" in line and _VERSION.search(line) and "error" not in line.lower():
+            s = strip_launcher(line)
+            if s.startswith("NCCL version"):
+                out.bare_versions.append(self._ev(name, lineno, line))
+                out.nccl_lines += 1
+                out.recognised += 1
+                return
+        if any(x in line for x in _APP_ERRORS):
+            if len(out.app_errors) < MAX_APP_ERRORS:
+                out.app_errors.append(self._ev(name, lineno, line))
+            return
+        self._bare(line, name, lineno)
+
+    def _bare(self, line: str, name: str, lineno: int) -> None:
+        """A message without any prefix (grep output, a paste): read when it is an NCCL wording we act on."""
+        s = strip_launcher(line)
+        if not s or not s[0].isalpha():
+            return
+        if not (s.startswith(("NET/", "Channel ", "Ring ", "Trees ", "Using network", "Bootstrap", "NCCL_",
+                              "cudaDriverVersion", "comm 0x", "ncclComm", "Pattern ", "Connected all", "Init timings",
+                              "NVLS multicast", "GPU Direct RDMA", "Setting affinity")) or " coll channels," in s):
+            return
+        self.out.nccl_lines += 1
+        ev = self._ev(name, lineno, line)
+        proc = self._anon_proc(name, ev)
+        m = _CONN_FAST.match(s) if " via " in s else None
+        if m is not None:
+            key = (proc.host, proc.pid, None)
+            mem = self._cur.get(key) or self._member(proc, None, ev)
+            self._conn(mem, m.groups(), name, lineno, line)
+            return
+        self._info((proc, None, (proc.host, proc.pid, None)), s, name, lineno, line)
+
+    # ------------------------------------------------------------------ WARN
+    def _warn(self, hp, msg: str, loc: str, name: str, lineno: int, line: str) -> None:
+        host, pid, _tid, dev = hp
+        ev = self._ev(name, lineno, line)
+        proc = self._proc(host, pid, ev) if pid is not None or host else self._anon_proc(name, ev)
+        self._source_procs.setdefault(name, set()).add(proc)
+        if dev is not None:
+            proc.devs.add(dev)
+        kind = warn_kind(msg)
+        proc.warn_counts[kind] = proc.warn_counts.get(kind, 0) + 1
+        if len(proc.warns) < MAX_WARNS:
+            proc.warns.append((kind, ev))
+        self.out.recognised += 1
+
+    # ------------------------------------------------------------------ INFO
+    def _info(self, hp, msg: str, name: str, lineno: int, line: str) -> None:
+        proc, dev = hp[0], hp[1]
+        out = self.out
+        ev = self._ev(name, lineno, line)
+        try:
+            handled = self._dispatch(proc, dev, msg, ev)
+        except (ValueError, IndexError, KeyError, OverflowError):  # a mangled line of a known wording
+            handled = False
+        if handled or known_wording(msg):
+            out.recognised += 1
+        else:
+            out.unrecognised += 1
+            if len(out.unrecognised_examples) < MAX_EXAMPLES:
+                out.unrecognised_examples.append(ev)
+
+    def _dispatch(self, proc: Proc, dev: int | None, msg: str, ev: Ev) -> bool:
+        c0 = msg[:1]
+        if c0 == "C":
+            if msg.startswith("Channel "):
+                m = _RINGLIST.match(msg)
+                if m:
+                    mem = self._init_member(proc, dev, ev)
+                    ranks = [int(x) for x in m.group(3).split()]
+                    mem.rings[int(m.group(1))] = (ranks, bool(m.group(4)))
+                    if m.group(2):
+                        mem.nrings = int(m.group(2))
+                    return True
+                return False
+            if msg.startswith("Connected all rings"):
+                m = _RINGS_DONE.match(msg)
+                mem = self._member(proc, dev, ev)
+                if m and m.group(1) is not None:
+                    mem.pxn, mem.ring_gdr = int(m.group(1)), int(m.group(2))
+                return True
+            return msg.startswith(("Connected all trees", "Connected ", "Comm config", "Check P2P", "CC "))
+        if c0 == "c" or c0 == "n" or c0 == "[":
+            if msg.startswith("cudaDriverVersion"):
+                try:
+                    proc.cuda_driver = int(msg.split()[1])
+                except (IndexError, ValueError):
+                    return False
+                return True
+            m = _COMM_NODES.match(msg)
+            if m:
+                mem = self._member_for_rank(proc, dev, int(m.group(2)), ev)
+                mem.comm_ptr = mem.comm_ptr or m.group(1)
+                mem.nranks, mem.nnodes = int(m.group(3)), int(m.group(4))
+                mem.local_ranks, mem.local_rank = int(m.group(5)), int(m.group(6))
+                return True
+            m = _COMM.match(msg)
+            if m:
+                self._comm_line(proc, dev, m, ev)
+                return True
+            return False
+        if c0 == "N":
+            if msg.startswith("NCCL version"):
+                m = _VERSION.match(msg)
+                if m:
+                    proc.version = m.group(1)
+                    proc.version_ev = ev
+                    return True
+                return False
+            if msg.startswith("NCCL_"):
+                m = _SET.match(msg)
+                if m:
+                    val = m.group(2).strip()
+                    if val.endswith(".") and val[:-1].lstrip("-").isdigit():
+                        val = val[:-1]
+                    proc.settings.setdefault(m.group(1), (val, ev))
+                    return True
+                return False
+            if msg.startswith("NET/"):
+                return self._net(proc, dev, msg, ev)
+            if msg.startswith("NVLS multicast"):
+                m = _NVLS.match(msg)
+                if m:
+                    self._init_member(proc, dev, ev).nvls = not m.group(1)
+                    return True
+            return False
+        if c0 == "T":
+            if msg.startswith("Trees"):
+                mem = self._init_member(proc, dev, ev)
+                for t in _TREE.finditer(msg):
+                    mem.trees[int(t.group(1))] = ((int(t.group(2)), int(t.group(3)), int(t.group(4))),
+                                                  int(t.group(6)))
+                    if mem.rank is None:
+                        mem.rank = int(t.group(5))
+                return True
+            if msg.startswith("Tree "):
+                m = _TREE_OLD.match(msg)
+                if m:
+                    mem = self._init_member(proc, dev, ev)
+                    if mem.rank is None:
+                        mem.rank = int(m.group(3))
+                    return True
+                return False
+            if msg.startswith("Topology detection"):
+                if _TOPO_VM.match(msg):
+                    proc.virtual = proc.virtual or ev
+                return True
+            return False
+        if c0 == "R":
+            m = _RING_NB.match(msg)
+            if m:
+                mem = self._init_member(proc, dev, ev)
+                mem.ring_nb[int(m.group(1))] = (int(m.group(2)), int(m.group(4)))
+                if mem.rank is None:
+                    mem.rank = int(m.group(3))
+                return True
+            return False
+        if c0 == "P":
+            if msg.startswith("Pattern "):
+                m = _PATTERN.match(msg)
+                if m:
+                    mem = self._init_member(proc, dev, ev)
+                    types = m.group(6).split("/")
+                    g: dict[str, Any] = {"pattern": int(m.group(1)), "crossnic": int(m.group(2)), "nchannels": int(m.group(3)),
+                         "bw_intra": float(m.group(4)), "bw_inter": float(m.group(5)),
+                         "type_intra": types[0], "type_inter": types[1] if len(types) > 1 else types[0],
+                         "same_channels": int(m.group(7)), "channels": [], "_ev": ev}
+                    mem.graphs.append(g)
+                    self._last_graph[(proc.host, proc.pid, dev)] = g
+                    return True
+                return False
+            return False
+        if c0 == " " or c0.isdigit():
+            m = _GRAPH_CH.match(msg)
+            if m:
+                last = self._last_graph.get((proc.host, proc.pid, dev))
+                if last is not None and len(last["channels"]) < 64:
+                    last["channels"].append(m.group(2).split())
+                return True
+            m = _CHANNELS.match(msg)
+            if m:
+                mem = self._member(proc, dev, ev)
+                mem.coll_channels = int(m.group(1))
+                mem.nvls_channels = int(m.group(3)) if m.group(3) is not None else None
+                mem.p2p_channels = int(m.group(4))
+                mem.channels_ev = ev
+                return True
+            return False
+        if c0 == "I":
+            m = _TIMINGS.match(msg)
+            if m:
+                mem = self._member_for_rank(proc, dev, int(m.group(2)), ev, closing=True)
+                mem.init_total = float(m.group(4))
+                mem.init_parts = {k: float(v) for k, v in _PARTS.findall(msg[m.end():])}
+                mem.init_ev = ev
+                mem.nranks = mem.nranks or int(m.group(3))
+                return True
+            return False
+        if c0 == "B":
+            if msg.startswith(("Bootstrap : Using", "Bootstrap: Using")):
+                if not proc.bootstrap:
+                    proc.bootstrap = [(i.group(2), i.group(3)) for i in _IFACE.finditer(msg.split("Using", 1)[1])]
+                    proc.bootstrap_ev = ev
+                return True
+            return False
+        if c0 == "U":
+            if msg.startswith("Using network "):
+                proc.network = msg[14:].strip()
+                proc.network_ev = proc.network_ev or ev
+                return True
+            return False
+        if c0 == "S":
+            if msg.startswith("Setting affinity"):
+                self._init_member(proc, dev, ev)
+                return True
+            return False
+        if c0 == "G":
+            return self._gdr_gpu(proc, dev, msg, ev)
+        if c0 == "D":
+            if msg.startswith("DMA-BUF is available"):
+                proc.dmabuf = proc.dmabuf or ev
+                return True
+            return False
+        if c0 == "L":
+            if msg.startswith("Loading topology file ") and "NCCL_TOPO_FILE" not in proc.settings:
+                proc.settings["NCCL_TOPO_FILE"] = (msg[22:].strip(), ev)
+            return msg.startswith("Loading ")
+        return False
+
+    def _net(self, proc: Proc, dev: int | None, msg: str, ev: Ev) -> bool:
+        if " Using" in msg[:20]:
+            m = _NET_USING.match(msg)
+            if not m:
+                return False
+            net, rest = m.group(1), m.group(2)
+            if net == "Socket":
+                if not proc.socket:
+                    proc.socket = [(i.group(2), i.group(3)) for i in _IFACE.finditer(rest)]
+                    proc.socket_ev = ev
+                return True
+            body, _, oob = rest.partition("; OOB ")
+            if not proc.ib:
+                nics = []
+                for i in _NIC.finditer(body):
+                    tok = i.group(2)
+                    name, _, tail = tok.partition(":")
+                    port_s = tail.split(":", 1)[0].split("/", 1)[0]
+                    link = tail.split("/", 1)[1] if "/" in tail else ""
+                    nics.append(Nic(int(i.group(1)), name, int(port_s) if port_s.isdigit() else None, link))
+                proc.ib = nics
+                proc.ib_net = net
+                proc.ib_ev = ev
+                proc.ib_ro = "[RO]" in body
+                o = _IFACE.search(oob)
+                if o:
+                    proc.oob = (o.group(2), o.group(3))
+            return True
+        if msg.startswith("NET/IB : No device found"):
+            proc.ib_none = proc.ib_none or ev
+            return True
+        m = _GDR_HCA.match(msg)
+        if m:
+            proc.gdr_hca.setdefault(m.group(4), (m.group(2) == "Enabled", m.group(5) or "", ev))
+            return True
+        if "GPU Direct RDMA" in msg:
+            return self._gdr_gpu(proc, dev, msg, ev)
+        if msg.startswith(("NET/Plugin", "NET/Plugin:")):
+            if len(proc.plugin) < 8:
+                proc.plugin.append(ev)
+            return True
+        return False
+
+    def _gdr_gpu(self, proc: Proc, dev: int | None, msg: str, ev: Ev) -> bool:
+        m = _GDR_GPU.match(msg)
+        if not m:
+            return False
+        mem = self._member(proc, dev, ev)
+        mem.gdr_gpu.setdefault(m.group(3), (m.group(1) == "Enabled", f"distance {m.group(4)} {m.group(5)} "
+                                            f"{m.group(6)}", ev))
+        return True
+
+    # ------------------------------------------------------------------ members
+    def _init_member(self, proc: Proc, dev: int | None, ev: Ev) -> Member:
+        """The member an initialisation line belongs to: a new one when the device's last communicator is
+        complete (NCCL < 2.18 prints no START line)."""
+        key = (proc.host, proc.pid, dev)
+        m = self._cur.get(key)
+        if m is None or m.completed is not None:
+            return self._member(proc, dev, ev, fresh=True)
+        return m
+
+    def _member_for_rank(self, proc: Proc, dev: int | None, rank: int, ev: Ev, *, closing: bool = False) -> Member:
+        key = (proc.host, proc.pid, dev)
+        m = self._cur.get(key)
+        if m is not None and (m.rank is None or m.rank == rank) and (closing or m.completed is None):
+            m.rank = rank
+            return m
+        m = self._member(proc, dev, ev, fresh=True)
+        m.rank = rank
+        return m
+
+    def _comm_line(self, proc: Proc, dev: int | None, m: re.Match, ev: Ev) -> None:
+        fn, ptr, rank, nranks = m.group(1), m.group(2), int(m.group(3)), int(m.group(4))
+        what, phase = m.group(9), m.group(10)
+        if what in ("Destroy", "Abort"):
+            return
+        key = (proc.host, proc.pid, dev)
+        cur = self._cur.get(key)
+        if phase == "START":
+            mem = self._member(proc, dev, ev, fresh=not (cur is not None and cur.completed is None and cur.comm_ptr
+                                                          is None and cur.rank in (None, rank) and not cur.trees
+                                                          and not cur.rings))
+            mem.started = ev
+        elif (cur is not None and cur.completed is None and cur.rank in (None, rank)
+              and cur.comm_ptr in (None, ptr)):
+            mem = cur
+        else:
+            mem = self._member(proc, dev, ev, fresh=True)
+        mem.rank, mem.nranks, mem.comm_ptr = rank, nranks, ptr
+        if fn and fn != "comm":
+            mem.init_fn = fn
+        if m.group(5) is not None:
+            mem.cuda_dev = int(m.group(5))
+        if m.group(6) is not None:
+            mem.nvml_dev = int(m.group(6))
+        if m.group(7) is not None:
+            mem.busid = m.group(7).lower()
+        if m.group(8) is not None:
+            mem.comm_id = m.group(8).lower()
+        if phase == "COMPLETE":
+            mem.completed = ev
+
+    def _via(self, via: str, direction: str | None) -> tuple:
+        """``(kind, net tuple or None, local)`` of a connection's transport text (cached: a job has a handful)."""
+        key = (via, direction)
+        got = self._vias.get(key)
+        if got is not None:
+            return got
+        net = None
+        local = False
+        if via.startswith("NET/"):
+            n = _NET.match(via)
+            if n:
+                gdr = bool(n.group(4))
+                proxy = int(n.group(3)) if n.group(3) is not None else None
+                kind = f"NET/{n.group(1)}" + ("/GDRDMA" if gdr else "")
+                net = ("receive" if direction == "r" else "send", int(n.group(2)), gdr, proxy)
+            else:
+                kind = "NET/?"
+        elif via.startswith("P2P/"):
+            parts = via.split("/")
+            kind = "P2P/" + (parts[1] if len(parts) > 1 else "?")
+            local = True
+        elif via.startswith("SHM") or via.startswith("direct shared memory"):
+            kind = "SHM"
+            local = True
+        elif via.upper().startswith("COLLNET") or via.startswith("NVLS"):
+            kind = via.split("/", 1)[0]
+        else:
+            kind = via.split(" ", 1)[0][:24] or "?"
+        got = (kind, net, local)
+        if len(self._vias) < 4096:
+            self._vias[key] = got
+        return got
+
+    def _conn(self, mem: Member, g: tuple, name: str, lineno: int, line: str) -> None:
+        ch_s, a_s, b_s, direction, via = g
+        me = int(b_s) if direction == "r" else int(a_s)
+        if mem.rank != me:
+            if mem.rank is None:
+                mem.rank = me
+            elif mem.completed is not None:
+                # a line of another rank on this device: a new communicator that printed no START (NCCL < 2.18)
+                mem = self._member(mem.proc, mem.dev, Ev(name, lineno, ""), fresh=True)
+                mem.rank = me
+            else:
+                return
+        got = self._vias.get((via, direction))
+        if got is None:
+            got = self._via(via, direction)
+        kind, net, local = got
+        if net is not None:
+            chs = mem.net_ch.get(ch_s)  # keyed by the channel's text ("07"); readers sort with int()
+            if chs is None:
+                if len(mem.net_ch) < 256:
+                    mem.net_ch[ch_s] = {net}
+            elif net not in chs and len(chs) < 8:
+                chs.add(net)
+        elif local and len(mem.local_peers) < 64:
+            peer = int(a_s) if direction == "r" else int(b_s)
+            if peer not in mem.local_peers:
+                mem.local_peers[peer] = kind
+        conns = mem.conns
+        n = conns.get(kind)
+        if n is None:
+            conns[kind] = 1
+            mem.conn_ev[kind] = Ev(name, lineno, line.strip()[:400])
+        else:
+            conns[kind] = n + 1
+        self.out.recognised += 1
+
+    # ------------------------------------------------------------------ end
+    def finish(self) -> LogSet:
+        out = self.out
+        # NCCL < 2.22 prints its version once, on stdout, without a prefix: in a file that shows one host only, it
+        # is that host's version
+        for ev in out.bare_versions:
+            procs = self._source_procs.get(ev.source, set())
+            m = _VERSION.search(ev.text)
+            if m and procs and len({p.host for p in procs}) == 1:
+                for p in procs:
+                    if p.version is None:
+                        p.version, p.version_ev = m.group(1), ev
+        comms: dict[str, Comm] = {}
+        for proc in out.procs.values():
+            for mem in proc.members:
+                if mem.rank is None and not mem.conns and not mem.trees and not mem.rings and not mem.graphs \
+                        and mem.coll_channels is None and mem.nranks is None:
+                    continue  # an empty pending member (a device that only printed process-level lines)
+                if mem.comm_id:
+                    key = mem.comm_id
+                elif mem.nranks:
+                    okey = (proc.key, mem.dev, mem.nranks)
+                    mem.ordinal = self._ordinals.get(okey, 0)
+                    self._ordinals[okey] = mem.ordinal + 1
+                    key = f"n{mem.nranks}#{mem.ordinal}"
+                else:
+                    key = "?"
+                c = comms.get(key)
+                if c is None:
+                    c = comms[key] = Comm(key=key, comm_id=mem.comm_id, nranks=mem.nranks)
+                c.members.append(mem)
+                if c.nranks is None:
+                    c.nranks = mem.nranks
+        # a comm whose size was never printed but whose ranks fit a sized one: fold in when only one sized exists
+        unsized = comms.pop("?", None)
+        if unsized is not None:
+            sized = [c for c in comms.values()]
+            if len(sized) == 1:
+                sized[0].members.extend(unsized.members)
+            else:
+                comms["?"] = unsized
+        out.comms = sorted(comms.values(), key=lambda c: (-(c.nranks or 0), c.key))
+        return out
+
+
+def expand_inputs(paths: list[str]) -> list[str]:
+    """Files, folders (every regular file inside, sorted, one level of subfolders) and ``-`` (stdin)."""
+    from ncclctl.errors import InputError
+    from ncclctl.logs.lines import natural_key
+
+    out: list[str] = []
+    for p in paths:
+        if p == "-":
+            out.append(p)
+            continue
+        if os.path.isdir(p):
+            found = []
+            for root, dirs, files in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))[:1000] if root == p else []
+                for f in files:
+                    full = os.path.join(root, f)
+                    if not f.startswith(".") and os.path.isfile(full) and not os.path.islink(full):
+                        found.append(full)
+            if not found:
+                raise InputError("the folder holds no log files", path=p,
+                                 fix="give the folder NCCL_DEBUG_FILE wrote to, or the log files themselves")
+            out.extend(sorted(found, key=natural_key))
+        else:
+            out.append(p)
+    return out
+
+
+def read_logs(paths: list[str], *, stdin=None) -> LogSet:
+    """Read every input (files, folders, ``-``) into one :class:`LogSet`."""
+    from ncclctl.inputs import LineStream, iter_lines
+
+    parser = Parser()
+    for path in expand_inputs(paths):
+        name = "<stdin>" if path == "-" else path
+        st = LineStream(name)
+        src = Source(name)
+        parser.out.sources.append(src)
+        parser.feed_source(name, iter_lines(path, "log", stream=st, stdin=stdin), src)
+        src.notes = st.notes()
+        src.gzip = st.gzip
+    return parser.finish()
+
+
+def read_text(text: str, name: str = "<text>") -> LogSet:
+    """A :class:`LogSet` from a string (tests and the fuzz harness)."""
+    parser = Parser()
+    src = Source(name)
+    parser.out.sources.append(src)
+    parser.feed_source(name, [text.split("\n")], src)
+    return parser.finish()
+
+
+__all__ = ["Comm", "Ev", "LogSet", "Member", "Nic", "Parser", "Proc", "Source", "WARN_KINDS", "expand_inputs",
+           "known_wording", "read_logs", "read_text", "warn_kind"]

@@ -1,0 +1,731 @@
+"""``ncclctl perf check``: nccl-tests results, the bus bandwidth the hardware should give, and the gap.
+
+Reading: nccl-tests prints, per test (``src/common.cu``, ``src/util.cu``; 2.0 to 2.19)::
+
+    # nccl-tests version 2.19.6 nccl-headers=22907 nccl-library=22907      (2.17+)
+    # Collective test starting: all_reduce_perf                            (2.17+)
+    # nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 ...
+    #  Rank  0 Group  0 Pid  1234 on node1 device  0 [0000:1b:00] NVIDIA H100 80GB HBM3   (older: no Group)
+    #       size         count      type   redop    root     time   algbw   busbw #wrong     time ...
+               8             2     float     sum      -1    27.87    0.00    0.00      0    27.53 ...
+    # Out of bounds values : 0 OK
+    # Avg bus bandwidth    : 52.1234                                       (then "OK"/"FAILED" with -c)
+    # Collective test concluded: all_reduce_perf
+
+and with ``-J FILE.json`` a JSON document (``version`` 3: ``devices``, ``results`` with ``out_of_place`` and
+``in_place`` objects, ``average_bus_bandwidth``). Older releases have no ``root`` column and an ``error`` column
+(``0e+00``), per-iteration timing adds columns (read by the header's names), launcher prefixes and NCCL INFO
+lines are mixed in. The collective is named by the "starting" line, a ``*_perf`` word near the header, or
+inferred from busbw/algbw (2(n-1)/n all_reduce, (n-1)/n reduce_scatter or all_gather, 1 broadcast/reduce).
+
+Expecting: the bus bandwidth is the hardware's bottleneck bandwidth (nccl-tests doc/PERFORMANCE.md), so:
+
+* one node, NVSwitch (or two NVLink-connected GPUs): per-GPU NVLink bandwidth (active links x 25 GB/s per
+  direction for sm70-sm90, 50 GB/s for sm100+, 20 GB/s for sm60) x ``NVLINK_EFF``;
+* one node, PCIe only: the GPU's PCIe link (gen x width, per direction) x ``PCIE_EFF``;
+* several nodes, ring-class collectives (all_reduce, all_gather, reduce_scatter, broadcast, reduce): the node's
+  network bandwidth, sum of NCCL's NICs' rates x ``NET_EFF``, capped by the intra-node figure; alltoall: each
+  GPU's share of it, N/(N-1) x (n-1)/n; sendrecv: one NIC's rate.
+
+Every expectation says where its inputs came from (``--root``/``--inventory`` node, or the GPU name printed by
+nccl-tests for SXM parts, whose NVLink count is fixed).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ncclctl.findings import Finding, Severity
+from ncclctl.logs.lines import strip_launcher
+from ncclctl.logs.parse import Ev
+
+#: Fraction of the raw rate that NCCL reaches on large messages (documented in docs/perf.md with sources).
+NVLINK_EFF = 0.80
+PCIE_EFF = 0.80
+NET_EFF = {"InfiniBand": 0.92, "Ethernet": 0.85}
+
+#: Per-link NVLink bandwidth per direction (GB/s) by compute capability (NVLink 1, 2-4, 5).
+def nvlink_link_gbs(sm: int | None) -> float | None:
+    if sm is None:
+        return None
+    if sm >= 100:
+        return 50.0
+    if sm >= 70:
+        return 25.0
+    if sm >= 60:
+        return 20.0
+    return None
+
+
+#: PCIe per-lane bandwidth per direction, GB/s, by generation (after 8b/10b or 128b/130b encoding).
+PCIE_LANE_GBS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
+
+#: SXM GPUs by the name nccl-tests prints: (NVLink GB/s per direction per GPU, what it is). Their NVLink count is
+#: fixed by the part; the systems they go in connect them through NVSwitch.
+SXM_NAMES: tuple[tuple[str, float, str], ...] = (
+    ("GB300", 900.0, "GB300: 18 NVLink5 links x 50 GB/s"),
+    ("B300", 900.0, "B300: 18 NVLink5 links x 50 GB/s"),
+    ("GB200", 900.0, "GB200: 18 NVLink5 links x 50 GB/s"),
+    ("B200", 900.0, "B200: 18 NVLink5 links x 50 GB/s"),
+    ("H800", 200.0, "H800: 8 NVLink4 links x 25 GB/s"),
+    ("H20", 450.0, "H20: 18 NVLink4 links x 25 GB/s"),
+    ("H200", 450.0, "H200 SXM: 18 NVLink4 links x 25 GB/s"),
+    ("H100 80GB HBM3", 450.0, "H100 SXM: 18 NVLink4 links x 25 GB/s"),
+    ("H100-SXM", 450.0, "H100 SXM: 18 NVLink4 links x 25 GB/s"),
+    ("H100 SXM", 450.0, "H100 SXM: 18 NVLink4 links x 25 GB/s"),
+    ("A800-SXM", 200.0, "A800 SXM: 8 NVLink3 links x 25 GB/s"),
+    ("A100-SXM", 300.0, "A100 SXM: 12 NVLink3 links x 25 GB/s"),
+    ("A100 SXM", 300.0, "A100 SXM: 12 NVLink3 links x 25 GB/s"),
+)
+
+#: busbw = algbw x factor (nccl-tests doc/PERFORMANCE.md and src/*.cu).
+BUS_FACTOR = {"all_reduce": "2(n-1)/n", "reduce_scatter": "(n-1)/n", "all_gather": "(n-1)/n", "alltoall": "(n-1)/n",
+              "broadcast": "1", "reduce": "1", "sendrecv": "1", "gather": "(n-1)/n", "scatter": "(n-1)/n",
+              "hypercube": "1", "alltoallv": "(n-1)/n"}
+
+RING_CLASS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
+
+
+@dataclass
+class Side:
+    time_us: float | None
+    algbw: float | None
+    busbw: float | None
+    wrong: float | None  # None: not checked (N/A)
+
+
+@dataclass
+class Row:
+    size: int
+    count: int
+    dtype: str
+    redop: str
+    root: int | None
+    oop: Side | None
+    ip: Side | None
+    line: int
+    text: str = ""
+
+    def best_busbw(self) -> float | None:
+        vals = [s.busbw for s in (self.oop, self.ip) if s is not None and s.busbw is not None]
+        return max(vals) if vals else None
+
+
+@dataclass
+class Test:
+    source: str
+    line: int
+    name: str | None = None
+    named_by: str = ""
+    tests_version: str | None = None
+    nthreads: int | None = None
+    ngpus: int | None = None
+    devices: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
+    oob: int | None = None
+    oob_failed: bool = False
+    avg_busbw: float | None = None
+    avg_failed: bool = False
+    avg_ev: Ev | None = None
+    concluded: bool = False
+    footer: bool = False
+    errors: list[Ev] = field(default_factory=list)
+    header_ev: Ev | None = None
+    columns: list[str] = field(default_factory=list)
+    json: bool = False
+
+    @property
+    def nranks(self) -> int | None:
+        if self.devices:
+            return len(self.devices)
+        if self.nthreads and self.ngpus:
+            return self.nthreads * self.ngpus
+        return None
+
+    @property
+    def hosts(self) -> list[str]:
+        from ncclctl.logs.lines import natural_key
+
+        return sorted({d["host"] for d in self.devices if d.get("host")}, key=natural_key)
+
+    @property
+    def gpu_names(self) -> list[str]:
+        return sorted({d["name"] for d in self.devices if d.get("name")})
+
+
+_RANK = re.compile(r"^#?\s*Rank\s+(\d{1,9})(?:\s+Group\s+(\d{1,9}))?\s+Pid\s+(\d{1,9})\s+on\s+(\S+)\s+device\s+(\d{1,9})\s+\[([^\]]*)\]"
+                   r"\s*(.*?)\s*$")
+_NTHREAD = re.compile(r"nThread (\d{1,9}) nGpus (\d{1,9})")
+_STARTING = re.compile(r"Collective test starting: (\S+)")
+_CONCLUDED = re.compile(r"Collective test concluded")
+_VERSION = re.compile(r"nccl-tests version (\S+)")
+_OOB = re.compile(r"Out of bounds values\s*:\s*(\d{1,9})\s*(FAILED|OK)?")
+_AVG = re.compile(r"Avg bus bandwidth\s*:\s*([-\d.eE+naif]+)\s*(FAILED|OK)?")
+_PERFNAME = re.compile(r"\b(all_reduce|all_gather|alltoallv?|broadcast|reduce_scatter|reduce|sendrecv|gather|scatter"
+                       r"|hypercube)_perf")
+_STAMP = re.compile(r"^\d{4}-\d\d-\d\d$|^\d\d:\d\d:\d\d$")
+_NUM = re.compile(r"^-?(?:\d{1,30}\.?\d{0,30}|\.\d{1,30})(?:[eE][-+]?\d{1,4})?$")
+
+
+def _num(tok: str) -> float | None:
+    return float(tok) if _NUM.match(tok) else None
+
+
+def parse_results(lines_iter, source: str) -> list[Test]:
+    """Every nccl-tests result in a text stream (batches of lines, as :func:`ncclctl.inputs.iter_lines` gives)."""
+    tests: list[Test] = []
+    cur: Test | None = None
+    pending_name: tuple[str, str] | None = None
+    pending_version: str | None = None
+    lineno = 0
+    for batch in lines_iter:
+        for raw in batch:
+            lineno += 1
+            if not raw:
+                continue
+            if " NCCL INFO " in raw or " NCCL WARN " in raw:
+                continue
+            line = strip_launcher(raw)
+            if not line:
+                continue
+            body = line[1:].strip() if line.startswith("#") else line
+            if "nccl-tests version" in body:
+                m = _VERSION.search(body)
+                pending_version = m.group(1) if m else None
+                continue
+            m = _STARTING.search(body)
+            if m:
+                pending_name = (m.group(1).replace("_perf", "").replace("_mpi", ""), "the 'Collective test starting' line")
+                continue
+            m = _NTHREAD.search(body)
+            if m and "minBytes" in body:
+                cur = Test(source=source, line=lineno, nthreads=int(m.group(1)), ngpus=int(m.group(2)),
+                           header_ev=Ev(source, lineno, line[:400]), tests_version=pending_version)
+                if pending_name:
+                    cur.name, cur.named_by = pending_name
+                pending_name = None
+                tests.append(cur)
+                continue
+            pm = _PERFNAME.search(line)
+            if pm and not line.lstrip().startswith(("#", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9")):
+                pending_name = (pm.group(1), "the command line")
+                if cur is not None and not cur.rows and cur.name is None:
+                    cur.name, cur.named_by = pending_name
+                continue
+            if cur is None:
+                if _RANK.match(body) or body.split()[:2] == ["size", "count"]:
+                    cur = Test(source=source, line=lineno, header_ev=Ev(source, lineno, line[:400]),
+                               tests_version=pending_version)
+                    if pending_name:
+                        cur.name, cur.named_by = pending_name
+                    tests.append(cur)
+                elif _is_row(body):
+                    cur = Test(source=source, line=lineno, header_ev=Ev(source, lineno, line[:400]))
+                    tests.append(cur)
+                else:
+                    if "Test NCCL failure" in line or "Test CUDA failure" in line:
+                        pass
+                    continue
+            m = _RANK.match(body)
+            if m:
+                if not cur.rows:
+                    cur.devices.append({"rank": int(m.group(1)), "group": int(m.group(2) or 0), "pid": int(m.group(3)),
+                                        "host": m.group(4), "device": int(m.group(5)), "bus": m.group(6),
+                                        "name": m.group(7)})
+                continue
+            toks = body.split()
+            if toks[:2] == ["size", "count"]:
+                cur.columns = toks
+                continue
+            if _footer(cur, body, Ev(source, lineno, line[:400])):  # with or without '#' (a pasted table)
+                continue
+            if line.startswith("#") or not toks:
+                if body.startswith("error:"):
+                    cur.errors.append(Ev(source, lineno, line[:400]))
+                continue
+            if "Test NCCL failure" in line or "Test CUDA failure" in line or "Test failure" in line:
+                cur.errors.append(Ev(source, lineno, line[:400]))
+                continue
+            row = _row(toks, cur.columns, lineno)
+            if row is not None:
+                row.text = line[:400]
+                if cur.footer:  # a table after a footer without a new header: a second test (duplicated output)
+                    nxt = Test(source=source, line=lineno, name=cur.name, named_by=cur.named_by,
+                               columns=cur.columns, devices=list(cur.devices), nthreads=cur.nthreads, ngpus=cur.ngpus,
+                               header_ev=Ev(source, lineno, line[:400]))
+                    tests.append(nxt)
+                    cur = nxt
+                cur.rows.append(row)
+    return tests
+
+
+def _footer(cur: Test, body: str, ev: Ev) -> bool:
+    """The footer lines of a table: out-of-bounds values, the average bus bandwidth, 'test concluded'."""
+    if "Out of bounds" in body:
+        m = _OOB.search(body)
+        if m:
+            cur.oob = int(m.group(1))
+            cur.oob_failed = m.group(2) == "FAILED" or cur.oob > 0
+            cur.footer = True
+            return True
+    if "Avg bus bandwidth" in body:
+        m = _AVG.search(body)
+        if m:
+            try:
+                cur.avg_busbw = float(m.group(1))
+            except ValueError:
+                cur.avg_busbw = None
+            cur.avg_failed = m.group(2) == "FAILED"
+            cur.avg_ev = ev
+            cur.footer = True
+            return True
+    if _CONCLUDED.search(body):
+        cur.concluded = True
+        return True
+    return False
+
+
+def _is_row(body: str) -> bool:
+    toks = body.split()
+    return len(toks) >= 7 and toks[0].isdigit() and toks[1].isdigit() and not toks[2].isdigit()
+
+
+def _row(toks: list[str], columns: list[str], lineno: int) -> Row | None:
+    if len(toks) < 6 or not toks[0].isdigit() or not toks[1].isdigit() or toks[2][:1].isdigit() \
+            or len(toks[0]) > 18 or len(toks[1]) > 18:
+        return None
+    size, count, dtype = int(toks[0]), int(toks[1]), toks[2]
+    if _num(toks[3]) is not None:  # NCCL 2.4-era tables: no redop column
+        redop, rest = "", toks[3:]
+    else:
+        redop, rest = toks[3], toks[4:]
+    rest = [t for t in rest if not _STAMP.match(t)]  # -S timestamps at the end of a row
+    root: int | None = None
+    if columns:
+        has_root = "root" in columns
+    else:  # no header: a root column is there when the values after redop come in 9 or 5 (root + 8 or 4)
+        has_root = len(rest) % 4 == 1
+    if has_root and rest and re.match(r"^-?\d{1,9}$", rest[0]):
+        root = int(rest[0])
+        rest = rest[1:]
+    per = 8 if columns and "i_min" in columns else 4
+    vals = rest
+    sides: list[Side] = []
+    for i in range(0, min(len(vals), 2 * per), per):
+        chunk = vals[i:i + per]
+        if len(chunk) < 3:
+            break
+        t, a, b = (_num(x) for x in chunk[:3])
+        if a is None and b is None:
+            break
+        sides.append(Side(t, a, b, _wrong(chunk[3], columns) if len(chunk) > 3 else None))
+    if not sides:
+        return None
+    return Row(size, count, dtype, redop, root, sides[0], sides[1] if len(sides) > 1 else None, lineno)
+
+
+def _wrong(tok: str, columns: list[str]) -> float | None:
+    """The wrong-results column: ``#wrong`` counts wrong elements; older releases print ``error``, the largest
+    relative error (``2e-07`` is float rounding, not a failure): there, over 1% counts as wrong."""
+    v = _num(tok)
+    if v is None:
+        return None  # N/A: not checked
+    if ("error" in columns and "#wrong" not in columns) or (not columns and ("e" in tok or "." in tok)):
+        return 1.0 if v > 1e-2 else 0.0
+    return v
+
+
+def parse_json(text: str, source: str) -> list[Test]:
+    """nccl-tests' ``-J`` output (JSON format version 3)."""
+    from ncclctl.errors import InputError
+
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"not nccl-tests JSON output: {type(exc).__name__}", path=source,
+                         fix="give the file written by 'all_reduce_perf -J FILE.json', or its text output") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
+        raise InputError("not nccl-tests JSON output (no 'results' list)", path=source,
+                         fix="give the file written by 'all_reduce_perf -J FILE.json', or its text output")
+    t = Test(source=source, line=1, json=True)
+    args = doc.get("args")
+    if isinstance(args, list) and args and isinstance(args[0], str):
+        m = _PERFNAME.search(args[0])
+        if m:
+            t.name, t.named_by = m.group(1), "the command in the JSON document"
+    cfg: dict[str, Any] = doc["config"] if isinstance(doc.get("config"), dict) else {}
+    t.nthreads = cfg.get("nthreads") if isinstance(cfg.get("nthreads"), int) else None
+    t.ngpus = cfg.get("ngpus") if isinstance(cfg.get("ngpus"), int) else None
+    for d in doc.get("devices") or []:
+        if isinstance(d, dict):
+            t.devices.append({"rank": d.get("rank"), "host": str(d.get("hostname", "")), "device": d.get("device"),
+                              "bus": str(d.get("device_hex", "")), "name": str(d.get("device_info", "")).strip(),
+                              "pid": d.get("pid"), "group": d.get("group")})
+    for i, r in enumerate(doc["results"]):
+        if not isinstance(r, dict):
+            continue
+        try:
+            root = r.get("root")
+            row = Row(int(r.get("size") or 0), int(r.get("count") or 0), str(r.get("type", "")), str(r.get("redop", "")),
+                      int(str(root).strip()) if root is not None and str(root).strip().lstrip("-").isdigit() else None,
+                      _side(r.get("out_of_place")), _side(r.get("in_place")), i + 1)
+        except (TypeError, ValueError, OverflowError):
+            continue
+        t.rows.append(row)
+    oob = doc.get("out_of_bounds")
+    if isinstance(oob, dict) and isinstance(oob.get("count"), int):
+        t.oob = oob["count"]
+        t.oob_failed = oob.get("okay") is False or t.oob > 0
+        t.footer = True
+    avg = doc.get("average_bus_bandwidth")
+    if isinstance(avg, dict) and isinstance(avg.get("bandwidth"), (int, float)):
+        t.avg_busbw = float(avg["bandwidth"])
+        t.avg_failed = avg.get("okay") is False
+        t.footer = True
+    for e in doc.get("errors") or []:
+        t.errors.append(Ev(source, 1, str(e)[:400]))
+    t.concluded = t.footer
+    return [t]
+
+
+def _side(d: Any) -> Side | None:
+    if not isinstance(d, dict):
+        return None
+
+    def f(k: str) -> float | None:
+        v = d.get(k)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    return Side(f("time") if "time" in d else f("cpu_time"), f("alg_bw"), f("bus_bw"), f("nwrong"))
+
+
+def name_test(t: Test) -> str | None:
+    """The collective: as named, else inferred from busbw/algbw, redop and root."""
+    if t.name:
+        return t.name
+    n = t.nranks
+    ratios = [s.busbw / s.algbw for r in t.rows for s in (r.oop, r.ip)
+              if s is not None and s.algbw and s.busbw is not None and s.algbw > 0.05]
+    if not ratios or not n or n < 2:
+        return None
+    ratio = sorted(ratios)[len(ratios) // 2]
+    redop = t.rows[0].redop if t.rows else ""
+    root = t.rows[0].root if t.rows else None
+    rooted = root is not None and root >= 0
+    guess = None
+    if abs(ratio - 2 * (n - 1) / n) < 0.02:
+        guess = "all_reduce"
+    elif abs(ratio - (n - 1) / n) < 0.02:
+        guess = ("gather" if rooted else "all_gather") if redop == "none" else "reduce_scatter"
+    elif abs(ratio - 1) < 0.02:
+        guess = ("broadcast" if redop == "none" else "reduce") if rooted else None
+    if guess:
+        t.named_by = "inferred from busbw/algbw, redop and root"
+    return guess
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# hardware and expectation
+
+
+@dataclass
+class Hardware:
+    source: str
+    gpu: str | None = None
+    gpus_per_node: int | None = None
+    nvlink_gbs: float | None = None
+    nvlink_why: str = ""
+    nvswitch: bool = False
+    pcie_gbs: float | None = None
+    pcie_why: str = ""
+    nics: list[tuple[str, float, str]] = field(default_factory=list)  # (name, Gb/s, link layer)
+
+
+def hardware_from_node(node, source: str) -> Hardware:
+    hw = Hardware(source=source)
+    gpus = list(node.gpus)
+    hw.gpus_per_node = len(gpus) or None
+    if gpus:
+        g = gpus[0]
+        hw.gpu = g.name
+        links = min(len(x.active_nvlinks) for x in gpus)
+        per = nvlink_link_gbs(g.sm)
+        if links and per:
+            hw.nvlink_gbs = links * per
+            hw.nvswitch = bool(node.nvswitches) or any(l.remote_type == "nvswitch" for x in gpus for l in x.nvlinks)
+            hw.nvlink_why = f"{links} active NVLinks x {per:g} GB/s per direction (sm{g.sm})"
+        gens = [(x.pcie_curr_gen or x.pcie_max_gen, x.pcie_curr_width or x.pcie_max_width) for x in gpus]
+        gens = [(a, b) for a, b in gens if a and b]
+        if gens:
+            gen, width = min(gens, key=lambda gw: PCIE_LANE_GBS.get(gw[0], 0) * gw[1])
+            if gen in PCIE_LANE_GBS:
+                hw.pcie_gbs = PCIE_LANE_GBS[gen] * width
+                hw.pcie_why = f"PCIe gen{gen} x{width} = {hw.pcie_gbs:.1f} GB/s per direction"
+    try:
+        from ncclctl.nccl.predict import inputs_for_node, predict_xml
+        from ncclctl.nccl.version import DEFAULT
+
+        data, inputs, down = inputs_for_node(node, nodes=2, env={}, version=DEFAULT, gdr="auto", source=source)
+        pred = predict_xml(data, inputs=inputs, down=down, path=source)
+        layer = {n.name: (p.link_layer or "InfiniBand") for n in node.nics for p in n.ports}
+        hw.nics = [(n["name"], float(n["speed_gbps"]), layer.get(n["name"].split("+")[0], "InfiniBand"))
+                   for n in pred.to_json()["nets"]]
+    except Exception:  # a node the model cannot read: fall back to the ACTIVE RDMA ports
+        for n in node.nics:
+            for p in n.ports:
+                if p.state.upper() == "ACTIVE" and p.rate_gbps:
+                    hw.nics.append((n.name, float(p.rate_gbps), p.link_layer or "InfiniBand"))
+    return hw
+
+
+def hardware_from_names(t: Test) -> Hardware | None:
+    names = t.gpu_names
+    if len(names) != 1:
+        return None
+    name = names[0]
+    for key, gbs, why in SXM_NAMES:
+        if key in name and "PCIe" not in name and "NVL" not in name.replace("HBM", ""):
+            return Hardware(source=f"the GPU name nccl-tests printed ({name})", gpu=name, nvlink_gbs=gbs,
+                            nvlink_why=why, nvswitch=True)
+    return None
+
+
+@dataclass
+class Expectation:
+    busbw: float | None
+    why: str
+    formula: str = ""
+
+
+def expect(name: str | None, hw: Hardware | None, *, nodes: int, ranks: int | None) -> Expectation:
+    if hw is None:
+        return Expectation(None, "the hardware is unknown: give --root or --inventory (the GPU name nccl-tests "
+                                 "printed is not an SXM part with a fixed NVLink count)")
+    if name is None:
+        return Expectation(None, "the collective is not named and cannot be inferred")
+    intra: float | None = None
+    intra_why = ""
+    gpn = hw.gpus_per_node or ((ranks // nodes) if ranks and nodes else None)
+    if hw.nvlink_gbs and (hw.nvswitch or (gpn or 0) <= 2):
+        intra = hw.nvlink_gbs * NVLINK_EFF
+        intra_why = f"NVLink {hw.nvlink_why} = {hw.nvlink_gbs:g} GB/s x {NVLINK_EFF:g}"
+    elif hw.nvlink_gbs:
+        intra_why = "NVLink without NVSwitch: the rings' bottleneck depends on the link pattern"
+    elif hw.pcie_gbs:
+        intra = hw.pcie_gbs * PCIE_EFF
+        intra_why = f"{hw.pcie_why} x {PCIE_EFF:g}"
+    if nodes <= 1:
+        if name not in BUS_FACTOR or name == "hypercube":
+            return Expectation(None, f"no bandwidth model for {name}")
+        if intra is None:
+            return Expectation(None, intra_why or "neither NVLink nor the PCIe link of the GPUs is known")
+        return Expectation(intra, f"one node: {intra_why}", "min(NVLink or PCIe per GPU) x efficiency")
+    if not hw.nics:
+        return Expectation(None, "several nodes, but the node's NICs are unknown (give --root or --inventory)")
+    eff = NET_EFF.get(hw.nics[0][2], 0.85)
+    total = sum(g for _n, g, _l in hw.nics) / 8.0
+    net_why = f"{len(hw.nics)} NIC{'s' if len(hw.nics) != 1 else ''} x {hw.nics[0][1]:g} Gb/s = {total:g} GB/s x {eff:g}"
+    if name in RING_CLASS:
+        net = total * eff
+        why = f"{nodes} nodes: network {net_why}"
+    elif name == "alltoall" and gpn and ranks:
+        net = total * eff / gpn * nodes / (nodes - 1) * (ranks - 1) / ranks
+        why = f"{nodes} nodes: each GPU's share of the network ({net_why}) / {gpn} GPUs x N/(N-1) x (n-1)/n"
+    elif name == "sendrecv":
+        net = hw.nics[0][1] / 8.0 * eff
+        why = f"{nodes} nodes: one NIC, {hw.nics[0][1]:g} Gb/s x {eff:g} (one rank pair per node crosses)"
+    else:
+        return Expectation(None, f"no multi-node bandwidth model for {name}")
+    if intra is not None and intra < net:
+        return Expectation(intra, f"{why}, capped by {intra_why}")
+    return Expectation(net, why + (f" (intra-node {intra:.0f} GB/s is higher)" if intra is not None else ""))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the check
+
+
+@dataclass
+class Result:
+    test: Test
+    name: str | None
+    nodes: int
+    largest: Row | None
+    measured: float | None
+    expectation: Expectation
+    efficiency: float | None
+    hardware: Hardware | None
+
+    def doc(self) -> dict[str, Any]:
+        t = self.test
+        return {"source": t.source, "line": t.line, "test": self.name, "named_by": t.named_by or None,
+                "nccl_tests_version": t.tests_version, "ranks": t.nranks, "hosts": t.hosts, "nodes": self.nodes,
+                "gpus": t.gpu_names, "rows": len(t.rows), "json": t.json,
+                "largest_size": self.largest.size if self.largest else None,
+                "busbw_large": self.measured, "avg_busbw": t.avg_busbw,
+                "expected_busbw": self.expectation.busbw, "expected_why": self.expectation.why,
+                "efficiency": round(self.efficiency, 3) if self.efficiency is not None else None,
+                "hardware": self.hardware.source if self.hardware else None,
+                "out_of_bounds": t.oob, "complete": t.footer and not t.errors,
+                "table": [{"size": r.size, "count": r.count, "type": r.dtype, "redop": r.redop, "root": r.root,
+                           "out_of_place": r.oop.__dict__ if r.oop else None,
+                           "in_place": r.ip.__dict__ if r.ip else None} for r in t.rows]}
+
+
+def evaluate(tests: list[Test], *, hardware: dict[str, Hardware] | None, nodes: int | None,
+             min_bytes: int) -> list[Result]:
+    out = []
+    for t in tests:
+        name = name_test(t)
+        n_nodes = nodes or max(len(t.hosts), 1)
+        hw = None
+        if hardware:
+            hw = next((hardware[h] for h in t.hosts if h in hardware), None) or hardware.get("*")
+        if hw is None:
+            hw = hardware_from_names(t)
+        big = [r for r in t.rows if r.size >= min_bytes and r.best_busbw() is not None]
+        largest: Row | None = None
+        measured = None
+        if big:  # only large messages say what the links give (small ones measure latency)
+            largest = max(big, key=lambda r: r.size)
+            measured = max(r.best_busbw() or 0.0 for r in big)
+        exp = expect(name, hw, nodes=n_nodes, ranks=t.nranks)
+        eff = measured / exp.busbw if measured is not None and exp.busbw else None
+        out.append(Result(t, name, n_nodes, largest, measured, exp, eff, hw))
+    return out
+
+
+def _size(n: int) -> str:
+    for unit, k in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << k and n % (1 << k) == 0:
+            return f"{n >> k} {unit}"
+    return f"{n} B"
+
+
+def check(results: list[Result], *, options: dict[str, dict[str, Any]],
+          causes: Sequence[Finding] = ()) -> list[Finding]:
+    from ncclctl.registry import rules_of
+
+    rules = {r.id: r for r in rules_of(scope="perf")}
+
+    def opt(rid: str, name: str) -> Any:
+        v = options.get(rid, {}).get(name)
+        return v if v is not None else rules[rid].defaults()[name]
+
+    findings: list[Finding] = []
+
+    def add(rid: str, msg: str, ev: Ev | None, severity: Severity | None = None, extra: tuple[str, ...] = ()) -> None:
+        r = rules[rid]
+        findings.append(Finding(rule=rid, severity=severity or r.severity, message=msg,
+                                subject=ev.source if ev else "<results>", line=ev.line if ev else None, fix=r.fix,
+                                evidence=((ev.evidence(),) if ev else ()) + extra))
+
+    min_eff = float(opt("PERF001", "min_efficiency"))
+    warn_eff = float(opt("PERF001", "warn_efficiency"))
+    cause_text = "; ".join(f"{f.rule} {f.message[:160]}" for f in causes if f.severity is not Severity.INFO)[:600]
+    for res in results:
+        t = res.test
+        label = f"{res.name or 'nccl-tests'} ({t.nranks or '?'} ranks" + (
+            f" on {res.nodes} node{'s' if res.nodes != 1 else ''})" if res.nodes else ")")
+        ev = t.header_ev or (Ev(t.source, t.line, "") if t.source else None)
+        wrong = [r for r in t.rows if any(s is not None and s.wrong for s in (r.oop, r.ip))]
+        if wrong or t.oob_failed:
+            rev = Ev(t.source, wrong[0].line, wrong[0].text) if wrong else t.avg_ev
+            add("PERF002", f"{label}: {len(wrong)} size{'s' if len(wrong) != 1 else ''} with wrong results"
+                + (f" (from {_size(wrong[0].size)})" if wrong else "") + (f"; out of bounds values {t.oob}"
+                                                                         if t.oob else ""), rev or ev)
+        if t.avg_failed:
+            add("PERF004", f"{label}: average bus bandwidth {t.avg_busbw} GB/s FAILED the test's own threshold",
+                t.avg_ev or ev)
+        if not t.footer or t.errors:
+            why = t.errors[0].text if t.errors else "the table ends without its 'Avg bus bandwidth' footer"
+            add("PERF005", f"{label}: the test did not finish: {why}", t.errors[0] if t.errors else ev)
+        if res.measured is None:
+            continue
+        exp = res.expectation
+        if exp.busbw is None:
+            add("PERF003", f"{label}: {res.measured:g} GB/s at {_size(res.largest.size) if res.largest else '?'}; "
+                f"no expectation: {exp.why}", ev)
+            continue
+        eff = res.efficiency or 0.0
+        if eff < warn_eff:
+            sev = Severity.ERROR if eff < min_eff else Severity.WARNING
+            msg = (f"{label}: bus bandwidth {res.measured:g} GB/s at {_size(res.largest.size) if res.largest else '?'} "
+                   f"is {eff:.0%} of the expected {exp.busbw:.0f} GB/s ({exp.why})")
+            if cause_text:
+                msg += f"; the NCCL log of this run says: {cause_text}"
+            add("PERF001", msg, Ev(t.source, res.largest.line, res.largest.text) if res.largest and not t.json else ev,
+                sev)
+    return findings
+
+
+def read_results(paths: list[str], *, stdin=None) -> tuple[list[Test], list[str]]:
+    """Every nccl-tests result in the inputs (text or JSON), and notes."""
+    from ncclctl.inputs import LineStream, iter_lines
+    from ncclctl.logs.parse import expand_inputs
+
+    tests: list[Test] = []
+    notes: list[str] = []
+    for path in expand_inputs(paths):
+        name = "<stdin>" if path == "-" else path
+        st = LineStream(name)
+        batches = iter_lines(path, "log", stream=st, stdin=stdin)
+        first: list[str] = []
+        for b in batches:
+            first = b
+            break
+        head = next((x for x in first if x.strip()), "")
+        if head.lstrip().startswith("{"):
+            text = "\n".join(first) + "\n" + "\n".join(x for b in batches for x in b)
+            if len(text) > 256 << 20:
+                from ncclctl.errors import InputError
+
+                raise InputError("nccl-tests JSON output over 256 MiB", path=name, fix="give the text output instead")
+            tests += parse_json(text, name)
+        else:
+            def chain(first=first, batches=batches):
+                yield first
+                yield from batches
+            found = parse_results(chain(), name)
+            tests += found
+            if not found:
+                notes.append(f"{name}: no nccl-tests result table")
+        notes += [f"{name}: {n}" for n in st.notes()]
+    return tests, notes
+
+
+def text(results: list[Result]) -> str:
+    out = []
+    for r in results:
+        t = r.test
+        head = f"{r.name or 'nccl-tests'}"
+        bits = []
+        if t.tests_version:
+            bits.append(f"nccl-tests {t.tests_version}")
+        bits.append(f"{t.nranks or '?'} ranks" + (f" on {r.nodes} node{'s' if r.nodes != 1 else ''}"))
+        if t.gpu_names:
+            bits.append(", ".join(t.gpu_names))
+        out.append(f"{head} ({'; '.join(bits)}): {t.source}:{t.line}")
+        if r.largest is not None and r.measured is not None:
+            out.append(f"  busbw at large sizes: {r.measured:g} GB/s (largest size {_size(r.largest.size)}, "
+                       f"{len(t.rows)} rows)" + (f"; avg busbw {t.avg_busbw:g}" if t.avg_busbw is not None else ""))
+        elif t.rows:
+            top = max(t.rows, key=lambda x: x.size)
+            out.append(f"  {len(t.rows)} rows up to {_size(top.size)}: no large message to judge the bandwidth by")
+        else:
+            out.append("  no result rows")
+        if r.expectation.busbw is not None:
+            out.append(f"  expected ~{r.expectation.busbw:.0f} GB/s: {r.expectation.why}")
+            if r.efficiency is not None:
+                out.append(f"  efficiency {r.efficiency:.0%}")
+        elif r.measured is not None:
+            out.append(f"  expected: unknown ({r.expectation.why})")
+    return "\n".join(out) + ("\n" if out else "")
+
+
+__all__ = ["BUS_FACTOR", "Expectation", "Hardware", "Result", "Row", "Side", "Test", "check", "evaluate", "expect",
+           "hardware_from_names", "hardware_from_node", "name_test", "parse_json", "parse_results", "read_results",
+           "text"]
