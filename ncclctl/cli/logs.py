@@ -90,7 +90,7 @@ def _header(doc: dict, models: dict, notes: list[str]) -> str:
         for h, m in models.items():
             by_src.setdefault(m.source, []).append(h)
         for src, hs in sorted(by_src.items()):
-            lines.append(f"model of {hostlist(hs)}: {src} (NCCL 2.30.7 model: NET numbering, paths, GPUDirect RDMA)")
+            lines.append(f"model of {hostlist(hs)}: {src} (NCCL 2.30.7 model: NET numbering, paths, GPUDirect RDMA, channels)")
     for n in notes:
         lines.append(f"note: {n}")
     return "\n".join(lines) + "\n"

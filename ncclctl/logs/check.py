@@ -121,7 +121,7 @@ class Checker:
     def run(self) -> list[Finding]:
         for fn in (self.gdr, self.socket, self.interfaces, self.versions, self.nic_mismatch, self.channels,
                    self.settings, self.graph_file, self.topology, self.nic_underused, self.nic_rails, self.paths,
-                   self.init_incomplete, self.errors, self.slow_init, self.shm):
+                   self.init_incomplete, self.errors, self.slow_init, self.shm, self.fewer_channels):
             fn()
         return self.findings
 
@@ -487,6 +487,32 @@ class Checker:
                                  f"the network over {gr['type_inter']} paths where the model ({model.source}) has "
                                  f"{worst} at worst", [ev], hosts={m.host})
                         break
+
+    # LOG017 ---------------------------------------------------------------
+    def fewer_channels(self) -> None:
+        """Fewer collective channels than NCCL's own search gives on the modelled node (topo predict), for a
+        communicator over every GPU of each host."""
+        if not self.models:
+            return
+        for c in self.ls.comms:
+            seen: set[str] = set()
+            for m in c.members:
+                model = self.models.get(m.host)
+                if model is None or m.coll_channels is None or m.host in seen:
+                    continue
+                seen.add(m.host)
+                graphs = model.doc.get("graphs") or {}
+                want = graphs.get("channels")
+                ngpus = len(model.doc.get("gpus", []))
+                if not want or m.local_ranks != ngpus or (m.nnodes or 1) != model.doc.get("nodes"):
+                    continue
+                if m.coll_channels < want:
+                    ring = graphs.get("ring", {})
+                    self.add("LOG017", f"{m.host} ({c.label}): {m.coll_channels} collective channels where the model "
+                             f"({model.source}) predicts {want} (ring {ring.get('nchannels')} x "
+                             f"{ring.get('bw_intra')}/{ring.get('bw_inter')} GB/s {ring.get('type_intra')}/"
+                             f"{ring.get('type_inter')}): NCCL saw a worse machine than the model of the host",
+                             [m.channels_ev or m.first], hosts={m.host})
 
     # LOG013 ---------------------------------------------------------------
     def init_incomplete(self) -> None:

@@ -136,6 +136,13 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
      "crosses the CPU, loses GDR by default and gives fewer or slower channels.",
      _DETECT + "'Pattern ..., type INTRA/INTER' graph lines (NCCL_DEBUG_SUBSYS=GRAPH or ALL). " + _MODEL,
      _CHECK, None),
+    ("LOG017", "log-fewer-channels", W, "fewer channels than NCCL's own search gives on the modelled node",
+     "A communicator over every GPU of its hosts ran with fewer collective channels than the model of the node "
+     "(ncclctl topo predict: NCCL's own search, connect and channel duplication) predicts for the same node count.",
+     "Compare 'ncclctl topo predict --root <host> -N <nodes>' with the log's graph lines: a NIC down or excluded, "
+     "GPUDirect RDMA off, a topology or graph file, or NCCL_MIN/MAX_NCHANNELS make NCCL see a worse machine.",
+     "Fewer channels mean less bandwidth per collective: each channel is one ring/tree over the GPUs and NICs.",
+     _DETECT + "The communicator's 'nChannels' (init line). " + _MODEL, _CHECK, None),
     ("LOG013", "log-init-incomplete", E, "a rank never finished initialisation",
      "A rank printed 'Init START' for a communicator but no 'Init COMPLETE' (NCCL 2.18+ prints both).",
      "Look at that rank's last lines and at its peers': a bootstrap or connection that never came up (network, "

@@ -95,6 +95,19 @@ def test_against_the_model_of_the_node():
     assert healthy.returncode == 0 and "0 errors, 0 warnings" in healthy.stdout, healthy.stdout
 
 
+def test_fewer_channels_than_nccls_own_search(tmp_path):
+    """LOG017: NCCL 2.30.7's search, connect and duplication give 16 collective channels on two DGX H100 nodes
+    (tests/data/nccl_expected); a log with 8 means NCCL saw a worse machine than the host's model."""
+    text = (LOGS / "v2.30-dgx-h100-2nodes-healthy.log").read_text()
+    fewer = tmp_path / "fewer.log"
+    fewer.write_text(text.replace(" 16 coll channels", " 8 coll channels"))
+    r = run_cli("log", "check", str(fewer), "--root", H100, "-f", "json")
+    hits = [f for f in json.loads(r.stdout)["findings"] if f["rule"] == "LOG017"]
+    assert len(hits) == 2 and {h["message"].split(" ")[0] for h in hits} == {"dgx-01", "dgx-02"}
+    assert "8 collective channels where the model" in hits[0]["message"] and "predicts 16" in hits[0]["message"]
+    assert "8 coll channels" in hits[0]["evidence"][0]
+
+
 def test_inventory_gives_each_host_its_node(tmp_path):
     inv = tmp_path / "inv.yaml"
     inv.write_text(f"version: 1\nhosts:\n  dgx-01: {{snapshot: {H100}}}\n"
@@ -145,7 +158,7 @@ def test_every_log_rule_fires_somewhere():
 
 def test_explain_and_rules_list_the_log_and_perf_rules():
     r = run_cli("rules", "--scope", "log")
-    assert r.returncode == 0 and "LOG001  log-gdr-off" in r.stdout and "16 rules (16 log)" in r.stdout
+    assert r.returncode == 0 and "LOG001  log-gdr-off" in r.stdout and "17 rules (17 log)" in r.stdout
     e = run_cli("explain", "log-socket-transport")
     assert e.returncode == 0 and "runs in ncclctl log check" in e.stdout and "ncclctl log check" in e.stdout
     p = run_cli("explain", "PERF001")
