@@ -60,3 +60,4 @@ def cli():
 
 def load_json(text: str):
     return json.loads(text)
+

@@ -94,8 +94,10 @@ _READY = "import sys; from ncclctl.cli import main; sys.stderr.write('ready\\n')
 def _interrupt_after(argv: list[str], delay: float) -> subprocess.CompletedProcess:
     """Start ncclctl's entry point and SIGINT it ``delay`` s after ``main`` is called (``ncclctl.cli`` imports
     only os and sys before that; the interpreter's own start-up is Python's, not ncclctl's)."""
+    # The child starts with SIGINT at its default disposition whatever this process inherited (an ignored SIGINT is
+    # inherited across exec, and Python then installs no KeyboardInterrupt handler).
     proc = subprocess.Popen([sys.executable, "-c", _READY, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=REPO)
+                            text=True, cwd=REPO, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stderr is not None and proc.stderr.readline() == "ready\n"
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
