@@ -131,6 +131,27 @@ class Tuning:
         return best
 
 
+def ll128_off_reason(type_intra: int, type_inter: int, min_comp_cap: int, max_comp_cap: int,
+                     ll128_c2c: int = 1) -> str:
+    """Why ``tuning.cc`` leaves LL128 off by default for a graph ("" when it is on): sm90+ allows network paths up
+    to PXN (``NCCL_LL128_C2C=0``: PXB), older GPUs up to PXB; intra-node paths up to NVB; one architecture or all
+    sm90+; sm70 or newer."""
+    if ll128_c2c and min_comp_cap >= 90:
+        if type_inter > PATH_PXN:
+            return (f"network path {PATH_TYPE_STR[type_inter]} is beyond PXN (sm{min_comp_cap} allows LL128 up to "
+                    "PXN)")
+    elif type_inter > PATH_PXB:
+        limit = "NCCL_LL128_C2C=0" if min_comp_cap >= 90 else f"sm{min_comp_cap}"
+        return f"network path {PATH_TYPE_STR[type_inter]} is beyond PXB ({limit} allows LL128 up to PXB)"
+    if type_intra > PATH_NVB:
+        return f"intra-node path {PATH_TYPE_STR[type_intra]} is beyond NVB"
+    if not (min_comp_cap == max_comp_cap or min_comp_cap >= 90):
+        return f"GPUs of different architectures (sm{min_comp_cap} and sm{max_comp_cap})"
+    if min_comp_cap < 70:
+        return f"sm{min_comp_cap} is below sm70"
+    return ""
+
+
 def tune(ring: Graph, tree: Graph, *, n_nodes: int, n_ranks: int, min_comp_cap: int, max_comp_cap: int,
          cpu_vendor: int, params: Params, cuda_11_8: bool = False) -> Tuning:
     """``ncclTopoTuneModel`` for AllReduce with the ring and tree graphs as ``init.cc`` passes them (after the
@@ -193,22 +214,8 @@ def tune(ring: Graph, tree: Graph, *, n_nodes: int, n_ranks: int, min_comp_cap: 
             if pe == 0:
                 reason = "excluded by NCCL_PROTO"
             if pe == 2 and p == LL128:
-                pe = 1
-                if ll128_c2c and min_comp_cap >= 90:
-                    if g.type_inter > PATH_PXN:
-                        pe, reason = 0, (f"network path {PATH_TYPE_STR[g.type_inter]} is beyond PXN "
-                                         f"(sm{min_comp_cap} allows LL128 up to PXN)")
-                else:
-                    if g.type_inter > PATH_PXB:
-                        limit = "NCCL_LL128_C2C=0" if min_comp_cap >= 90 else f"sm{min_comp_cap}"
-                        pe, reason = 0, (f"network path {PATH_TYPE_STR[g.type_inter]} is beyond PXB ({limit} allows "
-                                         "LL128 up to PXB)")
-                if pe and g.type_intra > PATH_NVB:
-                    pe, reason = 0, f"intra-node path {PATH_TYPE_STR[g.type_intra]} is beyond NVB"
-                if pe and not (min_comp_cap == max_comp_cap or min_comp_cap >= 90):
-                    pe, reason = 0, f"GPUs of different architectures (sm{min_comp_cap} and sm{max_comp_cap})"
-                if pe and min_comp_cap < 70:
-                    pe, reason = 0, f"sm{min_comp_cap} is below sm70"
+                reason = ll128_off_reason(g.type_intra, g.type_inter, min_comp_cap, max_comp_cap, ll128_c2c)
+                pe = 0 if reason else 1
                 if pe and min_comp_cap == 90 and cuda_11_8 and a == RING and n_ranks == 2:
                     pe, reason = 0, "CUDA 11.8 on sm90 with two ranks (ring)"
             if algo[ALLREDUCE][a] == 0:

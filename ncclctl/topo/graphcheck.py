@@ -305,8 +305,9 @@ class Model:
 
 def _ll128(ti: int, te: int, sm_min: int, sm_max: int, c2c: int) -> bool:
     """tuning.cc: LL128 on by default for this graph (NCCL_PROTO not naming it)."""
-    limit = s.PATH_PXN if (c2c and sm_min >= 90) else s.PATH_PXB
-    return (te <= limit and ti <= s.PATH_NVB and (sm_min == sm_max or sm_min >= 90) and sm_min >= 70)
+    from ncclctl.nccl.tuning import ll128_off_reason
+
+    return not ll128_off_reason(ti, te, sm_min, sm_max, c2c)
 
 
 @dataclass
