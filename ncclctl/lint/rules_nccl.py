@@ -1159,3 +1159,136 @@ def virtual_topology_stale(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         yield Hit(vt.path, "present on bare metal: NCCL loads it instead of detecting the PCIe topology",
                   evidence=("NCCL_TOPO_FILE is unset",))
     yield from _xml_hits(ctx, "topology", vt, opts, "loaded because NCCL_TOPO_FILE is unset")
+
+
+# --------------------------------------------------------------------------------------------------
+# Rails and planes (NCCL 2.30.7+: NCCL_IB_HCA name:port:rail:plane, NCCL_NET_MERGE_POLICY)
+
+_RAILS_SINCE = Version(2, 30, 7)
+
+
+def _rail_ids(ctx: Ctx, opts: dict) -> tuple[Setting, list[tuple[str, int, int, int]]] | None:
+    """The effective NCCL_IB_HCA and, for every active port it selects, (nic, port, rail, plane) as NCCL 2.30.7+
+    reads them (-1: undefined); None before 2.30.7 or without NCCL_IB_HCA."""
+    from ncclctl.nccl.lists import hca_ids
+
+    if _version(opts) < _RAILS_SINCE:
+        return None
+    s = _resolved(ctx, opts).effective("NCCL_IB_HCA")
+    if s is None or not s.value:
+        return None
+    ports = _ports(ctx)
+    selected = hca_selects(s.value, [(n, p) for n, p, _ in ports])
+    out = []
+    for n, p, ok in ports:
+        if ok and (n, p) in selected:
+            rail, plane = hca_ids(s.value, n, p) if not s.value.startswith("^") else (-1, -1)
+            out.append((n, p, rail, plane))
+    return s, out
+
+
+def _merge_path(ctx: Ctx, a: str, b: str) -> int:
+    """NCCL's path type between two NIC devices as ncclTopoGetPath sees it: PORT for two ports or two functions of
+    one card, else the PCIe path (NODE is PHB)."""
+    from ncclctl.nccl import system as sy
+    from ncclctl.plan.paths import pcie_path_type
+
+    if a == b:
+        return sy.PATH_PORT
+    na = next((n for n in ctx.node.nics if n.name == a), None)
+    nb = next((n for n in ctx.node.nics if n.name == b), None)
+    if na is None or nb is None or not na.bdf or not nb.bdf:
+        return sy.PATH_SYS
+    if na.bdf[:-1] == nb.bdf[:-1]:
+        return sy.PATH_PORT
+    t = pcie_path_type(ctx.node, na.bdf, nb.bdf) or "SYS"
+    t = {"NODE": "PHB"}.get(t, t)
+    return sy.PATH_TYPE_STR.index(t) if t in sy.PATH_TYPE_STR else sy.PATH_SYS
+
+
+@rule(
+    "NCCL040", "merge-policy-fuses-rails", W, "NCCL's NIC fusion fuses ports of different rails into one device",
+    what="NCCL_IB_HCA gives ports rail ids (name:port:rail, NCCL 2.30.7+) and two ports of different rails are "
+         "close enough for NCCL's NIC fusion (NCCL_NET_MERGE_LEVEL, default PORT: two ports or functions of one "
+         "card) while NCCL_NET_MERGE_POLICY is not RAIL.",
+    why="ncclTopoAutoMerge (graph/topo.cc) fuses every device within the merge level into one virtual NIC; the "
+        "IB plugin gives a fused device of different rails no rail id (net_ib/init.cc makeVDevice), so NCCL can no "
+        "longer keep rings in their rail, and the fused device sends on both rails' leaves.",
+    detect="The active ports NCCL_IB_HCA selects, their rail ids as parseStringList reads them, and NCCL's path "
+           "type between them against NCCL_NET_MERGE_LEVEL; NCCL_NET_MERGE_POLICY and NCCL_IB_MERGE_NICS as NCCL "
+           "reads them.",
+    fix="Set NCCL_NET_MERGE_POLICY=RAIL (fuses only ports of one rail), or NCCL_NET_MERGE_LEVEL=LOC (no fusion); "
+        "ncclctl conf generate --fabric writes it where needed.",
+    options=(_VERSION_OPT,),
+)
+def merge_policy_fuses_rails(ctx: Ctx, opts: dict) -> Iterable[Hit]:
+    from ncclctl.nccl.build import _merge_level, merge_policy_rail
+    from ncclctl.nccl.system import Params
+
+    got = _rail_ids(ctx, opts)
+    if got is None:
+        return
+    s, ports = got
+    res = _resolved(ctx, opts)
+    env = {k: v for k in ("NCCL_NET_MERGE_LEVEL", "NCCL_NET_MERGE_POLICY", "NCCL_IB_MERGE_NICS")
+           if (v := res.value(k)) is not None}
+    params = Params(env=env)
+    if merge_policy_rail(params) or params.get("IB_MERGE_NICS", 1) == 0:
+        return
+    level = _merge_level(params)
+    pairs = []
+    for i, (na, pa, ra, _) in enumerate(ports):
+        for nb, pb, rb, _ in ports[i + 1:]:
+            if ra != -1 and rb != -1 and ra != rb and _merge_path(ctx, na, nb) <= level:
+                pairs.append(f"{na}:{pa} (rail {ra}) + {nb}:{pb} (rail {rb})")
+    if pairs:
+        yield _hit(s, f"NCCL fuses {', '.join(pairs)} into one virtual NIC without a rail (NCCL_NET_MERGE_POLICY "
+                   f"{'is ' + env['NCCL_NET_MERGE_POLICY'] if 'NCCL_NET_MERGE_POLICY' in env else 'unset: ALL'})",
+                   fix="set NCCL_NET_MERGE_POLICY=RAIL")
+
+
+@rule(
+    "NCCL041", "cross-nic-crosses-rails", W, "NCCL_CROSS_NIC=1 lets rings cross the rails NCCL_IB_HCA declares",
+    what="NCCL_IB_HCA gives ports rail ids (NCCL 2.30.7+) and NCCL_CROSS_NIC is 1.",
+    why="With rail ids, NCCL's ring search keeps a channel's entry and exit NIC on one rail only when crossNic is "
+        "0 (graph/search.cc ncclTopoSearchCheckNet compares rail ids); NCCL_CROSS_NIC=1 allows any NIC, so traffic "
+        "crosses rails through the spine, which on a rail-only fabric (or a slow inter-rail path) is a slow or "
+        "missing route.",
+    detect="The effective NCCL_CROSS_NIC (NCCL_PARAM strtoll) with an NCCL_IB_HCA that gives rail ids.",
+    fix="Set NCCL_CROSS_NIC=0 (or leave it at its default, 2) on rail-optimized fabrics.",
+    options=(_VERSION_OPT,),
+)
+def cross_nic_crosses_rails(ctx: Ctx, opts: dict) -> Iterable[Hit]:
+    from ncclctl.nccl.system import Params
+
+    got = _rail_ids(ctx, opts)
+    if got is None or not any(r != -1 for _, _, r, _ in got[1]):
+        return
+    s = _resolved(ctx, opts).effective("NCCL_CROSS_NIC")
+    if s is not None and Params(env={"NCCL_CROSS_NIC": s.value}).get("CROSS_NIC", 2) == 1:
+        yield _hit(s, "rings may leave on another rail than they enter, although NCCL_IB_HCA gives each port a rail",
+                   fix="NCCL_CROSS_NIC=0")
+
+
+@rule(
+    "NCCL042", "ib-hca-rail-ids-partial", W, "NCCL_IB_HCA gives rail or plane ids to some ports only",
+    what="An NCCL_IB_HCA (NCCL 2.30.7+) where some selected active ports carry a rail (or plane) id and others do "
+         "not.",
+    why="NCCL compares rail ids only when both NICs have one and forbids crossing planes only when both planes are "
+        "defined (graph/search.cc): a port without ids is neither kept in a rail nor out of another plane, so "
+        "channels can cross there.",
+    detect="The rail and plane fields of the entry that selects each active port (first match, as matchIfList).",
+    fix="Give every rail port both ids (ncclctl rails --fabric prints the full list), or none.",
+    options=(_VERSION_OPT,),
+)
+def ib_hca_rail_ids_partial(ctx: Ctx, opts: dict) -> Iterable[Hit]:
+    got = _rail_ids(ctx, opts)
+    if got is None:
+        return
+    s, ports = got
+    for what, idx in (("rail", 2), ("plane", 3)):
+        with_id = [f"{n}:{p}" for n, p, *ids in ports if ids[idx - 2] != -1]
+        without = [f"{n}:{p}" for n, p, *ids in ports if ids[idx - 2] == -1]
+        if with_id and without:
+            yield _hit(s, f"{', '.join(without)} {'has' if len(without) == 1 else 'have'} no {what} id while "
+                       f"{', '.join(with_id)} {'has' if len(with_id) == 1 else 'have'} one")
