@@ -1271,24 +1271,30 @@ def cross_nic_crosses_rails(ctx: Ctx, opts: dict) -> Iterable[Hit]:
 
 
 @rule(
-    "NCCL042", "ib-hca-rail-ids-partial", W, "NCCL_IB_HCA gives rail or plane ids to some ports only",
-    what="An NCCL_IB_HCA (NCCL 2.30.7+) where some selected active ports carry a rail (or plane) id and others do "
-         "not.",
-    why="NCCL compares rail ids only when both NICs have one and forbids crossing planes only when both planes are "
-        "defined (graph/search.cc): a port without ids is neither kept in a rail nor out of another plane, so "
-        "channels can cross there.",
-    detect="The rail and plane fields of the entry that selects each active port (first match, as matchIfList).",
-    fix="Give every rail port both ids (ncclctl rails --fabric prints the full list), or none.",
+    "NCCL042", "ib-hca-rail-ids-partial", W, "NCCL_IB_HCA gives rail or plane ids to some rail ports only",
+    what="An NCCL_IB_HCA (NCCL 2.30.7+) where some of the node's rail ports (each GPU's closest NIC port) carry a "
+         "rail id and others do not, or some ports with a rail id carry a plane id and others do not.",
+    why="NCCL forbids crossing planes only between two NICs that both have a plane (graph/search.cc), so a port "
+        "without one can pair with either plane; a rail port without a rail id is never fused by "
+        "NCCL_NET_MERGE_POLICY=RAIL and is compared by NIC instead of rail. A partial list is almost always a typo "
+        "or a list edited by hand.",
+    detect="The rail and plane fields of the entry that selects each active port (first match, as matchIfList), "
+           "over the rail ports of ncclctl rails.",
+    fix="Give every rail port both ids, or none (ncclctl rails --fabric prints the full list).",
     options=(_VERSION_OPT,),
 )
 def ib_hca_rail_ids_partial(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     got = _rail_ids(ctx, opts)
-    if got is None:
+    plan = ctx.rails
+    if got is None or plan is None:
         return
     s, ports = got
-    for what, idx in (("rail", 2), ("plane", 3)):
-        with_id = [f"{n}:{p}" for n, p, *ids in ports if ids[idx - 2] != -1]
-        without = [f"{n}:{p}" for n, p, *ids in ports if ids[idx - 2] == -1]
+    rail_ports = {(r.nic, r.port) for r in plan.rails}
+    on_rails = [(f"{n}:{p}", rail, plane) for n, p, rail, plane in ports if (n, p) in rail_ports]
+    railed = [x for x in on_rails if x[1] != -1]
+    for what, pool, idx in (("rail", on_rails, 1), ("plane", railed, 2)):
+        with_id = [x[0] for x in pool if x[idx] != -1]
+        without = [x[0] for x in pool if x[idx] == -1]
         if with_id and without:
             yield _hit(s, f"{', '.join(without)} {'has' if len(without) == 1 else 'have'} no {what} id while "
                        f"{', '.join(with_id)} {'has' if len(with_id) == 1 else 'have'} one")

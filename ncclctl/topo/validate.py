@@ -1111,16 +1111,15 @@ class _TopoChecks:
                                   f"{len(added)} more ({', '.join(added)}): over the 17 slots of a node, which "
                                   "NCCL's setters do not check (memory corruption)", net)
         if v >= Version(2, 30, 7):
-            nets = [n for n in self.of("net") if n.get("name") is not None]
-            for a in ("rail", "plane"):
-                have = [n for n in nets if n.get(a) is not None]
-                lack = [n for n in nets if n.get(a) is None]
-                if have and lack:
-                    names = ", ".join(n.get("name") or "?" for n in lack)
-                    ctx.add("NTS091", f"{_where(lack[0])}: {names} {'has' if len(lack) == 1 else 'have'} no {a}= "
-                                      f"while {len(have)} other <net> {'has' if len(have) == 1 else 'have'} one: NCCL "
-                                      f"compares {a} ids only when both NICs have one", lack[0])
-
+            # NICs with a rail id and no plane: the search forbids crossing planes only when both have one
+            railed = [n for n in self.of("net") if n.get("name") is not None and n.get("rail") is not None]
+            have = [n for n in railed if n.get("plane") is not None]
+            lack = [n for n in railed if n.get("plane") is None]
+            if have and lack:
+                names = ", ".join(n.get("name") or "?" for n in lack)
+                ctx.add("NTS091", f"{_where(lack[0])}: {names} {'has' if len(lack) == 1 else 'have'} a rail= but no "
+                                  f"plane= while {len(have)} other <net> {'has' if len(have) == 1 else 'have'} both: "
+                                  "NCCL lets a NIC without a plane pair with either plane", lack[0])
 
     # -- the whole file ----------------------------------------------------------------------------------
     def check_budget(self) -> None:
