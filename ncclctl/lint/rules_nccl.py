@@ -1298,3 +1298,68 @@ def ib_hca_rail_ids_partial(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         if with_id and without:
             yield _hit(s, f"{', '.join(without)} {'has' if len(without) == 1 else 'have'} no {what} id while "
                        f"{', '.join(with_id)} {'has' if len(with_id) == 1 else 'have'} one")
+
+
+_FABRIC_IDS: dict[str, dict] = {}
+
+
+def _fabric_ids(path: str) -> dict:
+    """Host -> {"mlx5_0:1": RailId} from a fabric file (ncclctl/fabric layout), once per path and process."""
+    if path not in _FABRIC_IDS:
+        from ncclctl.fabric.layout import analyze
+        from ncclctl.fabric.sources import load_input
+        from ncclctl.plan.railids import fabric_host_ids
+
+        _FABRIC_IDS[path] = fabric_host_ids(analyze(load_input(path, None)))
+    return _FABRIC_IDS[path]
+
+
+@rule(
+    "NCCL043", "ib-hca-rail-ids-vs-fabric", E, "NCCL_IB_HCA labels a port with another rail or plane than its leaf",
+    what="A port whose rail/plane id in NCCL_IB_HCA (NCCL 2.30.7+) is not the rail/plane of the leaf it lands on in "
+         "the fabric (rule option 'fabric': an ibnetdiscover / iblinkinfo output): a NIC labelled rail 3 that is "
+         "cabled to the rail-5 leaf.",
+    why="NCCL keeps a ring in the rail its ids say (crossNic=0 compares rail ids) and never crosses planes: with a "
+        "wrong label the ring that NCCL believes stays on rail 3 leaves on the rail-5 leaf, crossing the spine to "
+        "every other node's rail-3 port; a wrong plane makes NCCL refuse paths that exist, or use ones that do not.",
+    detect="The leaf each port of this host reaches in the fabric (ncclctl/fabric layout: the leaf's rail and "
+           "plane, the same for every host), compared with the rail/plane fields of the NCCL_IB_HCA entry that "
+           "selects the port. Runs only with the 'fabric' option; 'host' names the node in the fabric (default: "
+           "its hostname).",
+    fix="Regenerate NCCL_IB_HCA from the fabric (ncclctl conf generate --fabric FILE), or recable the port to the "
+        "leaf of the rail it is labelled with.",
+    options=(_VERSION_OPT, Option("fabric", str, "", "ibnetdiscover / iblinkinfo output to check the ids against."),
+             Option("host", str, "", "This node's name in the fabric (default: its hostname).")),
+)
+def ib_hca_rail_ids_vs_fabric(ctx: Ctx, opts: dict) -> Iterable[Hit]:
+    if not opts.get("fabric"):
+        return
+    got = _rail_ids(ctx, opts)
+    if got is None:
+        return
+    s, ports = got
+    from ncclctl.errors import InputError
+
+    host = opts.get("host") or ctx.node.hostname
+    try:
+        fabric = _fabric_ids(opts["fabric"])
+    except InputError as e:
+        yield Hit(opts["fabric"], f"the fabric given in NCCL043's 'fabric' option cannot be read: {e.message}",
+                  fix=getattr(e, "fix", None) or "give an ibnetdiscover / iblinkinfo output file")
+        return
+    ids = fabric.get(host) or fabric.get(host.split(".")[0])
+    if ids is None:
+        return
+    for n, p, rail, plane in ports:
+        fid = ids.get(f"{n}:{p}")
+        if fid is None or rail == -1:
+            continue
+        wrong = []
+        if rail != fid.rail:
+            wrong.append(f"rail {rail} but lands on the rail-{fid.rail} leaf")
+        if plane != -1 and fid.plane is not None and plane != fid.plane:
+            wrong.append(f"plane {plane} but its leaf is on plane {fid.plane}")
+        if wrong:
+            want = f"{n}:{p}:{fid.rail}" + ("" if fid.plane is None else f":{fid.plane}")
+            yield _hit(s, f"{n}:{p} is labelled {' and '.join(wrong)} ({opts['fabric']}, host {host})",
+                       fix=f"write {want} (ncclctl conf generate --fabric {opts['fabric']})")
