@@ -1249,7 +1249,8 @@ def merge_policy_fuses_rails(ctx: Ctx, opts: dict) -> Iterable[Hit]:
 
 @rule(
     "NCCL041", "cross-nic-crosses-rails", W, "NCCL_CROSS_NIC=1 lets rings cross the rails NCCL_IB_HCA declares",
-    what="NCCL_IB_HCA gives ports rail ids (NCCL 2.30.7+) and NCCL_CROSS_NIC is 1.",
+    what="NCCL_IB_HCA gives ports rail ids (NCCL 2.30.7+) and NCCL_CROSS_NIC is 1 (warning) or 2, the default "
+         "(info: ring channels may alternate rails).",
     why="With rail ids, NCCL's ring search keeps a channel's entry and exit NIC on one rail only when crossNic is "
         "0 (graph/search.cc ncclTopoSearchCheckNet compares rail ids); NCCL_CROSS_NIC=1 allows any NIC, so traffic "
         "crosses rails through the spine, which on a rail-only fabric (or a slow inter-rail path) is a slow or "
@@ -1265,9 +1266,15 @@ def cross_nic_crosses_rails(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     if got is None or not any(r != -1 for _, _, r, _ in got[1]):
         return
     s = _resolved(ctx, opts).effective("NCCL_CROSS_NIC")
-    if s is not None and Params(env={"NCCL_CROSS_NIC": s.value}).get("CROSS_NIC", 2) == 1:
+    value = Params(env={"NCCL_CROSS_NIC": s.value}).get("CROSS_NIC", 2) if s is not None else 2
+    if s is not None and value == 1:
         yield _hit(s, "rings may leave on another rail than they enter, although NCCL_IB_HCA gives each port a rail",
                    fix="NCCL_CROSS_NIC=0")
+    elif value == 2:
+        hca = got[0]
+        msg = ("NCCL_CROSS_NIC is 2 (the default): ring channels may alternate rails (search.cc crossNic=2), "
+               "although NCCL_IB_HCA gives each port a rail; fine on a fabric whose spines join the rails")
+        yield _hit(s if s is not None else hca, msg, fix="on a rail-only fabric set NCCL_CROSS_NIC=0", severity=I)
 
 
 @rule(

@@ -169,6 +169,9 @@ def _ib_hca(node: Node, rails: RailPlan, version: Version, warnings: list[str],
         pairs = ", ".join(f"{a}+{b}" for a, b in crossing)
         out.append(Setting("NCCL_NET_MERGE_POLICY", "RAIL", f"NCCL's default NIC fusion would fuse ports of "
                                                             f"different rails ({pairs}); RAIL fuses one rail only"))
+    if ids.rail_only:
+        out.append(Setting("NCCL_CROSS_NIC", "0", "rail-only fabric (a spine set per rail, no switch path between "
+                                                  "rails): channels must enter and leave on their rail"))
     return out
 
 

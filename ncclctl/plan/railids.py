@@ -58,6 +58,8 @@ class RailIds:
     #: One line: what the source was (file, host name).
     detail: str = ""
     notes: list[str] = field(default_factory=list)
+    #: The fabric joins no two rails below the top (a spine set per rail): crossing rails has no switch path.
+    rail_only: bool = False
 
     @property
     def fleet(self) -> bool:
@@ -218,6 +220,32 @@ def _spine_planes(lay, leaves: list[str]) -> dict[str, int] | None:
     return plane
 
 
+def fabric_rail_only(lay) -> bool:
+    """No switch path between two leaves of different rails of a group: every set of switches joined by links
+    holds at most one leaf of each group (a rail-only fabric: traffic between rails must cross inside a node)."""
+    leaves = {x for grp in lay.groups for x in grp.leaves if x is not None}
+    if not leaves:
+        return False
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, _pa, b, _pb, *_ in lay.graph.switch_links:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    for grp in lay.groups:
+        roots = [find(x) for x in grp.leaves if x is not None]
+        if len(set(roots)) < len(roots):
+            return False
+    return True
+
+
 def fabric_host_ids(lay) -> dict[str, dict[str, RailId]]:
     """Host -> {"mlx5_0:1": ids} for every host of a :class:`~ncclctl.fabric.layout.Layout` whose rail ports are
     linked: the ids of the leaf each port actually lands on. A leaf's plane: the number its name carries
@@ -328,9 +356,13 @@ def ids_from_options(node: Node, plan: RailPlan, *, fabric_file: str | None, rai
         from ncclctl.fabric.layout import analyze
         from ncclctl.fabric.sources import load_input
 
-        fabric, label = fabric_host_ids(analyze(load_input(fabric_file, None))), fabric_file
+        lay = analyze(load_input(fabric_file, None))
+        fabric, label, rail_only = fabric_host_ids(lay), fabric_file, fabric_rail_only(lay)
     rmap = load_rail_map(rail_map) if rail_map is not None else None
-    return resolve(node, plan, host=host, fabric=fabric, fabric_label=label, rail_map=rmap)
+    got = resolve(node, plan, host=host, fabric=fabric, fabric_label=label, rail_map=rmap)
+    if got.source == "fabric":
+        got.rail_only = rail_only
+    return got
 
 
 def nccl_ib_hca(plan: RailPlan, ids: RailIds | None, version: Version) -> str:
@@ -354,6 +386,8 @@ def rails_doc(node: Node, plan: RailPlan, ids: RailIds, version: Version) -> dic
     doc["nccl_ib_hca"] = nccl_ib_hca(plan, ids, version)
     w = written(ids, version)
     doc["nccl_net_merge_policy"] = "RAIL" if w is not None and fusion_crosses_rails(node, plan, w) else None
+    doc["nccl_cross_nic"] = "0" if w is not None and w.rail_only else None
+    doc["rail_ids"]["rail_only_fabric"] = ids.rail_only
     note = emit_note(ids, version)
     doc["rail_ids"]["not_written"] = note
     return doc
@@ -370,6 +404,8 @@ def rails_text(node: Node, plan: RailPlan, ids: RailIds, version: Version) -> st
             out.append(f"NCCL_IB_HCA={doc['nccl_ib_hca']}")
             if doc["nccl_net_merge_policy"]:
                 out.append(f"NCCL_NET_MERGE_POLICY={doc['nccl_net_merge_policy']}")
+            if doc["nccl_cross_nic"]:
+                out.append(f"NCCL_CROSS_NIC={doc['nccl_cross_nic']}   (rail-only fabric: no switch path between rails)")
         else:
             out.append(ln)
     out.append("")

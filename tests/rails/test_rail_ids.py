@@ -140,3 +140,19 @@ def test_bad_fabric_and_unknown_host(tmp_path):
     doc = rails_json("--model", str(MODELS / "gpu01.json"), "--fabric", str(PLANES / "dual-plane.txt"),
                      "--host", "nosuch")
     assert doc["rail_ids"]["source"] == "pcie" and "the fabric has no host nosuch" in doc["rail_ids"]["notes"]
+
+
+def test_rail_only_fabric_gets_cross_nic_0():
+    # wrong-rail.txt / pci-order.txt: a spine per rail, no switch path between rails; dual-plane.txt: spines join the
+    # rails of a plane
+    r = run_cli("conf", "generate", "--model", str(MODELS / "gpu01.json"), "--fabric", str(PLANES / "pci-order.txt"))
+    assert r.returncode == 0, r.stderr
+    assert "NCCL_CROSS_NIC=0\n" in r.stdout
+    r = run_cli("conf", "generate", "--model", str(MODELS / "gpu01.json"), "--fabric", str(PLANES / "dual-plane.txt"))
+    assert r.returncode == 0, r.stderr
+    assert "NCCL_CROSS_NIC" not in r.stdout
+    doc = rails_json("--model", str(MODELS / "gpu01.json"), "--fabric", str(PLANES / "pci-order.txt"))
+    assert doc["nccl_cross_nic"] == "0" and doc["rail_ids"]["rail_only_fabric"] is True
+    doc = rails_json("--model", str(MODELS / "gpu01.json"), "--fabric", str(PLANES / "pci-order.txt"),
+                     "--nccl-version", "2.29.7")
+    assert doc["nccl_cross_nic"] is None
