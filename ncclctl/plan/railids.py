@@ -195,9 +195,8 @@ def _name_numbers(lay, leaves: list[str], pattern: re.Pattern) -> dict[str, int]
     return out
 
 
-def _spine_planes(lay, leaves: list[str]) -> dict[str, int] | None:
-    """Leaf -> plane: the leaves joined through shared spines, when there is more than one such set and a set holds
-    two leaves of one group (a spine set per rail is a rail, not a plane)."""
+def _switch_sets(lay):
+    """``find``: switch -> the representative of its set of switches joined by links (leaves through spines)."""
     parent: dict[str, str] = {}
 
     def find(x: str) -> str:
@@ -211,6 +210,13 @@ def _spine_planes(lay, leaves: list[str]) -> dict[str, int] | None:
         ra, rb = find(a), find(b)
         if ra != rb:
             parent[max(ra, rb)] = min(ra, rb)
+    return find
+
+
+def _spine_planes(lay, leaves: list[str]) -> dict[str, int] | None:
+    """Leaf -> plane: the leaves joined through shared spines, when there is more than one such set and a set holds
+    two leaves of one group (a spine set per rail is a rail, not a plane)."""
+    find = _switch_sets(lay)
     roots: dict[str, int] = {}
     plane = {leaf: roots.setdefault(find(leaf), len(roots)) for leaf in leaves}
     if len(roots) < 2:
@@ -226,19 +232,7 @@ def fabric_rail_only(lay) -> bool:
     leaves = {x for grp in lay.groups for x in grp.leaves if x is not None}
     if not leaves:
         return False
-    parent: dict[str, str] = {}
-
-    def find(x: str) -> str:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, _pa, b, _pb, *_ in lay.graph.switch_links:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
+    find = _switch_sets(lay)
     for grp in lay.groups:
         roots = [find(x) for x in grp.leaves if x is not None]
         if len(set(roots)) < len(roots):
