@@ -26,6 +26,7 @@ model      64 MiB   a node model (``--model``, inventory ``model:``)
 spec       1 MiB    a virtual layout spec (``topo generate --spec``)
 config     4 MiB    a lint configuration (``.ncclctl.yaml``)
 expect     4 MiB    an expected-state profile (``--expect``)
+rail map   4 MiB    rail/plane ids per switch, subnet or port (``--rail-map``)
 inventory  64 MiB   a fleet inventory (``--inventory``)
 xml        16 MiB   an NCCL topology or graph file
 fabric     1 GiB    ibnetdiscover / iblinkinfo output
@@ -67,6 +68,7 @@ KINDS: dict[str, Kind] = {
     "spec": Kind(1 * _MIB, "layout spec", "a layout spec is a few lines of YAML; check the path"),
     "config": Kind(4 * _MIB, "config file", "a lint config is a few lines of YAML; check the path"),
     "expect": Kind(4 * _MIB, "expected-state profile", "write one with: ncclctl lint --write-expect FILE"),
+    "rail map": Kind(4 * _MIB, "rail map", "a rail map is switches:/subnets:/hosts: YAML; check the path"),
     "inventory": Kind(64 * _MIB, "inventory", "an inventory is 'hosts:' with one mapping per host; check the path"),
     "xml": Kind(16 * _MIB, "NCCL XML file", "NCCL topology and graph files are a few kilobytes; check the path"),
     "fabric": Kind(1024 * _MIB, "fabric dump", "give the ibnetdiscover / iblinkinfo output file"),

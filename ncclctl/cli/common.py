@@ -142,6 +142,10 @@ class FailOn(str, enum.Enum):
 
 ROOT_HELP = "Probe a captured host tree (a snapshot folder or .tar.gz) instead of this host."
 MODEL_HELP = "Read the node from a JSON model (probe --format json)."
+FABRIC_IDS_HELP = ("Rail/plane ids from this fabric (ibnetdiscover / iblinkinfo output): the leaf a port lands on "
+                   "decides its rail (NCCL 2.30.7+ reads them).")
+RAIL_MAP_HELP = "Rail/plane ids from a rail map (YAML: switches:, subnets:, hosts:), when the fabric does not give them."
+HOST_IDS_HELP = "This node's name in the fabric or rail map (default: its hostname)."
 
 # Options of every command that writes a file with -o (topo generate, rings graph, conf generate, facts, fabric
 # order); the writing itself is emit_result (atomic, idempotent, Ansible-style record).
@@ -318,6 +322,6 @@ __all__ = [
     "BACKUP_OPTION", "CHECK_OPTION", "CONFIG_HELP", "DIFF_OPTION", "EXIT_CODE_OPTION", "FAIL_ON_HELP", "FOLLOW_OPTION",
     "FORMAT_VALUES", "FailOn", "Format", "Group", "FleetFormat", "OrderFormat", "ProbeFormat", "ReportFormat", "RulesFormat", "ShowFormat", "SynthFormat", "JSON_SCHEMA_VERSION", "MODEL_HELP", "NCCL_DEFAULT", "ROOT_HELP", "RULE_HELP",
     "SHOW_INFO_OPTION", "command_app", "csv_list", "dumps", "emit_report", "emit_result",
-    "format_option", "load_config", "load_node", "note", "out", "read_xml", "rule_or_usage", "select_rules",
+    "format_option", "load_config", "FABRIC_IDS_HELP", "RAIL_MAP_HELP", "HOST_IDS_HELP", "load_node", "note", "out", "read_xml", "rule_or_usage", "select_rules",
     "sub_app", "usage",
 ]

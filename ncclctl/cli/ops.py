@@ -7,8 +7,8 @@ from typing import Optional
 
 import typer
 
-from ncclctl.cli.common import (BACKUP_OPTION, CHECK_OPTION, DIFF_OPTION, EXIT_CODE_OPTION, FOLLOW_OPTION,
-                                MODEL_HELP, NCCL_DEFAULT, ROOT_HELP, Format, command_app, csv_list, emit_result,
+from ncclctl.cli.common import (BACKUP_OPTION, CHECK_OPTION, DIFF_OPTION, EXIT_CODE_OPTION, FABRIC_IDS_HELP,
+                                FOLLOW_OPTION, HOST_IDS_HELP, MODEL_HELP, RAIL_MAP_HELP, NCCL_DEFAULT, ROOT_HELP, Format, command_app, csv_list, emit_result,
                                 format_option, load_node, note, out, sub_app, usage)
 
 conf_app = sub_app("/etc/nccl.conf derived from the node: rails, socket interface, RoCE GID and traffic class.")
@@ -27,6 +27,9 @@ def conf_generate(
     socket_ifname: Optional[str] = typer.Option(None, "--socket-ifname", help="The interface for NCCL's bootstrap/out-of-band traffic (default: chosen from the model).", metavar="NAME"),
     nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Write only what this NCCL version reads.", metavar="X.Y[.Z]"),
     comments: bool = typer.Option(False, "--comments", help="Explain each setting in '#' lines (NCCL 2.26 and later only)."),
+    fabric: Optional[str] = typer.Option(None, "--fabric", help=FABRIC_IDS_HELP, metavar="FILE"),
+    rail_map: Optional[str] = typer.Option(None, "--rail-map", help=RAIL_MAP_HELP, metavar="YAML"),
+    host: Optional[str] = typer.Option(None, "--host", help=HOST_IDS_HELP, metavar="NAME"),
     fmt: Optional[Format] = format_option(None, "json: print a result record (settings, warnings; with -o: changed, diff, msg)."),
     check: bool = CHECK_OPTION,
     exit_code: bool = EXIT_CODE_OPTION,
@@ -46,8 +49,13 @@ def conf_generate(
     if comments:
         conf.check_comments(version)
     node = load_node(root, model)
+    from ncclctl.plan.railids import ids_from_options
+    from ncclctl.plan.rails import plan_rails
+
+    rail_ids = ids_from_options(node, plan_rails(node, csv_list(compute_nics)), fabric_file=fabric, rail_map=rail_map,
+                                host=host)
     plan = conf.plan_conf(node, topo_file=topo_file, socket_ifname=socket_ifname, nccl_version=version,
-                          compute_nics=csv_list(compute_nics))
+                          compute_nics=csv_list(compute_nics), rail_ids=rail_ids)
     data = conf.render(plan, comments=comments, nccl_version=version)
     json_record = fmt == Format.json
     if not json_record:

@@ -6,8 +6,9 @@ from typing import List, Optional
 
 import typer
 
-from ncclctl.cli.common import (JSON_SCHEMA_VERSION, BACKUP_OPTION, CHECK_OPTION, CONFIG_HELP, DIFF_OPTION, EXIT_CODE_OPTION,
-                                FAIL_ON_HELP, FOLLOW_OPTION, MODEL_HELP, NCCL_DEFAULT, ROOT_HELP, RULE_HELP,
+from ncclctl.cli.common import (JSON_SCHEMA_VERSION, BACKUP_OPTION, CHECK_OPTION, CONFIG_HELP, DIFF_OPTION,
+                                EXIT_CODE_OPTION, FABRIC_IDS_HELP, FAIL_ON_HELP, FOLLOW_OPTION, HOST_IDS_HELP,
+                                RAIL_MAP_HELP, MODEL_HELP, NCCL_DEFAULT, ROOT_HELP, RULE_HELP,
                                 SHOW_INFO_OPTION, FailOn, Format, GdrMode, ReportFormat, command_app, csv_list, dumps,
                                 emit_result, format_option, load_node, note, out, read_xml, sub_app)
 
@@ -20,13 +21,30 @@ def rails_cmd(
     root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP, metavar="DIR"),
     model: Optional[str] = typer.Option(None, "--model", help=MODEL_HELP, metavar="JSON"),
     compute_nics: Optional[str] = typer.Option(None, "--compute-nics", help="Comma-separated RDMA devices that carry NCCL traffic (default: each GPU's closest NICs).", metavar="LIST"),
+    fabric: Optional[str] = typer.Option(None, "--fabric", help=FABRIC_IDS_HELP, metavar="FILE"),
+    rail_map: Optional[str] = typer.Option(None, "--rail-map", help=RAIL_MAP_HELP, metavar="YAML"),
+    host: Optional[str] = typer.Option(None, "--host", help=HOST_IDS_HELP, metavar="NAME"),
+    nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Write NCCL_IB_HCA as this NCCL version reads it (rail:plane ids from 2.30.7).", metavar="X.Y[.Z]"),
     fmt: Format = format_option(Format.text),
 ) -> None:
-    """Assign each GPU its rail NIC port from PCIe locality; print the rail table and an exact NCCL_IB_HCA."""
+    """Assign each GPU its rail NIC port from PCIe locality; print the rail table and an exact NCCL_IB_HCA.
+
+    With --fabric (the leaf each port lands on) or --rail-map, each rail also gets its fleet-wide rail/plane ids,
+    written into NCCL_IB_HCA (name:port:rail:plane) for NCCL 2.30.7 and later."""
+    from ncclctl.nccl.version import parse_option
+    from ncclctl.plan.railids import ids_from_options, pcie_ids
     from ncclctl.plan.rails import plan_doc, plan_rails, plan_text
 
-    plan = plan_rails(load_node(root, model), csv_list(compute_nics))
-    out(dumps(plan_doc(plan)) if fmt == Format.json else plan_text(plan))
+    version = parse_option(nccl_version)
+    node = load_node(root, model)
+    plan = plan_rails(node, csv_list(compute_nics))
+    ids = ids_from_options(node, plan, fabric_file=fabric, rail_map=rail_map, host=host)
+    if ids is None:
+        out(dumps(plan_doc(plan)) if fmt == Format.json else plan_text(plan))
+        return
+    from ncclctl.plan.railids import rails_doc, rails_text
+
+    out(dumps(rails_doc(node, plan, ids, version)) if fmt == Format.json else rails_text(node, plan, ids, version))
 
 
 @rings_app.command("graph")

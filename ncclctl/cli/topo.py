@@ -7,7 +7,7 @@ from typing import List, Optional
 import typer
 
 from ncclctl.cli.common import (BACKUP_OPTION, CHECK_OPTION, CONFIG_HELP, DIFF_OPTION, EXIT_CODE_OPTION,
-                                FAIL_ON_HELP, FOLLOW_OPTION, JSON_SCHEMA_VERSION, MODEL_HELP, NCCL_DEFAULT, ROOT_HELP,
+                                FABRIC_IDS_HELP, FAIL_ON_HELP, FOLLOW_OPTION, HOST_IDS_HELP, RAIL_MAP_HELP, JSON_SCHEMA_VERSION, MODEL_HELP, NCCL_DEFAULT, ROOT_HELP,
                                 RULE_HELP, SHOW_INFO_OPTION, FailOn, Format, GdrMode, ReportFormat, ShowFormat, csv_list,
                                 dumps, emit_report, emit_result, format_option, load_config, load_node, note, out,
                                 read_xml, select_rules, sub_app, usage)
@@ -26,6 +26,9 @@ def topo_generate(
     nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Never write what this NCCL version cannot read.", metavar="X.Y[.Z]"),
     minimal: bool = typer.Option(False, "--minimal", help="Only the cpu/pci skeleton; NCCL detects GPUs and NICs itself."),
     nics: Optional[str] = typer.Option(None, "--nics", help="Comma-separated RDMA devices to include (default: all with an active port).", metavar="LIST"),
+    fabric: Optional[str] = typer.Option(None, "--fabric", help=FABRIC_IDS_HELP, metavar="FILE"),
+    rail_map: Optional[str] = typer.Option(None, "--rail-map", help=RAIL_MAP_HELP, metavar="YAML"),
+    host: Optional[str] = typer.Option(None, "--host", help=HOST_IDS_HELP, metavar="NAME"),
     fmt: Optional[Format] = format_option(None, "json: print a result record instead of the XML (with -o: whether the file changed)."),
     check: bool = CHECK_OPTION,
     exit_code: bool = EXIT_CODE_OPTION,
@@ -41,8 +44,14 @@ def topo_generate(
     if spec is not None and profile is not None:
         raise usage("give --spec or --profile, not both")
     node = load_node(root, model)
+    rail_ids = None
+    if fabric is not None or rail_map is not None:
+        from ncclctl.plan.railids import ids_from_options
+        from ncclctl.plan.rails import plan_rails
+
+        rail_ids = ids_from_options(node, plan_rails(node), fabric_file=fabric, rail_map=rail_map, host=host)
     data, layout, message = gen.generate_for(node, nccl_version=version, minimal=minimal, nics=csv_list(nics),
-                                             spec=spec, profile=profile)
+                                             spec=spec, profile=profile, rail_ids=rail_ids)
     if message:
         note(message)
     emit_result(data, output, check=check, diff=diff, backup=backup, follow=follow, exit_code=exit_code,

@@ -44,6 +44,8 @@ def fleet_facts(node, plan=None) -> dict[str, Any]:
         "rail_layout": "=" + ",".join(r["hca"] for r in rails) if rails else "(no rails)",
         "nccl": effective_nccl_settings(node),
         "roce_addresses": roce_addresses(node),
+        "net_ports": [(n.name, p.num, p.is_active) for n in node.nics for p in n.ports
+                      if p.link_layer in ("InfiniBand", "Ethernet")],
     }
 
 
@@ -347,3 +349,89 @@ def fleet_duplicate_roce_address(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
         yield Hit(host, f"{len(dups)} RoCE address(es) in use on other hosts too: " + "; ".join(dups[:4])
                         + (f"; and {len(dups) - 4} more" if len(dups) > 4 else ""),
                   evidence=tuple(dups[:8]))
+
+
+# --------------------------------------------------------------------------------------------------
+# Rails and planes (NCCL 2.30.7+)
+
+
+def nccl_net_ports(facts: dict[str, Any]) -> list[tuple[str, int, int, int]]:
+    """(nic, port, rail, plane) of every active port the host's effective NCCL_IB_HCA selects (all active RDMA ports
+    when unset), with the rail/plane ids NCCL 2.30.7+ reads from it (-1: undefined)."""
+    from ncclctl.nccl.lists import hca_ids, hca_selects
+
+    ports = [tuple(p) for p in facts.get("net_ports", [])]
+    hca = facts["nccl"].get("NCCL_IB_HCA")
+    selected = hca_selects(hca, [(n, p) for n, p, _ in ports]) if hca else {(n, p) for n, p, _ in ports}
+    out = []
+    for n, p, active in ports:
+        if active and (n, p) in selected:
+            rail, plane = hca_ids(hca, n, p) if hca and not hca.startswith("^") else (-1, -1)
+            out.append((n, p, rail, plane))
+    return out
+
+
+def _ids_text(rail: int, plane: int) -> str:
+    if rail == -1 and plane == -1:
+        return "no rail id"
+    return f"rail {rail if rail != -1 else '?'}" + ("" if plane == -1 else f" plane {plane}")
+
+
+@rule(
+    "FLT010", "fleet-rail-id-mismatch", E, "A NIC port's rail/plane id differs from the rest of the fleet",
+    what="A host whose NCCL_IB_HCA gives an HCA port another rail or plane id (name:port:rail:plane, NCCL 2.30.7+) "
+         "than most hosts give the same port.",
+    why="Rail ids are a fleet fact: on a rail-optimized fabric the same HCA of every node is cabled to the same "
+        "rail's leaf. A port whose id differs was cabled to another rail's leaf (ids written from the fabric by "
+        "ncclctl conf generate --fabric say where it really lands), or was labelled by hand wrongly; either way "
+        "its traffic crosses the spine to reach the other nodes' port of that rail, or NCCL keeps a ring on a rail "
+        "the port is not on.",
+    detect="The rail/plane fields of the entry of each host's effective NCCL_IB_HCA that selects each active port, "
+           "compared per HCA port across hosts.",
+    fix="Check the cabling of the odd host's port (ncclctl fabric rails shows the leaf it reaches): recable it to "
+        "its rail's leaf, or fix the ids in its NCCL_IB_HCA.",
+)
+def fleet_rail_ids(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
+    per_port: dict[str, dict[str, tuple[int, int]]] = {}
+    for host, facts in fctx.hosts:
+        for n, p, rail, plane in nccl_net_ports(facts):
+            per_port.setdefault(f"{n}:{p}", {})[host] = (rail, plane)
+    for key in sorted(per_port, key=lambda k: (len(k), k)):
+        values = per_port[key]
+        if not any(v != (-1, -1) for v in values.values()):
+            continue
+        yield from odd_hosts(values, lambda v: _ids_text(*v), f"{key}")
+
+
+@rule(
+    "FLT011", "fleet-net-count-mismatch", E, "The NICs NCCL uses, or their rail/plane numbering, differ across hosts",
+    what="A host where the number of network devices NCCL uses (active ports its NCCL_IB_HCA selects) or the set "
+         "of rail/plane ids they carry differs from most hosts.",
+    why="Since NCCL 2.30, NCCL_IGNORE_NET_MISMATCH defaults to 1: ranks with different local NIC counts no longer "
+        "stop with an error at init (src/init.cc), they go on, and channels that expect a NIC of a rail on every "
+        "node can hang or crawl without a message. Different rail numbering (one node with rails 0-7, another with "
+        "0-3 on two planes) has the same effect on the rail-aware search.",
+    detect="Per host: the count of active RDMA ports its effective NCCL_IB_HCA selects and the sorted rail/plane "
+           "ids of those ports, compared across hosts.",
+    fix="Bring the odd host's ports up or deploy the fleet's NCCL_IB_HCA there (ncclctl conf generate --fabric); "
+        "set NCCL_IGNORE_NET_MISMATCH=0 so a mismatch fails at init instead of hanging.",
+)
+def fleet_net_count(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
+    def value(facts: dict[str, Any]) -> tuple | None:
+        ports = nccl_net_ports(facts)
+        if not facts.get("net_ports"):
+            return None
+        return (len(ports), tuple(sorted({(r, pl) for _, _, r, pl in ports if (r, pl) != (-1, -1)})))
+
+    def show(v: tuple) -> str:
+        n, ids = v
+        text = f"{n} NCCL network device{'s' if n != 1 else ''}"
+        if ids:
+            rails = sorted({r for r, _ in ids})
+            planes = sorted({p for _, p in ids if p != -1})
+            text += f" on rails {_ranges([r for r in rails if r != -1]) or '?'}"
+            if planes:
+                text += f", planes {_ranges(planes)}"
+        return text
+
+    yield from odd_hosts(fctx.values(value), show, "NCCL's network")

@@ -120,6 +120,9 @@ class PluginDev:
     members: tuple[int, ...] = ()
     #: The physical ``<net>`` elements (for fused devices, their members').
     xml: tuple[X, ...] = ()
+    #: ``railId``/``planeId`` (2.30.7+): from the NCCL_IB_HCA entry that selected the port, else undefined (-1).
+    rail: int = -1
+    plane: int = -1
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,16 @@ class Plugin:
     down: frozenset[tuple[str, int]] = frozenset()
     #: The plugin's name in NCCL's messages.
     name: str = "IB"
+
+
+#: NCCL_NET_MERGE_POLICY and NCCL_IB_HCA's ``:rail:plane`` fields are read from this release on.
+RAIL_IDS_SINCE = (2, 30, 7)
+
+
+def merge_policy_rail(params: Params) -> bool:
+    """``ncclTopoGetMergePolicy``: RAIL (case-insensitive) or ALL (the default; anything else warns and is ALL)."""
+    v = params.str("NET_MERGE_POLICY")
+    return v is not None and v.lower() == "rail"
 
 
 def _merge_level(params: Params) -> int:
@@ -239,10 +252,14 @@ def plugin_devices(top: X, params: Params, plugin: Plugin, notes: list[str]) -> 
 
     ports.sort(key=order)
     devs = []
-    for node, name, _ in ports:
+    for node, name, ibv in ports:
+        from ncclctl.nccl.lists import hca_ids
+
         speed = _int(node, "speed", 0) if node.get("speed") is not None else 0
+        rail, plane = hca_ids(hca, name, ibv) if hca else (-1, -1)
         devs.append(PluginDev(name=name, port=_int(node, "port", 1) if node.get("port") is not None else 1,
-                              speed=speed, guid=strtoul(node.get("guid") or "0", 16).value, gdr=plugin.gdr, xml=(node,)))
+                              speed=speed, guid=strtoul(node.get("guid") or "0", 16).value, gdr=plugin.gdr, xml=(node,),
+                              rail=rail, plane=plane))
     return devs
 
 
@@ -256,6 +273,10 @@ def _populate(top: X, devs: list[PluginDev], params: Params, notes: list[str]) -
         _init(node, "latency", "0")
         _init(node, "speed", str(d.speed))
         _init(node, "port", str(d.port))
+        if d.rail != -1:
+            _init(node, "rail", str(d.rail))
+        if d.plane != -1:
+            _init(node, "plane", str(d.plane))
         _init(node, "guid", f"{d.guid:#x}")
         _init(node, "maxconn", str(s.MAXCHANNELS * 2048))
         _init(node, "gdr", "1" if d.gdr else "0")
@@ -265,6 +286,7 @@ def _populate(top: X, devs: list[PluginDev], params: Params, notes: list[str]) -
     if n_phys == 0:
         return
     merge_nics = params.get("IB_MERGE_NICS", 1)
+    rail_policy = merge_policy_rail(params)
     placed = [False] * n_phys
     paths = [[_xml_path([devs[i].xml[0], devs[j].xml[0]])[0] for j in range(n_phys)] for i in range(n_phys)]
     force = params.str("NET_FORCE_MERGE")
@@ -277,7 +299,8 @@ def _populate(top: X, devs: list[PluginDev], params: Params, notes: list[str]) -
             group = [i]
             placed[i] = True
             for j in range(n_phys):
-                if paths[i][j] <= level and not placed[j] and j != i:
+                if paths[i][j] <= level and not placed[j] and j != i and (
+                        not rail_policy or (devs[i].rail != -1 and devs[i].rail == devs[j].rail)):
                     group.append(j)
                     placed[j] = True
                 if len(group) == 4:  # NCCL_NET_MAX_DEVS_PER_NIC
@@ -321,13 +344,28 @@ def _populate(top: X, devs: list[PluginDev], params: Params, notes: list[str]) -
             parent.subs.append(nic)
         m0 = members[0]
         speed = sum(m.speed if m.xml[0].get("speed") is None else _int(m.xml[0], "speed", 0) for m in members)
-        node = X("net", {"name": name, "keep": "1", "dev": str(n_phys + k), "latency": "0", "speed": str(speed),
-                         "port": str(m0.port), "guid": f"{m0.guid:#x}", "maxconn": str(s.MAXCHANNELS * 2048),
-                         "gdr": "1" if m0.gdr else "0", "net": "1"}, [], nic)
+        attrs = {"name": name, "keep": "1", "dev": str(n_phys + k), "latency": "0", "speed": str(speed),
+                 "port": str(m0.port)}
+        # net_ib makeVDevice: the rail of a fused device with different (or undefined) rails is undefined; its
+        # plane is the virtual bit (1 << 14) plus one bit per member plane index (index 0: undefined plane).
+        if m0.rail != -1 and all(m.rail == m0.rail for m in members):
+            attrs["rail"] = str(m0.rail)
+        planes = [-1]
+        for d in devs:
+            if d.plane not in planes:
+                planes.append(d.plane)
+        attrs["plane"] = str((1 << 14) | sum(1 << planes.index(m.plane) for m in members))
+        attrs.update({"guid": f"{m0.guid:#x}", "maxconn": str(s.MAXCHANNELS * 2048), "gdr": "1" if m0.gdr else "0",
+                      "net": "1"})
+        node = X("net", attrs, [], nic)
         nic.subs.append(node)
         notes.append(f"NCCL fuses {', '.join(m.name for m in members)} into one virtual NIC {name} (dev "
                      f"{n_phys + k}, {speed // 1000} Gb/s): NCCL_NET_MERGE_LEVEL "
-                     f"{s.PATH_TYPE_STR[level] if level != s.PATH_PORT else 'PORT'} (default PORT)")
+                     f"{s.PATH_TYPE_STR[level] if level != s.PATH_PORT else 'PORT'} (default PORT)"
+                     + ("" if "rail" in attrs or rail_policy else
+                        f"; rails {', '.join(str(m.rail) if m.rail != -1 else '?' for m in members)} fused: "
+                        "the fused device has no rail (NCCL_NET_MERGE_POLICY=RAIL keeps rails apart)"
+                        if any(m.rail != -1 for m in members) else ""))
 
 
 def fusion_growth(root, params: Params, plugin: Plugin | None = None) -> int:

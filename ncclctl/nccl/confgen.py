@@ -32,6 +32,7 @@ from ncclctl.model import NetDev, Node
 from ncclctl.nccl.values import ib_tc_for_dscp
 from ncclctl.nccl.version import DEFAULT, Version
 from ncclctl.plan.paths import natural_key
+from ncclctl.plan.railids import RailIds, emit_note, fusion_crosses_rails, written
 from ncclctl.plan.rails import RailPlan, plan_rails
 
 #: NCCL skips '#' lines in conf files from this release on (earlier ones set a variable named '#...').
@@ -72,7 +73,8 @@ class ConfPlan:
 
 
 def plan_conf(node: Node, *, topo_file: str | None = None, compute_nics: tuple[str, ...] | None = None,
-              socket_ifname: str | None = None, nccl_version: Version = DEFAULT) -> ConfPlan:
+              socket_ifname: str | None = None, nccl_version: Version = DEFAULT,
+              rail_ids: RailIds | None = None) -> ConfPlan:
     """The settings for ``node``, in the order they are written."""
     settings: list[Setting] = []
     warnings: list[str] = []
@@ -91,7 +93,7 @@ def plan_conf(node: Node, *, topo_file: str | None = None, compute_nics: tuple[s
         warnings.append("flat PCIe (a virtual machine): NCCL needs a topology file to see GPU/NIC locality; write "
                         "one with 'ncclctl topo generate -o /etc/nccl-topo.xml' and pass --topo-file /etc/nccl-topo.xml")
 
-    settings += _ib_hca(node, rails, nccl_version, warnings)
+    settings += _ib_hca(node, rails, nccl_version, warnings, rail_ids)
     settings += _socket_ifname(node, rails, socket_ifname, warnings)
     settings += _roce(node, rails, nccl_version, warnings)
     return ConfPlan(settings=tuple(settings), warnings=tuple(warnings))
@@ -135,7 +137,8 @@ def check_setting(name: str, value: str) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-def _ib_hca(node: Node, rails: RailPlan, version: Version, warnings: list[str]) -> list[Setting]:
+def _ib_hca(node: Node, rails: RailPlan, version: Version, warnings: list[str],
+            rail_ids: RailIds | None = None) -> list[Setting]:
     if not rails.rails:
         why = "the node has no GPUs" if not node.gpus else "the node has no RDMA NIC ports"
         warnings.append(f"NCCL_IB_HCA not set: {why}")
@@ -149,8 +152,27 @@ def _ib_hca(node: Node, rails: RailPlan, version: Version, warnings: list[str]) 
         names = ", ".join(rails.rails[k].hca for k in rails.down)
         warnings.append(f"rail port {names} is not ACTIVE: kept in NCCL_IB_HCA (NCCL skips inactive ports), fix the link")
     hcas = ",".join(r.hca for r in rails.rails)
-    return [Setting("NCCL_IB_HCA", rails.nccl_ib_hca,
-                    f"rails by PCIe locality ({hcas}); '=' makes every name exact, so mlx5_1 cannot match mlx5_10")]
+    if rail_ids is not None:
+        warnings += rail_ids.notes
+        gate_note = emit_note(rail_ids, version)
+        if gate_note:
+            warnings.append(gate_note)
+    ids = written(rail_ids, version)
+    if ids is None:
+        return [Setting("NCCL_IB_HCA", rails.nccl_ib_hca,
+                        f"rails by PCIe locality ({hcas}); '=' makes every name exact, so mlx5_1 cannot match mlx5_10")]
+    out = [Setting("NCCL_IB_HCA", "=" + ",".join(ids.hca_entry(r.hca) for r in rails.rails),
+                   f"rails by PCIe locality ({hcas}), rail:plane ids from the {ids.source} ({ids.detail}); '=' makes "
+                   "every name exact")]
+    crossing = fusion_crosses_rails(node, rails, ids)
+    if crossing:
+        pairs = ", ".join(f"{a}+{b}" for a, b in crossing)
+        out.append(Setting("NCCL_NET_MERGE_POLICY", "RAIL", f"NCCL's default NIC fusion would fuse ports of "
+                                                            f"different rails ({pairs}); RAIL fuses one rail only"))
+    if ids.rail_only:
+        out.append(Setting("NCCL_CROSS_NIC", "0", "rail-only fabric (a spine set per rail, no switch path between "
+                                                  "rails): channels must enter and leave on their rail"))
+    return out
 
 
 def _socket_ifname(node: Node, rails: RailPlan, override: str | None, warnings: list[str]) -> list[Setting]:

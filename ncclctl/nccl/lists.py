@@ -103,6 +103,16 @@ def hca_selects(value: str, devices: list[tuple[str, int]]) -> set[tuple[str, in
     return {(n, p) for n, p in devices if (not spec.entries or _matches(spec, n, p)) != spec.exclude}
 
 
+def hca_ids(value: str, name: str, port: int) -> tuple[int, int]:
+    """The (rail, plane) NCCL's IB plugin gives device ``name`` port ``port`` from ``NCCL_IB_HCA`` (2.30.7+):
+    those of the first entry that matches it (``matchIfList``), -1 (undefined) when none does or a field is absent."""
+    spec = parse_ib_hca(value)
+    for e in spec.entries:
+        if entry_matches_name(spec, e, name) and (e.port is None or e.port == port):
+            return (-1 if e.rail is None else e.rail, -1 if e.plane is None else e.plane)
+    return (-1, -1)
+
+
 def ifname_selects(value: str, names: list[str]) -> list[str]:
     """Which interface names ``NCCL_SOCKET_IFNAME=value`` lets through (ports ignored), in the given order.
     The caller handles NCCL's rule that a value of length <= 1 is ignored."""

@@ -64,7 +64,9 @@ class Prediction:
                          for k, v in sorted(self.inputs.env.items())},
             "gpudirect_rdma": {"available": self.inputs.gdr, "why": self.inputs.gdr_why},
             "nets": [{"dev": n.dev, "name": n.name, "speed_gbps": round(n.bw * 8, 1), "gdr": bool(n.gdr),
-                      "port": n.port, "fused": n.name.split("+") if "+" in n.name else []} for n in nets],
+                      "port": n.port, "fused": n.name.split("+") if "+" in n.name else [],
+                      "rail": None if n.rail == s.UNDEF else n.rail,
+                      "plane": None if n.plane == s.UNDEF else n.plane} for n in nets],
             "gpus": [],
             "notes": self.inputs.notes + self.built.notes,
             "caveats": self.caveats,
@@ -322,7 +324,8 @@ def render_text(p: Prediction) -> str:
     if nets:
         out.append("Network devices as NCCL numbers them (IB plugin, after NCCL_IB_HCA and NIC fusion):")
         for n in nets:
-            out.append(f"  dev {n.dev}  {n.name:<16} {n.bw * 8:g} Gb/s  GDR {'yes' if n.gdr else 'no'}")
+            ids = "".join(f"  {k} {v}" for k, v in (("rail", n.rail), ("plane", n.plane)) if v != s.UNDEF)
+            out.append(f"  dev {n.dev}  {n.name:<16} {n.bw * 8:g} Gb/s  GDR {'yes' if n.gdr else 'no'}{ids}")
     else:
         out.append("Network devices: none (NCCL uses sockets between nodes, or the job is single-node)")
     for note in inp.notes + p.built.notes:

@@ -559,6 +559,15 @@ _ROWS: tuple[tuple[str, str, Severity, str, str], ...] = (
      'skeleton file (only <cpu> and <pci>): NCCL completes the devices and attributes from each host',
      'Nothing to do if the bus ids and NUMA layout are those of the hosts; validate against a host (--root/--live) '
      'to check them.'),
+    # --- NTS090-099: rail and plane ids (NCCL 2.30.7+) ---------------------------------------------------
+    ('NTS090', 'net-rail-plane-not-integer', E,
+     '<net> rail= or plane= that is not a non-negative integer: NCCL reads another id (strtol) or none (-1)',
+     'Write the rail and plane as plain decimal numbers (ncclctl topo generate --fabric writes them from the '
+     'fabric).'),
+    ('NTS091', 'net-plane-partial', W,
+     '<net> elements with a rail= where some carry plane= and others do not: the search forbids crossing planes '
+     'only between two NICs that both have one',
+     'Give every rail <net> its plane, or none (ncclctl topo generate --fabric writes both for every rail port).'),
     # --- NTS070-089: what the file makes NCCL decide, from NCCL's model (meaning.py) ---------------------
     ('NTS070', 'layout-gdr-off-everywhere', W,
      'no GPU shares a PCI switch with a NIC: GPUDirect RDMA is off for every GPU (flat or degraded layout)',

@@ -14,12 +14,16 @@ VM's real GPU/NIC bus ids under them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ncclctl.errors import InputError, UsageError
 from ncclctl.model import Gpu, IbPort, Nic, Node, PciDevice
 from ncclctl.nccl.version import DEFAULT, Version
 from ncclctl.plan.paths import natural_key
 from ncclctl.sysfs import GEN_SPEED_STRING, link_speed_gen
+
+if TYPE_CHECKING:
+    from ncclctl.plan.railids import RailIds
 
 MAX_ELEMENTS = 255
 MAX_VALUE_LEN = 253
@@ -82,6 +86,9 @@ class Options:
     minimal: bool = False
     #: RDMA device names to include (None: every RDMA NIC with an active port).
     nics: tuple[str, ...] | None = None
+    #: ``"mlx5_0:1"`` (ibv port) -> (rail, plane or None): written as ``<net rail= plane=>`` (NCCL 2.30.7+ only;
+    #: the caller passes them only for a target that reads them).
+    rail_ids: tuple[tuple[str, int, int | None], ...] = ()
 
 
 def _speed_string(gen: int | None, opts: Options, where: str) -> str:
@@ -198,6 +205,11 @@ def _net_el(node: Node, nd: NetDev, opts: Options) -> El:
         if nd.port.rate_gbps:
             attrs.append(("speed", str(int(round(nd.port.rate_gbps * 1000)))))
         attrs.append(("port", str(nd.nccl_port)))
+        rid = next((r for r in opts.rail_ids if r[0] == f"{nd.nic.name}:{nd.port.num}"), None)
+        if rid is not None:
+            attrs.append(("rail", str(rid[1])))
+            if rid[2] is not None:
+                attrs.append(("plane", str(rid[2])))
         if nd.nic.sys_image_guid:
             attrs.append(("guid", f"0x{int(nd.nic.sys_image_guid, 16):x}"))
         if nd.nic.max_qp:
@@ -550,12 +562,24 @@ def _leaf_attrs(node: Node, busid: str, dev: PciDevice | None, layout: VirtualLa
 
 def generate_for(node: Node, *, nccl_version: Version = DEFAULT, minimal: bool = False,
                  nics: tuple[str, ...] | None = None, spec: str | None = None,
-                 profile: str | None = None) -> tuple[bytes, VirtualLayout | None, str | None]:
+                 profile: str | None = None, rail_ids: "RailIds | None" = None
+                 ) -> tuple[bytes, VirtualLayout | None, str | None]:
     """``ncclctl topo generate``: the file for ``node`` with the layout chosen from ``spec`` (a YAML file read
     through the input door), ``profile``, or, on a flat-PCIe VM, the ``pairs`` profile. ``(bytes, layout or None for
     bare metal, a note for the user or None)``."""
-    opts = Options(nccl_version=nccl_version, minimal=minimal, nics=nics)
+    from ncclctl.plan.railids import emit_note, written
+
+    ids = written(rail_ids, nccl_version)
+    opts = Options(nccl_version=nccl_version, minimal=minimal, nics=nics,
+                   rail_ids=tuple((k, v.rail, v.plane) for k, v in sorted(ids.ids.items())) if ids else ())
     layout, message = None, None
+    if rail_ids is not None:
+        why = emit_note(rail_ids, nccl_version)
+        if minimal and ids:
+            why = "--minimal writes no <net>: the rail/plane ids are not written"
+        extra = [*rail_ids.notes, *([why] if why else [])]
+        if extra:
+            message = "; ".join(extra)
     if spec is not None and profile is not None:
         raise UsageError("give --spec or --profile, not both")
     if spec is not None:
@@ -567,5 +591,5 @@ def generate_for(node: Node, *, nccl_version: Version = DEFAULT, minimal: bool =
     elif node.is_virtual and node.gpus:
         layout = profile_layout(node, "pairs", opts.nics)
         message = ("flat PCIe (virtual machine) detected: pairing GPU i with NIC i under virtual switches; use "
-                   "--profile or --spec to choose the layout")
+                   "--profile or --spec to choose the layout") + (f"; {message}" if message else "")
     return generate(node, opts, layout=layout), layout, message

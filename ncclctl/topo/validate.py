@@ -1093,6 +1093,16 @@ class _TopoChecks:
                                       "bandwidth; crossnic=0 rings may return on the other)", net)
                 else:
                     ports[key] = net
+            if v >= Version(2, 30, 7):
+                for a in ("rail", "plane"):
+                    val = net.get(a)
+                    if val is None:
+                        continue
+                    num = strtol(val, 10)
+                    if not num.whole or num.value < 0:
+                        ctx.add("NTS090", f"{_where(net)} {a}={_q(val)}: NCCL reads it with strtol as {num.value}"
+                                          + (" (undefined)" if num.value == -1 else "")
+                                          + f", not the {a} id written", net)
             keys = set(net.keys())
             added = [a for a, since in _NET_ADDED if v >= since and a not in keys]
             total = len(net.attrs) + len(net.dropped_attrs) + len(added)
@@ -1100,7 +1110,16 @@ class _TopoChecks:
                 ctx.add("NTS040", f"{_where(net)} has {len(net.attrs)} attributes and NCCL may add "
                                   f"{len(added)} more ({', '.join(added)}): over the 17 slots of a node, which "
                                   "NCCL's setters do not check (memory corruption)", net)
-
+        if v >= Version(2, 30, 7):
+            # NICs with a rail id and no plane: the search forbids crossing planes only when both have one
+            railed = [n for n in self.of("net") if n.get("name") is not None and n.get("rail") is not None]
+            have = [n for n in railed if n.get("plane") is not None]
+            lack = [n for n in railed if n.get("plane") is None]
+            if have and lack:
+                names = ", ".join(n.get("name") or "?" for n in lack)
+                ctx.add("NTS091", f"{_where(lack[0])}: {names} {'has' if len(lack) == 1 else 'have'} a rail= but no "
+                                  f"plane= while {len(have)} other <net> {'has' if len(have) == 1 else 'have'} both: "
+                                  "NCCL lets a NIC without a plane pair with either plane", lack[0])
 
     # -- the whole file ----------------------------------------------------------------------------------
     def check_budget(self) -> None:
