@@ -249,33 +249,20 @@ def parse_fabric_text(text: str, *, source: str):
 
 
 def load_fabric_file(path: str) -> FabricGraph:
-    text = read_fabric_text(path)
-    g = _lean_graph(text, path)
+    # The lean reader first: plain ibnetdiscover output (the large case) straight into the graph; anything else
+    # (iblinkinfo, pasted or re-indented text, inconsistent links) by the general parser and builder below.
+    from ncclctl.fabric.lean import read_graph
+
+    g = read_graph(path)
     if g is not None:
         return g
+    text = read_fabric_text(path)
     kind, fabric = parse_fabric_text(text, source=path)
     del text
     if not fabric.nodes:
         raise InputError("no fabric nodes in the file", path=path,
                          fix="capture it with: ibnetdiscover > fabric.txt")
     return from_fabric(fabric, source=path, kind=kind)
-
-
-def _lean_graph(text: str, path: str) -> FabricGraph | None:
-    """The graph by the lean reader (:mod:`ncclctl.fabric.lean`) when the file is plain ``ibnetdiscover`` output
-    in the tool's layout; None for anything else (pasted text, other tools, odd layouts: the general path)."""
-    from ncclctl.parsers._common import paste_text
-
-    if paste_text(text, ("ibnetdiscover", "iblinkinfo"))[1]:
-        return None
-    head = text[:65536]
-    try:
-        kind = detect_kind(head[:head.rfind("\n") + 1] if len(text) > len(head) else head, source=path)
-    except InputError:
-        return None
-    from ncclctl.fabric.lean import read_graph
-
-    return read_graph(text, source=path, kind=kind)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from ncclctl.errors import InputError
 from ncclctl.fabric.graph import FabricGraph, Switch, _rate
 from ncclctl.parsers.ibnetdiscover import LANE_GBPS
 
@@ -48,20 +49,37 @@ _KIND = {"S": "switch", "H": "ca", "R": "router", "Switch": "switch", "Ca": "ca"
          "SW": "switch", "CA": "ca", "RT": "router"}
 
 
-def read_graph(text: str, *, source: str, kind: str) -> FabricGraph | None:
-    """The graph of ``text`` (after :func:`~ncclctl.parsers._common.paste_text`) of the given ``kind``, or None
-    when the input is anything but the tool's plain output (the general path then reads it)."""
-    if _ODD.search(text) is not None or not text.isascii():
+def read_graph(path: str) -> FabricGraph | None:
+    """The graph of the fabric file ``path``, or None when the file is anything but one tool's plain output in
+    ASCII (the general path then reads it; read_bytes takes regular files only, so reading it again is safe)."""
+    from ncclctl.fabric.graph import detect_kind
+    from ncclctl.inputs import read_bytes
+    from ncclctl.parsers._common import paste_text
+
+    data = read_bytes(path, "fabric")
+    if data is None or not data.isascii():
         return None
+    text = data.decode("ascii")
+    del data
+    if _ODD.search(text) is not None or paste_text(text, ("ibnetdiscover", "iblinkinfo"))[1]:
+        return None  # odd characters, or a pasted capture (prompts, command echoes)
+    head = text[:65536]
+    try:  # the kind is read from the first meaningful line
+        kind = detect_kind(head[:head.rfind("\n") + 1] if len(text) > len(head) else head, source=path)
+    except InputError:
+        return None
+    # Every line with a "\n" before it (see _NODE); handed over in a list so that the reader can let it go.
+    box = ["\n" + text]
+    del text, head
     if kind == "ibnetdiscover":
-        return _topology("\n" + (text[:-1] if text.endswith("\n") else text), source)
+        return _topology(box, path)
     if kind == "ibnetdiscover-ports":
-        return _ports(text if text.endswith("\n") else text + "\n", source)
+        return _ports(box, path)
     return None
 
 
-def _topology(text: str, source: str) -> FabricGraph | None:
-    parts = _NODE.split(text)
+def _topology(box: list[str], source: str) -> FabricGraph | None:
+    parts = _NODE.split(box.pop())
     # parts: [preamble, kind, nports, guid, desc, rest, body, kind, ...]
     pre = parts[0]
     tails = [pre]
@@ -71,35 +89,33 @@ def _topology(text: str, source: str) -> FabricGraph | None:
     hca_links = g.hca_links
     switch_links = g.switch_links
     lanes = LANE_GBPS
-    widths: dict[str, str] = {}
-    ints: dict[str, int] = {}
+    # One object per distinct GUID, width and speed text; port numbers -> ints; (width, speed) -> rate.
+    strs: dict[str, str] = {}
+    sget = strs.get
+    ints: dict[str, int] = {str(i): i for i in range(257)}
+    rates: dict[tuple[str, str], float | None] = {}
     sysimgs: list[tuple[str, str]] = []  # (CA guid, its system image GUID) where they differ
-    sysimg = _last_sysimg(pre)
-    lineno = pre.count("\n") + 1  # the line of the current node line
+    sysimg = _last_sysimg(pre) if "sysimgguid=" in pre else None
+    lineno = pre.count("\n")  # the line of the current node line, less one (the text starts with a "\n")
     ca_claims = sw_claims = fwd = bwd = 0
     acc_ca = acc_sw = 0
-    rates: dict[tuple[str, str], float | None] = {}
     links_match = _LINKS.match
     sw_findall = _LINK_SW.findall
     ca_findall = _LINK_CA.findall
     kinds = _KIND
     for i in range(1, len(parts), 6):
         nkind, nports_s, guid, desc, rest, body = parts[i:i + 6]
+        parts[i + 5] = None  # the body is read once: let it go
+        lineno += 1
         nports = int(nports_s)
-        m = links_match(body)
-        end = m.end()
+        end = links_match(body).end()
         links = body[:end]
-        tail = body[end:]
-        if tail:
-            tails.append(tail)
         nlines = links.count("\n")
-        is_ca = nkind == "Ca"
-        # routers' link lines are in the CA layout, as the general parser reads them (by "Switch" or not)
         recs = (sw_findall if nkind == "Switch" else ca_findall)(links) if nlines else ()
         if len(recs) != nlines:
             return None
         line = lineno + 1
-        if is_ca:
+        if nkind == "Ca":
             if guid in hcas or guid in switches:
                 return None
             hcas[guid] = (desc, tuple(range(1, nports + 1)), lineno)
@@ -108,27 +124,25 @@ def _topology(text: str, source: str) -> FabricGraph | None:
             for port, rk, rguid, rport, width, speed in recs:
                 if rk == "H" or speed not in lanes:
                     return None
-                try:
-                    p = ints[port]
-                except KeyError:
+                p = ints.get(port)
+                if p is None:
                     p = ints[port] = int(port)
                 if nports and p > nports + 64:
                     return None
-                try:
-                    rp = ints[rport]
-                except KeyError:
+                rp = ints.get(rport)
+                if rp is None:
                     rp = ints[rport] = int(rport)
-                w = widths.get(width)
-                if w is None:
-                    w = widths[width] = width
-                key = (w, speed)
+                r = sget(rguid)
+                if r is None:
+                    r = strs[rguid] = rguid
+                key = (width, speed)
                 try:
-                    rate = rates[key]
+                    w, sp, rate = rates[key]
                 except KeyError:
-                    rate = rates[key] = _rate(w, speed)
+                    w, sp, rate = rates[key] = (width, speed, _rate(width, speed))
                 ca_claims += 1
-                acc_ca += hash((guid, p, rguid, rp))
-                hca_links[(guid, p)] = (rguid, rp, w, speed, rate, line)
+                acc_ca += hash((guid, p, r, rp))
+                hca_links[(guid, p)] = (r, rp, w, sp, rate, line)
                 line += 1
         else:
             if guid in switches or guid in hcas:
@@ -137,19 +151,21 @@ def _topology(text: str, source: str) -> FabricGraph | None:
             if nkind == "Switch" and rest:
                 sm = _SW_EXTRA.search(rest)
                 lid = int(sm.group(2)) if sm else None
+            g_ = sget(guid)
+            if g_ is None:
+                g_ = strs[guid] = guid
+            guid = g_
             switches[guid] = Switch(guid=guid, desc=desc, nports=nports, line=lineno, lid=lid, kind=kinds[nkind])
             for port, rk, rguid, rport, width, speed in recs:
                 if speed not in lanes:
                     return None
-                try:
-                    p = ints[port]
-                except KeyError:
+                p = ints.get(port)
+                if p is None:
                     p = ints[port] = int(port)
                 if nports and p > nports + 64:
                     return None
-                try:
-                    rp = ints[rport]
-                except KeyError:
+                rp = ints.get(rport)
+                if rp is None:
                     rp = ints[rport] = int(rport)
                 if rk == "H":
                     sw_claims += 1
@@ -157,21 +173,27 @@ def _topology(text: str, source: str) -> FabricGraph | None:
                 elif guid < rguid or (guid == rguid and p < rp):
                     fwd += 1
                     acc_sw += hash((guid, p, rguid, rp))
-                    w = widths.get(width)
-                    if w is None:
-                        w = widths[width] = width
-                    key = (w, speed)
+                    r = sget(rguid)
+                    if r is None:
+                        r = strs[rguid] = rguid
+                    key = (width, speed)
                     try:
-                        rate = rates[key]
+                        w, sp, rate = rates[key]
                     except KeyError:
-                        rate = rates[key] = _rate(w, speed)
-                    switch_links.append((guid, p, rguid, rp, w, speed, rate, line))
+                        w, sp, rate = rates[key] = (width, speed, _rate(width, speed))
+                    switch_links.append((guid, p, r, rp, w, sp, rate, line))
                 else:
                     bwd += 1
                     acc_sw -= hash((rguid, rp, guid, p))
                 line += 1
-        lineno += 1 + body.count("\n")
-        sysimg = _last_sysimg(tail) if "sysimgguid=" in tail else None
+        lineno += body.count("\n")
+        if end < len(body):
+            tail = body[end:]
+            tails.append(tail)
+            sysimg = _last_sysimg(tail) if "sysimgguid=" in tail else None
+        else:
+            sysimg = None
+    del parts
     if not hcas and not switches:
         return None  # no node: the general path says so
     # Every tail is a run of whole lines, so the tails are all valid exactly when their concatenation is.
@@ -194,8 +216,8 @@ def _topology(text: str, source: str) -> FabricGraph | None:
 
 def _last_sysimg(tail: str) -> str | None:
     """The system image GUID a block's attribute lines give the next node (the last one wins), normalised."""
-    value = _SYSIMG.findall(tail)[-1]
-    return value.lower().rjust(16, "0")
+    values = _SYSIMG.findall(tail)
+    return values[-1].lower().rjust(16, "0") if values else None  # none: the tail is refused (_REST)
 
 
 def _aggregation(g: FabricGraph) -> None:
@@ -218,41 +240,63 @@ _PLINE = re.compile(
     r"[ \t]{0,30}\)|[ \t]{1,64}'([^'\n]{0,64})')?[ \t]{0,30}$", re.M)
 
 
-def _ports(text: str, source: str) -> FabricGraph | None:
-    recs = _PLINE.findall(text)
-    if len(recs) != text.count("\n"):
-        return None  # a blank, comment or ibwarn line, or one in another layout: the general path
+def _ports(box: list[str], source: str) -> FabricGraph | None:
+    text = box.pop()
+    if not text.endswith("\n"):
+        text += "\n"
     by_guid: dict[str, list] = {}  # guid -> [kind, guid, nports, desc, lid, line, ports, unlinked ports]
-    norm: dict[str, str] = {}
+    norm: dict = {}  # raw GUID -> its normalised string; width + speed -> (width, speed)
     kinds = _KIND
     lanes = LANE_GBPS
+    ints: dict[str, int] = {str(i): i for i in range(257)}
+    findall = _PLINE.findall
     line = 0
-    for kind, lid, port, guid, width, speed, rkind, rlid, rport, rguid, ldesc, rdesc, udesc in recs:
-        line += 1
-        if speed == "???":
-            speed = None
-        elif speed not in lanes:
-            return None
-        if width == "??":
-            width = None
-        g = norm.get(guid)
-        if g is None:
-            g = norm[guid] = guid.lower().rjust(16, "0")
-        entry = by_guid.get(g)
-        if entry is None:
-            entry = by_guid[g] = [kinds[kind], g, 0, ldesc or udesc or "", int(lid), line, [], []]
-        elif not entry[3] and (ldesc or udesc):
-            entry[3] = ldesc or udesc
-        p = int(port)
-        if p > entry[2]:
-            entry[2] = p
-        if rkind:
-            rg = norm.get(rguid)
-            if rg is None:
-                rg = norm[rguid] = rguid.lower().rjust(16, "0")
-            entry[6].append((p, kinds[rkind], rg, int(rport), width, speed, line))
-        else:
-            entry[7].append(p)
+    i, n = 1, len(text)  # text[0] is the "\n" put before the first line
+    while i < n:  # about 1 MB at a time: all the records of a large file at once would take more memory than it
+        j = text.find("\n", i + (1 << 20))
+        j = n if j < 0 else j + 1
+        chunk = text[i:j]
+        i = j
+        recs = findall(chunk)
+        if len(recs) != chunk.count("\n"):
+            return None  # a blank, comment or ibwarn line, or one in another layout: the general path
+        for kind, lid, port, guid, width, speed, rkind, rlid, rport, rguid, ldesc, rdesc, udesc in recs:
+            line += 1
+            if speed == "???":
+                speed = None
+            elif speed not in lanes:
+                return None
+            if width == "??":
+                width = None
+            wsp = norm.get(width + speed) if width and speed else None  # one object per distinct text
+            if wsp is None and width and speed:
+                wsp = norm[width + speed] = (width, speed)
+            if wsp is not None:
+                width, speed = wsp
+            g = norm.get(guid)
+            if g is None:
+                g = norm[guid] = guid.lower().rjust(16, "0")
+            entry = by_guid.get(g)
+            if entry is None:
+                entry = by_guid[g] = [kinds[kind], g, 0, ldesc or udesc or "", int(lid), line, [], []]
+            elif not entry[3] and (ldesc or udesc):
+                entry[3] = ldesc or udesc
+            p = ints.get(port)
+            if p is None:
+                p = ints[port] = int(port)
+            if p > entry[2]:
+                entry[2] = p
+            if rkind:
+                rg = norm.get(rguid)
+                if rg is None:
+                    rg = norm[rguid] = rguid.lower().rjust(16, "0")
+                rp = ints.get(rport)
+                if rp is None:
+                    rp = ints[rport] = int(rport)
+                entry[6].append((p, kinds[rkind], rg, rp, width, speed, line))
+            else:
+                entry[7].append(p)
+    del text
     if not by_guid:
         return None
     g = FabricGraph(source=source, kind="ibnetdiscover-ports")
