@@ -25,7 +25,7 @@ from ncclctl.parsers.ibnetdiscover import LANE_GBPS
 
 #: Characters some line splitters treat as line ends or that ``str.strip`` removes: input holding one takes the
 #: general path (so that both paths always see the same lines).
-_ODD = re.compile(r"[\r\x0b\x0c\x1c-\x1f\x00]")
+_ODD = "\r\x0b\x0c\x1c\x1d\x1e\x1f\x00"
 
 # --- topology form --------------------------------------------------------------------------------------------
 # The text is read with a "\n" before every line (one is prepended), so that the patterns start with a literal
@@ -61,8 +61,11 @@ def read_graph(path: str) -> FabricGraph | None:
         return None
     text = data.decode("ascii")
     del data
-    if _ODD.search(text) is not None or paste_text(text, ("ibnetdiscover", "iblinkinfo"))[1]:
-        return None  # odd characters, or a pasted capture (prompts, command echoes)
+    for c in _ODD:  # one fast scan per character (a character-class search would look at every character)
+        if c in text:
+            return None
+    if paste_text(text, ("ibnetdiscover", "iblinkinfo"))[1]:
+        return None  # a pasted capture (prompts, command echoes)
     head = text[:65536]
     try:  # the kind is read from the first meaningful line
         kind = detect_kind(head[:head.rfind("\n") + 1] if len(text) > len(head) else head, source=path)
@@ -190,7 +193,12 @@ def _topology(box: list[str], source: str) -> FabricGraph | None:
         if end < len(body):
             tail = body[end:]
             tails.append(tail)
-            sysimg = _last_sysimg(tail) if "sysimgguid=" in tail else None
+            k = tail.rfind("\nsysimgguid=0x")  # the last one wins; its form is checked with the tail's (_REST)
+            if k < 0:
+                sysimg = None
+            else:
+                e = tail.find("\n", k + 1)
+                sysimg = (tail[k + 14:e] if e >= 0 else tail[k + 14:]).lower().rjust(16, "0")
         else:
             sysimg = None
     del parts
