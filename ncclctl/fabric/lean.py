@@ -97,6 +97,7 @@ def _topology(box: list[str], source: str) -> FabricGraph | None:
     sget = strs.get
     ints: dict[str, int] = {str(i): i for i in range(257)}
     rates: dict[tuple[str, str], float | None] = {}
+    port_lists: dict[int, tuple[int, ...]] = {}
     sysimgs: list[tuple[str, str]] = []  # (CA guid, its system image GUID) where they differ
     sysimg = _last_sysimg(pre) if "sysimgguid=" in pre else None
     lineno = pre.count("\n")  # the line of the current node line, less one (the text starts with a "\n")
@@ -121,7 +122,10 @@ def _topology(box: list[str], source: str) -> FabricGraph | None:
         if nkind == "Ca":
             if guid in hcas or guid in switches:
                 return None
-            hcas[guid] = (desc, tuple(range(1, nports + 1)), lineno)
+            known = port_lists.get(nports)  # one tuple per port count, shared by the HCAs
+            if known is None:
+                known = port_lists[nports] = tuple(range(1, nports + 1))
+            hcas[guid] = (desc, known, lineno)
             if sysimg is not None and sysimg != guid:
                 sysimgs.append((guid, sysimg))
             for port, rk, rguid, rport, width, speed in recs:
@@ -208,13 +212,8 @@ def _topology(box: list[str], source: str) -> FabricGraph | None:
     if _REST.fullmatch("".join(tails)) is None:
         return None
     del tails
-    if (acc_ca or acc_sw or ca_claims != sw_claims or fwd != bwd or len(hca_links) != ca_claims
-            or not hcas.keys().isdisjoint(switches.keys())):
+    if not _consistent(g, acc_ca or acc_sw, ca_claims, sw_claims, fwd, bwd):
         return None
-    for link in hca_links.values():
-        if link[0] not in switches:
-            return None
-    _aggregation(g)
     agg = g.aggregation
     for guid, sysimg in sysimgs:
         if sysimg in switches:
@@ -226,6 +225,21 @@ def _last_sysimg(tail: str) -> str | None:
     """The system image GUID a block's attribute lines give the next node (the last one wins), normalised."""
     values = _SYSIMG.findall(tail)
     return values[-1].lower().rjust(16, "0") if values else None  # none: the tail is refused (_REST)
+
+
+def _consistent(g: FabricGraph, hash_diff: int, ca_claims: int, sw_claims: int, fwd: int, bwd: int) -> bool:
+    """The checks of the general path's fast pass (``_from_fabric_fast``): both ends of every link agree (equal
+    counts and hash sums), no GUID is both an HCA and a switch, every HCA link ends at a known switch. When they
+    hold, the SHARP Aggregation Nodes named as such are marked."""
+    hcas, switches, hca_links = g.hcas, g.switches, g.hca_links
+    if (hash_diff or ca_claims != sw_claims or fwd != bwd or len(hca_links) != ca_claims
+            or not hcas.keys().isdisjoint(switches.keys())):
+        return False
+    for link in hca_links.values():
+        if link[0] not in switches:
+            return False
+    _aggregation(g)
+    return True
 
 
 def _aggregation(g: FabricGraph) -> None:
@@ -347,12 +361,7 @@ def _ports(box: list[str], source: str) -> FabricGraph | None:
                 else:
                     bwd += 1
                     acc_sw -= hash((rguid, rp, guid, p))
-    if (acc_ca or acc_sw or ca_claims != sw_claims or fwd != bwd or len(hca_links) != ca_claims
-            or not hcas.keys().isdisjoint(switches.keys())):
+    if not _consistent(g, acc_ca or acc_sw, ca_claims, sw_claims, fwd, bwd):
         return None
-    for link in hca_links.values():
-        if link[0] not in switches:
-            return None
-    _aggregation(g)
     return g
 
