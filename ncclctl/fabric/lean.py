@@ -263,15 +263,28 @@ _PLINE = re.compile(
 
 
 def _ports(box: list[str], source: str) -> FabricGraph | None:
+    """One pass: ``ibnetdiscover -p`` lists each node's ports on consecutive lines, so each line goes straight into
+    the graph and a node is finished when the next one starts. A node whose lines are not consecutive takes the
+    general path (which groups them)."""
     text = box.pop()
     if not text.endswith("\n"):
         text += "\n"
-    by_guid: dict[str, list] = {}  # guid -> [kind, guid, nports, desc, lid, line, ports, unlinked ports]
-    norm: dict = {}  # raw GUID -> its normalised string; width + speed -> (width, speed)
+    g = FabricGraph(source=source, kind="ibnetdiscover-ports")
+    hcas = g.hcas
+    switches = g.switches
+    hca_links = g.hca_links
+    switch_links = g.switch_links
+    ca_claims = sw_claims = fwd = bwd = 0
+    acc_ca = acc_sw = 0
+    norm: dict = {}  # raw GUID -> its normalised string; width + speed -> (width, speed, rate)
     kinds = _KIND
     lanes = LANE_GBPS
     ints: dict[str, int] = {str(i): i for i in range(257)}
     findall = _PLINE.findall
+    # the open node: [kind, guid, nports, desc, lid, line, unlinked ports]
+    cur: list | None = None
+    cur_guid = None
+    is_ca = False
     line = 0
     i, n = 1, len(text)  # text[0] is the "\n" put before the first line
     while i < n:  # about 1 MB at a time: all the records of a large file at once would take more memory than it
@@ -290,78 +303,76 @@ def _ports(box: list[str], source: str) -> FabricGraph | None:
                 return None
             if width == "??":
                 width = None
-            wsp = norm.get(width + speed) if width and speed else None  # one object per distinct text
-            if wsp is None and width and speed:
-                wsp = norm[width + speed] = (width, speed)
-            if wsp is not None:
-                width, speed = wsp
-            g = norm.get(guid)
-            if g is None:
-                g = norm[guid] = guid.lower().rjust(16, "0")
-            entry = by_guid.get(g)
-            if entry is None:
-                entry = by_guid[g] = [kinds[kind], g, 0, ldesc or udesc or "", int(lid), line, [], []]
-            elif not entry[3] and (ldesc or udesc):
-                entry[3] = ldesc or udesc
+            gd = norm.get(guid)
+            if gd is None:
+                gd = norm[guid] = guid.lower().rjust(16, "0")
+            if gd is not cur_guid:
+                if cur is not None:
+                    _finish_node(g, cur)
+                if gd in hcas or gd in switches:
+                    return None  # its lines are not consecutive
+                cur = [kinds[kind], gd, 0, ldesc or udesc or "", int(lid), line, []]
+                cur_guid = gd
+                is_ca = cur[0] == "ca"
+            elif not cur[3] and (ldesc or udesc):
+                cur[3] = ldesc or udesc
             p = ints.get(port)
             if p is None:
                 p = ints[port] = int(port)
-            if p > entry[2]:
-                entry[2] = p
-            if rkind:
+            if p > cur[2]:
+                cur[2] = p
+            if not rkind:
+                cur[6].append(p)
+                continue
+            rp = ints.get(rport)
+            if rp is None:
+                rp = ints[rport] = int(rport)
+            if width and speed:
+                wsp = norm.get(width + speed)  # one (width, speed, rate) per distinct text
+                if wsp is None:
+                    wsp = norm[width + speed] = (width, speed, _rate(width, speed))
+                w, sp, rate = wsp
+            else:
+                w, sp, rate = width, speed, None
+            if is_ca:
+                if rkind == "CA":
+                    return None
                 rg = norm.get(rguid)
                 if rg is None:
                     rg = norm[rguid] = rguid.lower().rjust(16, "0")
-                rp = ints.get(rport)
-                if rp is None:
-                    rp = ints[rport] = int(rport)
-                entry[6].append((p, kinds[rkind], rg, rp, width, speed, line))
-            else:
-                entry[7].append(p)
-    del text
-    if not by_guid:
-        return None
-    g = FabricGraph(source=source, kind="ibnetdiscover-ports")
-    hcas = g.hcas
-    switches = g.switches
-    hca_links = g.hca_links
-    switch_links = g.switch_links
-    ca_claims = sw_claims = fwd = bwd = 0
-    acc_ca = acc_sw = 0
-    rates: dict = {}
-    for nkind, guid, nports, desc, lid, nline, ports, unlinked in by_guid.values():
-        if nkind == "ca":
-            hcas[guid] = (desc, tuple(sorted(set(unlinked))) if unlinked else (), nline)
-            for p, rk, rguid, rp, w, sp, line in ports:
-                if rk == "ca":
-                    return None
                 ca_claims += 1
-                acc_ca += hash((guid, p, rguid, rp))
-                key = (w, sp)
-                try:
-                    rate = rates[key]
-                except KeyError:
-                    rate = rates[key] = _rate(w, sp)
-                hca_links[(guid, p)] = (rguid, rp, w, sp, rate, line)
-        else:
-            switches[guid] = Switch(guid=guid, desc=desc, nports=nports, line=nline, lid=lid, kind=nkind)
-            for p, rk, rguid, rp, w, sp, line in ports:
-                if rk == "ca":
+                acc_ca += hash((gd, p, rg, rp))
+                if (gd, p) in hca_links:
+                    return None  # a port listed twice
+                hca_links[(gd, p)] = (rg, rp, w, sp, rate, line)
+            else:
+                rg = norm.get(rguid)
+                if rg is None:
+                    rg = norm[rguid] = rguid.lower().rjust(16, "0")
+                if rkind == "CA":
                     sw_claims += 1
-                    acc_ca -= hash((rguid, rp, guid, p))
-                elif guid < rguid or (guid == rguid and p < rp):
+                    acc_ca -= hash((rg, rp, gd, p))
+                elif gd < rg or (gd == rg and p < rp):
                     fwd += 1
-                    acc_sw += hash((guid, p, rguid, rp))
-                    key = (w, sp)
-                    try:
-                        rate = rates[key]
-                    except KeyError:
-                        rate = rates[key] = _rate(w, sp)
-                    switch_links.append((guid, p, rguid, rp, w, sp, rate, line))
+                    acc_sw += hash((gd, p, rg, rp))
+                    switch_links.append((gd, p, rg, rp, w, sp, rate, line))
                 else:
                     bwd += 1
-                    acc_sw -= hash((rguid, rp, guid, p))
+                    acc_sw -= hash((rg, rp, gd, p))
+    del text
+    if cur is None:
+        return None
+    _finish_node(g, cur)
     if not _consistent(g, acc_ca or acc_sw, ca_claims, sw_claims, fwd, bwd):
         return None
     return g
 
+
+def _finish_node(g: FabricGraph, node: list) -> None:
+    """A node of the ports form, once its last line is read: an HCA (ports known without a link: the unlinked
+    ones) or a switch."""
+    kind, guid, nports, desc, lid, line, unlinked = node
+    if kind == "ca":
+        g.hcas[guid] = (desc, tuple(sorted(set(unlinked))) if unlinked else (), line)
+    else:
+        g.switches[guid] = Switch(guid=guid, desc=desc, nports=nports, line=line, lid=lid, kind=kind)
