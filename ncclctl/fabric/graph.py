@@ -249,6 +249,13 @@ def parse_fabric_text(text: str, *, source: str):
 
 
 def load_fabric_file(path: str) -> FabricGraph:
+    # The lean reader first: plain ibnetdiscover output (the large case) straight into the graph; anything else
+    # (iblinkinfo, pasted or re-indented text, inconsistent links) by the general parser and builder below.
+    from ncclctl.fabric.lean import read_graph
+
+    g = read_graph(path)
+    if g is not None:
+        return g
     text = read_fabric_text(path)
     kind, fabric = parse_fabric_text(text, source=path)
     del text

@@ -1,0 +1,383 @@
+"""A lean reader: ``ibnetdiscover`` output straight into a :class:`~ncclctl.fabric.graph.FabricGraph`.
+
+The general path (:func:`ncclctl.parsers.ibnetdiscover.parse_ibnetdiscover`, then
+:func:`ncclctl.fabric.graph.from_fabric`) builds one ``FabricPort`` object per port and one ``FabricNode`` per
+node, then walks them again to build the graph: at 32,768 nodes x 8 rails that is two million objects and most of
+the run time. The fabric commands only need the graph, so this module reads the tool's exact layout with a few
+regular expressions applied to whole stretches of text (C loops, ``findall``) and fills the graph's dicts and
+lists directly: no object per port beyond the graph's own tuples.
+
+It is a fast path, never a second parser: it accepts only input in the tool's own layout (TABs where
+infiniband-diags writes them, no ``\\r``, only ASCII, no odd control characters, every link listed consistently
+from both ends, every node described once) and returns ``None`` for anything else, so the general path, with all
+its checks and findings, handles every other input. On what it accepts it builds the same graph, field for field
+and in the same order, as the general path's fast pass (``_from_fabric_fast``); ``tests/fabric/test_fabric_lean.py``
+compares the two on the synthetic fabrics (both forms, several sizes) and on every fixture.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import re
+
+from ncclctl.errors import InputError
+from ncclctl.fabric.graph import FabricGraph, Switch, _rate
+from ncclctl.parsers.ibnetdiscover import LANE_GBPS
+
+#: Characters some line splitters treat as line ends or that ``str.strip`` removes: input holding one takes the
+#: general path (so that both paths always see the same lines).
+_ODD = "\r\x0b\x0c\x1c\x1d\x1e\x1f\x00"
+
+# --- topology form --------------------------------------------------------------------------------------------
+# The text is read with a "\n" before every line (one is prepended), so that the patterns start with a literal
+# (the regex engine then skips to each line start with a fast scan). The node line, as the general parser's fast
+# pattern (_FAST_NODE) reads it:
+_NODE = re.compile(r'\n(Switch|Ca|Rt)\t([0-9]{1,9}) "[SHR]-([0-9a-f]{16})"\t\t# "([^"\t\n]*)"([^\t\n]*)(?![^\n])')
+# Link lines: exactly the general parser's _FAST_SW / _FAST_CA.
+_LINK_SW = re.compile(r'\n\[([0-9]{1,9})\]\t"([SHR])-([0-9a-f]{16})"\[([0-9]{1,9})\](?:\([0-9a-f]{1,16}\) )?\t\t# '
+                      r'"[^"\t\n]*" lid [0-9]{1,9} ([0-9]{1,2}x)(\w+)(?![^\n])')
+_LINK_CA = re.compile(r'\n\[([0-9]{1,9})\]\([0-9a-f]{1,16}\) \t"([SHR])-([0-9a-f]{16})"\[([0-9]{1,9})\]\t\t# '
+                      r'lid [0-9]{1,9} lmc [0-9]{1,9} "[^"\t\n]*" lid [0-9]{1,9} ([0-9]{1,2}x)(\w+)(?![^\n])')
+#: The link lines at the start of a block's body.
+_LINKS = re.compile(r"(?:\n\[[^\n]*)*")
+#: What may follow them up to the next node line: blank lines, comments, and attribute lines in the forms the
+#: general parser's fast path takes as they are (sysimgguid with a plain hex value).
+_REST = re.compile(r"(?:\n(?![^\n])|\n#[^\n]*|\n(?:vendid|devid|switchguid|caguid|rtguid)=[^\n]*"
+                   r"|\nsysimgguid=0x[0-9a-fA-F]+(?![^\n]))*")
+_SYSIMG = re.compile(r"\nsysimgguid=0x([0-9a-fA-F]+)(?![^\n])")
+_SW_EXTRA = re.compile(r"(?:(base|enhanced)\s+)?port\s+0\s+lid\s+(\d+)\s+lmc\s+(\d+)")
+_KIND = {"S": "switch", "H": "ca", "R": "router", "Switch": "switch", "Ca": "ca", "Rt": "router",
+         "SW": "switch", "CA": "ca", "RT": "router"}
+
+
+def read_graph(path: str) -> FabricGraph | None:
+    """The graph of the fabric file ``path``, or None when the file is anything but one tool's plain output in
+    ASCII (the general path then reads it; read_bytes takes regular files only, so reading it again is safe)."""
+    from ncclctl.fabric.graph import detect_kind
+    from ncclctl.inputs import read_bytes
+    from ncclctl.parsers._common import paste_text
+
+    data = read_bytes(path, "fabric")
+    if data is None or not data.isascii():
+        return None
+    text = data.decode("ascii")
+    del data
+    for c in _ODD:  # one fast scan per character (a character-class search would look at every character)
+        if c in text:
+            return None
+    if paste_text(text, ("ibnetdiscover", "iblinkinfo"))[1]:
+        return None  # a pasted capture (prompts, command echoes)
+    head = text[:65536]
+    try:  # the kind is read from the first meaningful line
+        kind = detect_kind(head[:head.rfind("\n") + 1] if len(text) > len(head) else head, source=path)
+    except InputError:
+        return None
+    # Every line with a "\n" before it (see _NODE); handed over in a list so that the reader can let it go.
+    box = ["\n" + text]
+    del text, head
+    if kind == "ibnetdiscover":
+        return _topology(box, path)
+    if kind == "ibnetdiscover-ports":
+        return _ports(box, path)
+    return None
+
+
+def _topology(box: list[str], source: str) -> FabricGraph | None:
+    parts = _NODE.split(box.pop())
+    # parts: [preamble, kind, nports, guid, desc, rest, body, kind, ...]
+    pre = parts[0]
+    tails = [pre]
+    g = FabricGraph(source=source, kind="ibnetdiscover")
+    hcas = g.hcas
+    switches = g.switches
+    hca_links = g.hca_links
+    switch_links = g.switch_links
+    lanes = LANE_GBPS
+    # One object per distinct GUID, width and speed text; port numbers -> ints; (width, speed) -> rate.
+    strs: dict[str, str] = {}
+    sget = strs.get
+    ints: dict[str, int] = {str(i): i for i in range(257)}
+    rates: dict[tuple[str, str], tuple[Any, Any, float | None]] = {}
+    port_lists: dict[int, tuple[int, ...]] = {}
+    sysimgs: list[tuple[str, str]] = []  # (CA guid, its system image GUID) where they differ
+    sysimg = _last_sysimg(pre) if "sysimgguid=" in pre else None
+    lineno = pre.count("\n")  # the line of the current node line, less one (the text starts with a "\n")
+    ca_claims = sw_claims = fwd = bwd = 0
+    acc_ca = acc_sw = 0
+    links_match = _LINKS.match
+    sw_findall = _LINK_SW.findall
+    ca_findall = _LINK_CA.findall
+    kinds = _KIND
+    for i in range(1, len(parts), 6):
+        nkind, nports_s, guid, desc, rest, body = parts[i:i + 6]
+        parts[i + 5] = None  # the body is read once: let it go
+        lineno += 1
+        nports = int(nports_s)
+        lm = links_match(body)
+        if lm is None:
+            return None
+        end = lm.end()
+        links = body[:end]
+        nlines = links.count("\n")
+        recs = (sw_findall if nkind == "Switch" else ca_findall)(links) if nlines else ()
+        if len(recs) != nlines:
+            return None
+        line = lineno + 1
+        if nkind == "Ca":
+            if guid in hcas or guid in switches:
+                return None
+            known = port_lists.get(nports)  # one tuple per port count, shared by the HCAs
+            if known is None:
+                known = port_lists[nports] = tuple(range(1, nports + 1))
+            hcas[guid] = (desc, known, lineno)
+            if sysimg is not None and sysimg != guid:
+                sysimgs.append((guid, sysimg))
+            for port, rk, rguid, rport, width, speed in recs:
+                if rk == "H" or speed not in lanes:
+                    return None
+                p = ints.get(port)
+                if p is None:
+                    p = ints[port] = int(port)
+                if nports and p > nports + 64:
+                    return None
+                rp = ints.get(rport)
+                if rp is None:
+                    rp = ints[rport] = int(rport)
+                r = sget(rguid)
+                if r is None:
+                    r = strs[rguid] = rguid
+                key = (width, speed)
+                try:
+                    w, sp, rate = rates[key]
+                except KeyError:
+                    w, sp, rate = rates[key] = (width, speed, _rate(width, speed))
+                ca_claims += 1
+                acc_ca += hash((guid, p, r, rp))
+                hca_links[(guid, p)] = (r, rp, w, sp, rate, line)
+                line += 1
+        else:
+            if guid in switches or guid in hcas:
+                return None
+            lid = None
+            if nkind == "Switch" and rest:
+                sm = _SW_EXTRA.search(rest)
+                lid = int(sm.group(2)) if sm else None
+            g_ = sget(guid)
+            if g_ is None:
+                g_ = strs[guid] = guid
+            guid = g_
+            switches[guid] = Switch(guid=guid, desc=desc, nports=nports, line=lineno, lid=lid, kind=kinds[nkind])
+            for port, rk, rguid, rport, width, speed in recs:
+                if speed not in lanes:
+                    return None
+                p = ints.get(port)
+                if p is None:
+                    p = ints[port] = int(port)
+                if nports and p > nports + 64:
+                    return None
+                rp = ints.get(rport)
+                if rp is None:
+                    rp = ints[rport] = int(rport)
+                if rk == "H":
+                    sw_claims += 1
+                    acc_ca -= hash((rguid, rp, guid, p))
+                elif guid < rguid or (guid == rguid and p < rp):
+                    fwd += 1
+                    acc_sw += hash((guid, p, rguid, rp))
+                    r = sget(rguid)
+                    if r is None:
+                        r = strs[rguid] = rguid
+                    key = (width, speed)
+                    try:
+                        w, sp, rate = rates[key]
+                    except KeyError:
+                        w, sp, rate = rates[key] = (width, speed, _rate(width, speed))
+                    switch_links.append((guid, p, r, rp, w, sp, rate, line))
+                else:
+                    bwd += 1
+                    acc_sw -= hash((rguid, rp, guid, p))
+                line += 1
+        lineno += body.count("\n")
+        if end < len(body):
+            tail = body[end:]
+            tails.append(tail)
+            k = tail.rfind("\nsysimgguid=0x")  # the last one wins; its form is checked with the tail's (_REST)
+            if k < 0:
+                sysimg = None
+            else:
+                e = tail.find("\n", k + 1)
+                sysimg = (tail[k + 14:e] if e >= 0 else tail[k + 14:]).lower().rjust(16, "0")
+        else:
+            sysimg = None
+    del parts
+    if not hcas and not switches:
+        return None  # no node: the general path says so
+    # Every tail is a run of whole lines, so the tails are all valid exactly when their concatenation is.
+    if _REST.fullmatch("".join(tails)) is None:
+        return None
+    del tails
+    if not _consistent(g, acc_ca or acc_sw, ca_claims, sw_claims, fwd, bwd):
+        return None
+    agg = g.aggregation
+    for guid, sysimg in sysimgs:
+        if sysimg in switches:
+            agg.add(guid)
+    return g
+
+
+def _last_sysimg(tail: str) -> str | None:
+    """The system image GUID a block's attribute lines give the next node (the last one wins), normalised."""
+    values = _SYSIMG.findall(tail)
+    return values[-1].lower().rjust(16, "0") if values else None  # none: the tail is refused (_REST)
+
+
+def _consistent(g: FabricGraph, hash_diff: int, ca_claims: int, sw_claims: int, fwd: int, bwd: int) -> bool:
+    """The checks of the general path's fast pass (``_from_fabric_fast``): both ends of every link agree (equal
+    counts and hash sums), no GUID is both an HCA and a switch, every HCA link ends at a known switch. When they
+    hold, the SHARP Aggregation Nodes named as such are marked."""
+    hcas, switches, hca_links = g.hcas, g.switches, g.hca_links
+    if (hash_diff or ca_claims != sw_claims or fwd != bwd or len(hca_links) != ca_claims
+            or not hcas.keys().isdisjoint(switches.keys())):
+        return False
+    for link in hca_links.values():
+        if link[0] not in switches:
+            return False
+    _aggregation(g)
+    return True
+
+
+def _aggregation(g: FabricGraph) -> None:
+    agg = g.aggregation
+    for guid, (desc, _ports, _line) in g.hcas.items():
+        if "Aggregation Node" in desc:
+            agg.add(guid)
+
+
+# --- ports form (-p) ------------------------------------------------------------------------------------------
+# The general parser's _PORTS on one raw line: "\s" narrowed to " " and TAB, every run and field bounded (descriptions
+# at 64 characters, the IB NodeDescription size) so that an
+# accepted line is always shorter than the parser's line limit (MAX_LINE, 1,024 characters).
+_W = r"[ \t]{1,30}"
+_PLINE = re.compile(
+    r"^[ \t]{0,30}(SW|CA|RT)" + _W + r"([0-9]{1,9})" + _W + r"([0-9]{1,9})" + _W + r"0x([0-9a-fA-F]{1,16})" + _W
+    + r"([0-9]{1,2}x|\?\?)" + _W + r"([A-Za-z0-9_]{1,10}|\?\?\?)"
+    r"(?:" + _W + r"-" + _W + r"(SW|CA|RT)" + _W + r"([0-9]{1,9})" + _W + r"([0-9]{1,9})" + _W
+    + r"0x([0-9a-fA-F]{1,16})" + _W + r"\([ \t]{0,30}'([^'\n]{0,64})'" + _W + r"-" + _W + r"'([^'\n]{0,64})'"
+    r"[ \t]{0,30}\)|[ \t]{1,64}'([^'\n]{0,64})')?[ \t]{0,30}$", re.M)
+
+
+def _ports(box: list[str], source: str) -> FabricGraph | None:
+    """One pass: ``ibnetdiscover -p`` lists each node's ports on consecutive lines, so each line goes straight into
+    the graph and a node is finished when the next one starts. A node whose lines are not consecutive takes the
+    general path (which groups them)."""
+    text = box.pop()
+    if not text.endswith("\n"):
+        text += "\n"
+    g = FabricGraph(source=source, kind="ibnetdiscover-ports")
+    hcas = g.hcas
+    switches = g.switches
+    hca_links = g.hca_links
+    switch_links = g.switch_links
+    ca_claims = sw_claims = fwd = bwd = 0
+    acc_ca = acc_sw = 0
+    norm: dict[str, Any] = {}  # raw GUID -> its normalised string; width + speed -> (width, speed, rate)
+    kinds = _KIND
+    lanes = LANE_GBPS
+    ints: dict[str, int] = {str(i): i for i in range(257)}
+    findall = _PLINE.findall
+    # the open node: [kind, guid, nports, desc, lid, line, unlinked ports]
+    cur: Any = None
+    cur_guid: Any = None
+    is_ca = False
+    line = 0
+    i, n = 1, len(text)  # text[0] is the "\n" put before the first line
+    while i < n:  # about 1 MB at a time: all the records of a large file at once would take more memory than it
+        j = text.find("\n", i + (1 << 20))
+        j = n if j < 0 else j + 1
+        chunk = text[i:j]
+        i = j
+        recs = findall(chunk)
+        if len(recs) != chunk.count("\n"):
+            return None  # a blank, comment or ibwarn line, or one in another layout: the general path
+        for kind, lid, port, guid, width, speed, rkind, rlid, rport, rguid, ldesc, rdesc, udesc in recs:
+            line += 1
+            if speed == "???":
+                speed = None
+            elif speed not in lanes:
+                return None
+            if width == "??":
+                width = None
+            gd = norm.get(guid)
+            if gd is None:
+                gd = norm[guid] = guid.lower().rjust(16, "0")
+            if gd is not cur_guid:
+                if cur is not None:
+                    _finish_node(g, cur)
+                if gd in hcas or gd in switches:
+                    return None  # its lines are not consecutive
+                cur = [kinds[kind], gd, 0, ldesc or udesc or "", int(lid), line, []]
+                cur_guid = gd
+                is_ca = cur[0] == "ca"
+            elif not cur[3] and (ldesc or udesc):
+                cur[3] = ldesc or udesc
+            p = ints.get(port)
+            if p is None:
+                p = ints[port] = int(port)
+            if p > cur[2]:
+                cur[2] = p
+            if not rkind:
+                cur[6].append(p)
+                continue
+            rp = ints.get(rport)
+            if rp is None:
+                rp = ints[rport] = int(rport)
+            if width and speed:
+                wsp = norm.get(width + speed)  # one (width, speed, rate) per distinct text
+                if wsp is None:
+                    wsp = norm[width + speed] = (width, speed, _rate(width, speed))
+                w, sp, rate = wsp
+            else:
+                w, sp, rate = width, speed, None
+            if is_ca:
+                if rkind == "CA":
+                    return None
+                rg = norm.get(rguid)
+                if rg is None:
+                    rg = norm[rguid] = rguid.lower().rjust(16, "0")
+                ca_claims += 1
+                acc_ca += hash((gd, p, rg, rp))
+                if (gd, p) in hca_links:
+                    return None  # a port listed twice
+                hca_links[(gd, p)] = (rg, rp, w, sp, rate, line)
+            else:
+                rg = norm.get(rguid)
+                if rg is None:
+                    rg = norm[rguid] = rguid.lower().rjust(16, "0")
+                if rkind == "CA":
+                    sw_claims += 1
+                    acc_ca -= hash((rg, rp, gd, p))
+                elif gd < rg or (gd == rg and p < rp):
+                    fwd += 1
+                    acc_sw += hash((gd, p, rg, rp))
+                    switch_links.append((gd, p, rg, rp, w, sp, rate, line))
+                else:
+                    bwd += 1
+                    acc_sw -= hash((rg, rp, gd, p))
+    del text
+    if cur is None:
+        return None
+    _finish_node(g, cur)
+    if not _consistent(g, acc_ca or acc_sw, ca_claims, sw_claims, fwd, bwd):
+        return None
+    return g
+
+
+def _finish_node(g: FabricGraph, node: list) -> None:
+    """A node of the ports form, once its last line is read: an HCA (ports known without a link: the unlinked
+    ones) or a switch."""
+    kind, guid, nports, desc, lid, line, unlinked = node
+    if kind == "ca":
+        g.hcas[guid] = (desc, tuple(sorted(set(unlinked))) if unlinked else (), line)
+    else:
+        g.switches[guid] = Switch(guid=guid, desc=desc, nports=nports, line=line, lid=lid, kind=kind)

@@ -1,0 +1,183 @@
+"""The lean fabric reader (ncclctl.fabric.lean) against the general path (parser + from_fabric).
+
+On every input the lean reader takes, the graph must be the general path's, field for field and in the same
+order, and so must every command's output built on it (fabric rails / order in every format); on every input it
+does not take, it must step aside (None) so the general path reads it. Synthetic fabrics at a few sizes in both
+ibnetdiscover forms, every fixture, and hostile variants (CRLF, re-indented lines, pasted prompts, inconsistent
+links, duplicate GUIDs, odd characters, blank lines in the ports form...)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ncclctl.fabric import graph as G
+from ncclctl.fabric import lean
+from ncclctl.fabric.synth import SynthSpec, as_form, synth
+
+REPO = Path(__file__).resolve().parents[2]
+FABRIC_FIXTURES = sorted([*(REPO / "fixtures" / "fabric").rglob("*.txt"), *(REPO / "fixtures" / "outputs").glob("ib*.txt")])
+FABRIC_FIXTURES = [p for p in FABRIC_FIXTURES if p.name.startswith(("ibnetdiscover", "iblinkinfo")) or "quirks" in p.parts]
+
+
+def state(g: G.FabricGraph):
+    return (g.source, g.kind, [(k, vars(v)) for k, v in g.switches.items()], list(g.hcas.items()),
+            list(g.hca_links.items()), g.switch_links, g.other_links, list(g.direct.items()),
+            [repr(f) for f in g.findings], list(g.aggregation))
+
+
+def general(path: str) -> G.FabricGraph:
+    text = G.read_fabric_text(path)
+    kind, fabric = G.parse_fabric_text(text, source=path)
+    return G.from_fabric(fabric, source=path, kind=kind)
+
+
+def outputs(path: str, monkeypatch, use_lean: bool) -> list[str]:
+    """fabric rails (json) and fabric order (every format) on ``path``, with or without the lean reader."""
+    from ncclctl.fabric import order as fo
+    from ncclctl.fabric.layout import analyze
+    from ncclctl.fabric.sources import load_input
+
+    with monkeypatch.context() as m:
+        if not use_lean:
+            m.setattr(lean, "read_graph", lambda path: None)
+        lay = analyze(load_input(path, None))
+    o = fo.plan_order(lay, slots=fo.default_slots(lay))
+    out = [json.dumps([(f.rule, f.severity.value, f.message, f.line, f.host) for f in lay.findings])]
+    out += [fo.render_order(o, lay, fmt) for fmt in ("text", "hostfile", "slurm", "slurm-block", "json")]
+    return out
+
+
+SIZES = [
+    SynthSpec(nodes=64, rails=8),
+    SynthSpec(nodes=300, rails=8, miscable=3, down=3, seed=2, host_order="interleaved"),
+    SynthSpec(nodes=1024, rails=8, miscable=10, down=10, seed=1, host_order="interleaved"),
+    SynthSpec(nodes=200, rails=4, group=16, miscable=2, down=5, seed=3),
+]
+
+
+@pytest.mark.parametrize("form", ["ibnetdiscover", "ibnetdiscover-p"])
+@pytest.mark.parametrize("spec", SIZES, ids=lambda s: f"{s.nodes}x{s.rails}")
+def test_synthetic_fabric_same_graph_and_output(tmp_path, monkeypatch, spec, form):
+    text = synth(spec).text
+    path = tmp_path / "fabric.txt"
+    path.write_text(text if form == "ibnetdiscover" else as_form(text, form))
+    g = lean.read_graph(str(path))
+    assert g is not None, "the lean reader should take the tool's own layout"
+    assert state(g) == state(general(str(path)))
+    assert outputs(str(path), monkeypatch, True) == outputs(str(path), monkeypatch, False)
+
+
+@pytest.mark.parametrize("path", FABRIC_FIXTURES, ids=lambda p: str(p.relative_to(REPO)))
+def test_fixture_same_graph(path):
+    g = lean.read_graph(str(path))
+    if g is not None:
+        assert state(g) == state(general(str(path)))
+    assert state(G.load_fabric_file(str(path))) == state(general(str(path)))
+
+
+def _topo() -> str:
+    return synth(SynthSpec(nodes=40, rails=4, group=8, miscable=1, down=1, seed=5)).text
+
+
+def _first(text: str, prefix: str) -> int:
+    return next(i for i, ln in enumerate(text.split("\n")) if ln.startswith(prefix))
+
+
+def _edit_line(text: str, prefix: str, fn) -> str:
+    lines = text.split("\n")
+    i = _first(text, prefix)
+    lines[i] = fn(lines[i])
+    return "\n".join(lines)
+
+
+# (name, text builder): inputs the lean reader must leave to the general path.
+HOSTILE = [
+    ("crlf", lambda: _topo().replace("\n", "\r\n")),
+    ("spaces-for-tabs", lambda: _topo().replace("\t", "    ")),
+    ("pasted-prompt", lambda: "user@login01:~$ sudo ibnetdiscover\n" + _topo() + "user@login01:~$ \n"),
+    ("comment-between-links", lambda: _edit_line(_topo(), "[2]", lambda s: "# a note\n" + s)),
+    ("blank-between-links", lambda: _edit_line(_topo(), "[2]", lambda s: "\n" + s)),
+    ("ibwarn-line", lambda: "ibwarn: [1234] mad_rpc: _do_madrpc failed\n" + _topo()),
+    ("non-ascii-desc", lambda: _topo().replace("node00001 mlx5_0", "nöde00001 mlx5_0")),
+    ("vertical-tab", lambda: _topo().replace("\n\n", "\n\x0b\n", 1)),
+    ("nul-byte", lambda: _topo().replace("\n\n", "\n\x00\n", 1)),
+    ("one-end-differs", lambda: _edit_line(_topo(), "[1](", lambda s: s.replace('"[1]', '"[2]', 1))),
+    ("duplicate-guid", lambda: _topo() + "\n" + _topo()[_topo().index("vendid=0x2c9\ndevid=0x1021"):]),
+    ("trailing-space-on-link", lambda: _edit_line(_topo(), "[3]", lambda s: s + " ")),
+    ("unknown-speed", lambda: _topo().replace("4xNDR", "4xQQR")),
+    ("link-before-node", lambda: "[1]\t\"S-0000000000000001\"[1]\t\t# \"x\" lid 1 4xNDR\n" + _topo()),
+    ("sysimg-with-paren", lambda: _topo().replace("sysimgguid=0x", "sysimgguid=(0x", 1)),
+    ("port-beyond-node", lambda: _edit_line(_topo(), "[1](", lambda s: "[99" + s[2:])),
+    ("empty", lambda: ""),
+    ("only-comments", lambda: "#\n# nothing\n"),
+    ("garbage", lambda: "hello world\n"),
+]
+HOSTILE_P = [
+    ("p-blank-line", lambda t: t.replace("\n", "\n\n", 1)),
+    ("p-comment", lambda t: "# ports\n" + t),
+    ("p-quote-in-desc", lambda t: t.replace("node00001 mlx5_0", "node00001's mlx5_0")),
+    ("p-long-desc", lambda t: t.replace("node00001 mlx5_0", "n" * 70)),
+    ("p-wide-spaces", lambda t: t.replace(" - ", " " * 40 + "-" + " " * 40, 1)),
+    ("p-unknown-speed", lambda t: t.replace(" NDR ", " QQR ", 1)),
+    ("p-crlf", lambda t: t.replace("\n", "\r\n")),
+    ("p-ca-to-ca", lambda t: t.replace("- SW", "- CA", 1)),
+]
+
+
+def _check_fallback(tmp_path, text: str) -> None:
+    path = tmp_path / "fabric.txt"
+    path.write_bytes(text.encode())
+    assert lean.read_graph(str(path)) is None
+    try:
+        want = state(general(str(path)))
+    except Exception as exc:  # the general path refuses it: so must loading
+        with pytest.raises(type(exc)):
+            G.load_fabric_file(str(path))
+        return
+    assert state(G.load_fabric_file(str(path))) == want
+
+
+@pytest.mark.parametrize("name,build", HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_hostile_topology_goes_to_general_path(tmp_path, name, build):
+    _check_fallback(tmp_path, build())
+
+
+@pytest.mark.parametrize("name,edit", HOSTILE_P, ids=[h[0] for h in HOSTILE_P])
+def test_hostile_ports_form_goes_to_general_path(tmp_path, name, edit):
+    _check_fallback(tmp_path, edit(as_form(_topo(), "ibnetdiscover-p")))
+
+
+def test_no_trailing_newline_and_router_and_aggregation_node(tmp_path, monkeypatch):
+    """Accepted variants: no newline at the end; a SHARP Aggregation Node CA inside a switch (its sysimgguid is
+    the switch's GUID) is marked as one, as the general path marks it."""
+    text = _topo()
+    sw = text.index("switchguid=0x")
+    sw_guid = text[sw + 13:sw + 29]
+    ca = text.index("vendid=0x2c9\ndevid=0x1021\nsysimgguid=0x")
+    start = ca + len("vendid=0x2c9\ndevid=0x1021\nsysimgguid=0x")
+    text = text[:start] + sw_guid + text[start + 16:]
+    path = tmp_path / "fabric.txt"
+    path.write_text(text.rstrip("\n"))
+    g = lean.read_graph(str(path))
+    assert g is not None and g.aggregation
+    assert state(g) == state(general(str(path)))
+    assert outputs(str(path), monkeypatch, True) == outputs(str(path), monkeypatch, False)
+
+
+def test_cli_order_slurm_same_with_and_without_lean(tmp_path, cli):
+    """Through the CLI: the same bytes as the general path (NCCLCTL has no switch for it; the general path is
+    forced by a CRLF copy of the same fabric, which the lean reader leaves alone)."""
+    text = synth(SynthSpec(nodes=256, rails=8, miscable=2, down=2, host_order="interleaved")).text
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a, b = tmp_path / "a" / "fabric.txt", tmp_path / "b" / "fabric.txt"
+    a.write_text(text)
+    b.write_bytes(text.replace("\n", "\r\n").encode())
+    assert lean.read_graph(str(a)) is not None and lean.read_graph(str(b)) is None
+    ra = cli("fabric", "order", str(a), "-f", "slurm")
+    rb = cli("fabric", "order", str(b), "-f", "slurm")
+    assert ra.returncode == rb.returncode == 0
+    assert ra.stdout.replace("/a/", "/b/") == rb.stdout and "SwitchName=" in ra.stdout
