@@ -697,19 +697,25 @@ class _Builder:
             for sub in reversed(n.subs):
                 stack.append((sub, nb))
 
+    def _link_owner(self, n: X, busid: str | None, what: str) -> Node | None:
+        """The DEV node an ``<nvlink>``/``<c2c>`` belongs to (``ncclTopoGetGpuDevNode``); None when NCCL skips the
+        element (not the DEV's primary GPU, or a GPU not in the job). A kept GPU without its DEV stops NCCL."""
+        xg = n.parent
+        assert xg is not None
+        if not self._primary(xg):
+            return None
+        devnode = self._gpu_dev(xg, busid, 0)
+        if devnode is None and xg.get("rank") is not None:
+            raise InputError(f"{what} error: could not find the GPU {busid} (NCCL stops)")
+        return devnode
+
     def add_nvlinks(self, top: X) -> None:
         def visit(n: X, busid: str | None) -> bool:
             if n.name != "nvlink":
                 return False
-            xg = n.parent
-            assert xg is not None
-            if not self._primary(xg):
-                return True
-            devnode = self._gpu_dev(xg, busid, 0)
+            devnode = self._link_owner(n, busid, "NVLink")
             if devnode is None:
-                if xg.get("rank") is None:
-                    return True
-                raise InputError(f"NVLink error: could not find the GPU {busid} (NCCL stops)")
+                return True
             local = len(self._dev_nodes(devnode.id))
             count = _int(n, "count")
             tclass = n.get("tclass")
@@ -746,15 +752,9 @@ class _Builder:
         def visit(n: X, busid: str | None) -> bool:
             if n.name != "c2c":
                 return False
-            xg = n.parent
-            assert xg is not None
-            if not self._primary(xg):
-                return True
-            devnode = self._gpu_dev(xg, busid, 0)
+            devnode = self._link_owner(n, busid, "C2C")
             if devnode is None:
-                if xg.get("rank") is None:
-                    return True
-                raise InputError(f"C2C error: could not find the GPU {busid} (NCCL stops)")
+                return True
             sibs = len(self._dev_nodes(devnode.id))
             c2c_bw = f32(_int(n, "bw") * _int(n, "count") / 1000.0)
             cpu = _find_local_cpu(devnode)
