@@ -1,6 +1,6 @@
 """GPUDirect RDMA rules: is there any way for the NIC to reach GPU memory (host-facts.md 6, 7.12)?
 
-NCCL's IB plugin advertises GPU pointers to the core in two ways (src/transport/net_ib/gdr.cc, init.cc):
+The decision itself lives in :mod:`ncclctl.nccl.gdr` (shared with ``topo predict``). NCCL's IB plugin advertises GPU pointers to the core in two ways (src/transport/net_ib/gdr.cc, init.cc):
 ``NCCL_PTR_CUDA`` when a peer-memory client is registered (any of the files in ``PEERMEM_FILES`` exists), and
 ``NCCL_PTR_DMABUF`` when ``ibv_reg_dmabuf_mr`` is supported by the kernel. The core uses DMA-BUF only when
 NCCL_DMABUF_ENABLE (default 1) is on, the CUDA driver is >= 11.7 and the GPU reports
@@ -11,101 +11,17 @@ CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED (src/init.cc ``dmaBufSupported``), which n
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
 from typing import Iterable
 
 from ncclctl.findings import Severity
 from ncclctl.lint.context import Ctx, rdma_nics
 from ncclctl.registry import Hit, rule
 from ncclctl.model import Node
-from ncclctl.nccl.settings import Resolved, resolve
+from ncclctl.nccl.gdr import PEERMEM_FILES, dmabuf
 
 E = Severity.ERROR
 W = Severity.WARNING
 I = Severity.INFO  # noqa: E741
-
-#: What NCCL checks for a peer-memory client (gdr.cc ibGdrSupportInitOnce).
-PEERMEM_FILES = ("/sys/kernel/mm/memory_peers/nv_mem/version", "/sys/kernel/mm/memory_peers/nv_mem_nc/version",
-                 "/sys/module/nvidia_peermem/version")
-
-MIN_KERNEL = (5, 12)  # RDMA dma-buf (ib_umem_dmabuf, ibv_reg_dmabuf_mr) merged in Linux 5.12
-MIN_CUDA = 11070  # src/init.cc: cudaDriverVersion < 11070 -> no DMA-BUF
-MIN_DRIVER = 515  # first driver branch with DMA-BUF export in the open kernel modules (CUDA 11.7)
-MIN_SM = 75  # the open kernel modules (and DMA-BUF) support Turing and newer
-
-
-def kernel_version(release: str | None) -> tuple[int, int] | None:
-    m = re.match(r"(\d+)\.(\d+)", release or "")
-    return (int(m.group(1)), int(m.group(2))) if m else None
-
-
-def driver_major(version: str | None) -> int | None:
-    m = re.match(r"(\d+)\.", version or "")
-    return int(m.group(1)) if m else None
-
-
-@dataclass
-class DmaBuf:
-    """Whether NCCL can use DMA-BUF for GPUDirect RDMA here: each condition is met, failed or unknown."""
-
-    met: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-    unknown: list[str] = field(default_factory=list)
-    fixes: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.failed and not self.unknown
-
-
-def dmabuf(node: Node, nccl: Resolved | None = None) -> DmaBuf:
-    """``nccl``: the node's NCCL settings when the caller has them (``ctx.nccl``)."""
-    f = node.facts
-    d = DmaBuf()
-    nccl = resolve(node) if nccl is None else nccl
-    raw = nccl.value("NCCL_DMABUF_ENABLE")
-    if nccl.int("NCCL_DMABUF_ENABLE", 1) == 0:  # NCCL_PARAM: empty or out of range keeps the default 1
-        d.failed.append(f"NCCL_DMABUF_ENABLE={raw} turns DMA-BUF off")
-        d.fixes.append("remove NCCL_DMABUF_ENABLE=0 from the environment / nccl.conf")
-    if f.nvidia_module == "open":
-        d.met.append("NVIDIA open kernel module")
-    elif f.nvidia_module == "proprietary":
-        d.failed.append("the proprietary NVIDIA kernel module is loaded, and DMA-BUF export needs the open modules")
-        d.fixes.append("install the open GPU kernel modules of the same driver (e.g. nvidia-driver-<branch>-open, "
-                       "or the .run installer with -m=kernel-open)")
-    else:
-        d.unknown.append("NVIDIA kernel module flavour (no /proc/driver/nvidia/version)")
-    kv = kernel_version(f.kernel)
-    if kv is None:
-        d.unknown.append("kernel version")
-    elif kv >= MIN_KERNEL:
-        d.met.append(f"kernel {f.kernel} >= 5.12")
-    else:
-        d.failed.append(f"kernel {f.kernel} is older than 5.12 (no RDMA dma-buf support: ibv_reg_dmabuf_mr fails "
-                        f"with EOPNOTSUPP)")
-        d.fixes.append("move to a kernel >= 5.12 with rdma-core >= 34")
-    if f.cuda_driver_version is not None:
-        if f.cuda_driver_version >= MIN_CUDA:
-            d.met.append(f"CUDA driver {f.cuda_driver_version // 1000}.{f.cuda_driver_version % 1000 // 10} >= 11.7")
-        else:
-            d.failed.append(f"CUDA driver {f.cuda_driver_version // 1000}.{f.cuda_driver_version % 1000 // 10} is "
-                            f"older than 11.7")
-            d.fixes.append("upgrade the NVIDIA driver to R515 or newer")
-    else:
-        major = driver_major(f.driver_version)
-        if major is None:
-            d.unknown.append("NVIDIA driver version")
-        elif major >= MIN_DRIVER:
-            d.met.append(f"driver {f.driver_version} >= R515")
-        else:
-            d.failed.append(f"driver {f.driver_version} is older than R515")
-            d.fixes.append("upgrade the NVIDIA driver to R515 or newer")
-    old = sorted(g.index for g in node.gpus if g.sm is not None and g.sm < MIN_SM)
-    if old:
-        d.failed.append("GPU" + ", GPU".join(map(str, old)) + " predate Turing (sm < 75): no DMA-BUF")
-    return d
-
 
 def _applies(node: Node) -> bool:
     return bool(node.gpus) and bool(rdma_nics(node))
@@ -141,7 +57,7 @@ def no_gdr(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     d = dmabuf(node, ctx.nccl)
     if d.ok:
         return  # DMA-BUF works (GDR002 says so)
-    evidence = ["no peer-memory file: " + ", ".join(PEERMEM_FILES)]
+    evidence = ["no peer-memory file: " + ", ".join(f for _, f in PEERMEM_FILES)]
     if "nvidia_peermem" in node.facts.modules:
         evidence.append("/proc/modules lists nvidia_peermem but /sys/module/nvidia_peermem/version is missing")
     evidence += [f"DMA-BUF: {m}" for m in d.met]
@@ -187,4 +103,4 @@ def gdr_dmabuf_only(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     yield Hit(ctx.host,
               f"no peer-memory module is loaded; GPUDirect RDMA for {_nic_list(node)} relies on DMA-BUF "
               f"({', '.join(d.met)})",
-              evidence=tuple(f"DMA-BUF: {m}" for m in d.met) + ("no peer-memory file: " + ", ".join(PEERMEM_FILES),))
+              evidence=tuple(f"DMA-BUF: {m}" for m in d.met) + ("no peer-memory file: " + ", ".join(f for _, f in PEERMEM_FILES),))

@@ -385,21 +385,6 @@ def parse_env(pairs: list[str] | None) -> dict[str, str]:
     return out
 
 
-def gdr_from_node(node) -> tuple[bool, str]:
-    """Whether NCCL's IB plugin reports GPU pointers (``NCCL_PTR_CUDA`` via a peer-memory client, or DMA-BUF)."""
-    from ncclctl.lint.rules_gdr import dmabuf
-
-    if node.facts.peermem:
-        return True, f"peer-memory client present ({', '.join(node.facts.peermem)})"
-    d = dmabuf(node)
-    if d.ok:
-        return True, "DMA-BUF usable: " + ", ".join(d.met)
-    if d.failed:
-        return False, "no peer-memory module and no DMA-BUF: " + "; ".join(d.failed)
-    return True, ("no peer-memory module; DMA-BUF assumed usable although " + ", ".join(d.unknown)
-                  + " could not be checked")
-
-
 def inputs_for_node(node, *, nodes: int, env: dict[str, str], version: Version, gdr: str,
                     source: str) -> tuple[bytes, Inputs, frozenset[tuple[str, int]]]:
     """The topology bytes NCCL would read on ``node`` (its NCCL_TOPO_FILE, else what NCCL detects, which is what
@@ -431,6 +416,8 @@ def inputs_for_node(node, *, nodes: int, env: dict[str, str], version: Version, 
                          "host: predicted from the detected hardware")
         data = generate_for(node, nccl_version=version)[0]
     if gdr == "auto":
+        from ncclctl.nccl.gdr import gdr_from_node
+
         on, why = gdr_from_node(node)
     else:
         on, why = gdr == "on", f"--gdr {gdr}"

@@ -28,11 +28,6 @@ D = TypeVar("D", bound="DataclassInstance")
 #: PCI classes the model keeps (prefix match on the sysfs class string).
 KEEP_CLASSES = ("0x03", "0x02", "0x068000", "0x080100")
 
-PEERMEM_FILES = (
-    ("nvidia_peermem", "/sys/module/nvidia_peermem/version"),
-    ("nv_mem", "/sys/kernel/mm/memory_peers/nv_mem/version"),
-    ("nv_mem_nc", "/sys/kernel/mm/memory_peers/nv_mem_nc/version"),
-)
 
 _NVLINK_REMOTE = {0: "gpu", 1: "cpu", 2: "nvswitch"}
 #: NVML answers that mean "this GPU or driver has no such feature", not "could not be read".
@@ -735,6 +730,8 @@ class _Probe:
         nvidia_module = None
         if version_text:
             nvidia_module = "open" if "Open Kernel Module" in version_text else "proprietary"
+        from ncclctl.nccl.gdr import PEERMEM_FILES
+
         peermem = tuple(name for name, path in PEERMEM_FILES if host.exists(path))
         iommu_units = tuple(host.listdir("/sys/class/iommu"))
         groups = sorted({d.iommu_group for d in pci.values() if d.iommu_group is not None and d.role == "endpoint"})

@@ -14,15 +14,34 @@ in docstrings and messages refer to it.
 
 from __future__ import annotations
 
-from ncclctl.topo.ncclxml import (
-    IgnoredElement,
-    ParseResult,
-    XmlDiagnostic,
-    XmlNode,
-    parse_nccl_xml,
-    sniff_kind,
-)
-from ncclctl.topo.validate import validate_file, validate_graph, validate_topology
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ncclctl.topo.ncclxml import (IgnoredElement, ParseResult, XmlDiagnostic, XmlNode, parse_nccl_xml,
+                                      sniff_kind)
+    from ncclctl.topo.validate import validate_file, validate_graph, validate_topology
+
+# The names below load on first use (PEP 562): importing one submodule (generate, ncclxml) must not import the
+# validator, the rule registry and the findings machinery with it (start-up time of `topo predict`).
+_LAZY = {
+    "IgnoredElement": "ncclctl.topo.ncclxml", "ParseResult": "ncclctl.topo.ncclxml",
+    "XmlDiagnostic": "ncclctl.topo.ncclxml", "XmlNode": "ncclctl.topo.ncclxml",
+    "parse_nccl_xml": "ncclctl.topo.ncclxml", "sniff_kind": "ncclctl.topo.ncclxml",
+    "validate_file": "ncclctl.topo.validate", "validate_graph": "ncclctl.topo.validate",
+    "validate_topology": "ncclctl.topo.validate",
+}
+
+
+def __getattr__(name: str) -> Any:
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'ncclctl.topo' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(mod), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "IgnoredElement",

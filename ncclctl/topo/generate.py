@@ -567,9 +567,12 @@ def generate_for(node: Node, *, nccl_version: Version = DEFAULT, minimal: bool =
     """``ncclctl topo generate``: the file for ``node`` with the layout chosen from ``spec`` (a YAML file read
     through the input door), ``profile``, or, on a flat-PCIe VM, the ``pairs`` profile. ``(bytes, layout or None for
     bare metal, a note for the user or None)``."""
-    from ncclctl.plan.railids import emit_note, written
+    if rail_ids is not None:
+        from ncclctl.plan.railids import emit_note, written
 
-    ids = written(rail_ids, nccl_version)
+        ids = written(rail_ids, nccl_version)
+    else:
+        ids = None
     opts = Options(nccl_version=nccl_version, minimal=minimal, nics=nics,
                    rail_ids=tuple((k, v.rail, v.plane) for k, v in sorted(ids.ids.items())) if ids else ())
     layout, message = None, None

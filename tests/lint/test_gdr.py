@@ -10,7 +10,7 @@ import pytest
 from conftest import HOSTS, run_cli
 
 from ncclctl.registry import all_rules
-from ncclctl.lint.rules_gdr import dmabuf, driver_major, kernel_version
+from ncclctl.nccl.gdr import dmabuf, driver_major, kernel_version
 
 from .family import assert_host, assert_pinned, family_lint, node
 

@@ -19,7 +19,7 @@ import pytest
 from conftest import HOSTS
 from ncclctl.lint.context import Ctx
 from ncclctl.lint.engine import Config, run
-from ncclctl.lint.rules_gdr import dmabuf
+from ncclctl.nccl.gdr import dmabuf
 from ncclctl.lint.rules_pcie import gdr_level, user_level
 from ncclctl.lint.rules_roce import select_gid
 from ncclctl.model import Gid
