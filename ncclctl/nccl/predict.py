@@ -90,7 +90,7 @@ class Prediction:
 
 
 def predict_xml(data: bytes, *, inputs: Inputs, down: frozenset[tuple[str, int]] = frozenset(),
-                path: str | None = None) -> Prediction:
+                path: str | None = None, channels: bool = True) -> Prediction:
     """NCCL's view of a node from a topology file's bytes."""
     from ncclctl.errors import InputError
     from ncclctl.topo.ncclxml import parse_nccl_xml
@@ -103,13 +103,15 @@ def predict_xml(data: bytes, *, inputs: Inputs, down: frozenset[tuple[str, int]]
     if res.root is None or res.root.name != "system":
         raise InputError("not a topology file (no <system> root)", path=path,
                          fix="give the NCCL_TOPO_FILE (rings validate checks graph files)")
-    return predict_tree(res.root, inputs=inputs, down=down, path=path)
+    return predict_tree(res.root, inputs=inputs, down=down, path=path, channels=channels)
 
 
 def predict_tree(root, *, inputs: Inputs, down: frozenset[tuple[str, int]] = frozenset(),
-                 path: str | None = None) -> Prediction:
+                 path: str | None = None, channels: bool = True) -> Prediction:
     """NCCL's view of a node from a topology tree NCCL's reader accepted (``root``: the ``<system>`` node, or any
-    tree with the same ``name``/``attrs``/``children``). Raises InputError where NCCL stops."""
+    tree with the same ``name``/``attrs``/``children``). Raises InputError where NCCL stops. ``channels=False``
+    stops after the paths, the NETs each GPU uses and GPUDirect RDMA (no ring/tree search, connect or tuning:
+    what the file checks need, at a fraction of the cost)."""
     from ncclctl.errors import InputError
 
     params = Params(env=inputs.env, version=inputs.version)
@@ -145,7 +147,8 @@ def predict_tree(root, *, inputs: Inputs, down: frozenset[tuple[str, int]] = fro
         for i, net in enumerate(nets):
             gdr[(g.rank, net.name)] = (check_gdr(sysm, g.rank, i, 1), check_gdr(sysm, g.rank, i, 0))
     pred = Prediction(inputs=inputs, built=built, system=sysm, local_nets=local_nets, gdr=gdr, caveats=caveats)
-    _channels(pred)
+    if channels:
+        _channels(pred)
     return pred
 
 

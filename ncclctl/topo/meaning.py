@@ -169,16 +169,18 @@ def complete(root: XmlNode, *, names: Mapping[str, str] | None = None) -> tuple[
 
 def model(root: XmlNode, *, version: Version = DEFAULT, env: Mapping[str, str] | None = None, gdr: bool = True,
           names: Mapping[str, str] | None = None, nodes: int = 2,
-          down: frozenset[tuple[str, int]] = frozenset()) -> tuple["Prediction | None", Completion, str | None]:
+          down: frozenset[tuple[str, int]] = frozenset(), channels: bool = False,
+          completed: "tuple[_N, Completion] | None" = None) -> tuple["Prediction | None", Completion, str | None]:
     """NCCL's prediction for the completed file (a job of ``nodes`` nodes like this one), what was completed, and
-    why there is no prediction (NCCL would stop, or the file has no GPU) when there is none."""
+    why there is no prediction (NCCL would stop, or the file has no GPU) when there is none. Paths, the NETs each
+    GPU uses and GPUDirect RDMA only, unless ``channels`` (the ring/tree search, connect and tuning) is asked."""
     from ncclctl.errors import InputError
     from ncclctl.nccl.predict import Inputs, predict_tree
 
-    tree, comp = complete(root, names=names)
+    tree, comp = completed if completed is not None else complete(root, names=names)
     inputs = Inputs(source="file", nodes=nodes, env=dict(env or {}), gdr=gdr, version=version)
     try:
-        return predict_tree(tree, inputs=inputs, down=down), comp, None
+        return predict_tree(tree, inputs=inputs, down=down, channels=channels), comp, None
     except InputError as exc:
         return None, comp, exc.message
     except RuntimeError as exc:  # the model's "no reverse link": NCCL fails the same way
@@ -262,7 +264,11 @@ def flat_layout(res: ParseResult) -> list[tuple[str, str, XmlNode]]:
     root = res.root
     if root is None:
         return []
-    pred, comp, _ = model(root, version=res.version)
+    completed = complete(root)
+    virtual = [b for b in sorted(completed[1].endpoints) if on_root_bus(b)]
+    if not virtual:
+        return []  # a bare-metal layout: NCCL detects the same without the file (NTH030 compares with the host)
+    pred, comp, _ = model(root, version=res.version, completed=completed)
     if pred is None:
         return []
     rdma = _rdma_nets(pred, comp)
@@ -280,9 +286,6 @@ def flat_layout(res: ParseResult) -> list[tuple[str, str, XmlNode]]:
             why = why or u.why
     if not groups:
         return []
-    virtual = [b for b in sorted(comp.endpoints) if on_root_bus(b)]
-    if not virtual:
-        return []  # a bare-metal layout: NCCL detects the same without the file (NTH030 compares with the host)
     endpoints = [comp.endpoints[b] for b in sorted(comp.endpoints)]
     flat = all(e.parent is not None and e.parent.name == "cpu" for e in endpoints)
     shape = ("every GPU and NIC hangs directly off a <cpu>" if flat else "no GPU shares a PCI switch with a NIC")
@@ -320,7 +323,7 @@ def host_gdr_lost(res: ParseResult, node: "Node", path: str) -> list["Finding"]:
     from ncclctl.errors import InputError
 
     try:
-        host = predict_xml(generate_for(node, nccl_version=res.version)[0], inputs=inputs, down=down)
+        host = predict_xml(generate_for(node, nccl_version=res.version)[0], inputs=inputs, down=down, channels=False)
     except InputError:
         return []
     names: dict[str, str] = {}
