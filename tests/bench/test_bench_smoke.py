@@ -25,6 +25,7 @@ def test_bench_smoke_prints_every_figure(tmp_path: Path) -> None:
     assert header[:3] == ["figure", "wall", "peak"], out
     for needle in ("python -c pass (peer: bare start-up, same interpreter)", "ncclctl --version", "probe --root dgx-h100",
                    "topo generate --root dgx-h100", "topo validate dgx-h100.xml --root dgx-h100",
+                   "topo predict --root dgx-h100 -N 2", "topo predict dgx-h100.xml -N 2",
                    "lint --root dgx-h100", "probe (live host)", "fleet lint 20 snapshots", "per node",
                    "ibnetdiscover parse only, 512 nodes", "fabric rails, 512 nodes x 8 rails",
                    "fabric order, 512 nodes x 8 rails", "ring crossings, 512 nodes", "log show, 64-rank job log",
