@@ -171,6 +171,14 @@ def build_plan(inp, lay, *, nccl_version: Version, rail_map: str | None = None,
         node = inp.nodes.get(h)
         if node is None:  # every layout host is an inventory host; a node that was not kept is a bug
             raise AssertionError(f"no node kept for {h}")
+        if not node.gpus:
+            why = "not a compute host: its node has no GPUs"
+            entries.append(HostEntry(h, "not-compute", why))
+            findings.append(finding("FAB022", f"{h}: {why}: no nccl.conf/topo.xml, but it is in the hostfile (the fabric "
+                                              "order takes every inventory host the layout places): remove it from "
+                                              "the inventory", subject=inv, line=inv_line(h), host=h,
+                                    severity=Severity.ERROR))
+            continue
         ids = resolve(node, plan_rails(node), host=h, fabric=fab_ids, fabric_label=source, rail_map=rmap,
                       rail_only=rail_only)
         entry = HostEntry(h, "planned", ids=ids, written=written(ids, nccl_version) is not None)
@@ -216,15 +224,27 @@ def build_plan(inp, lay, *, nccl_version: Version, rail_map: str | None = None,
         entries.append(HostEntry(h, st, why))
         findings.append(finding("FAB022", f"{h}: {why}: no nccl.conf/topo.xml, not in the hostfile", subject=inv,
                                 line=inv_line(h), host=h))
-    strangers: dict[str, int | None] = {}
+    strangers: dict[str, list] = {}
     for u in inp.unknown:
         if u.why == "not-inventory":
-            strangers.setdefault(u.desc.split()[0], u.line)
+            strangers.setdefault(u.desc.split()[0], []).append(u)
+    level = lay.graph.layers()
     for h in sorted(strangers, key=natural_key):
+        hcas = strangers[h]
+        line = hcas[0].line
+        reached = [link[0] for u in hcas for p in (1, 2) if (link := lay.graph.hca_links.get((u.guid, p)))]
+        if 2 * len(hcas) <= lay.rails or (reached and all(level.get(sw, 0) != 1 for sw in reached)):
+            why = (f"not a compute host: {len(hcas)} HCA(s) where the compute hosts have {lay.rails}"
+                   + ("" if not reached or any(level.get(sw, 0) == 1 for sw in reached) else ", on spine switches")
+                   + "; not in the inventory")
+            entries.append(HostEntry(h, "not-compute", why))
+            findings.append(finding("FAB022", f"{h}: {why}: no nccl.conf/topo.xml, not in the hostfile",
+                                    subject=source, line=line, host=h, severity=Severity.INFO))
+            continue
         entries.append(HostEntry(h, "not-in-inventory", "named by the fabric, no snapshot or model in the inventory"))
         findings.append(finding("FAB021", f"{h}: in the fabric, but no snapshot or model in the inventory {inv}: no "
-                                          "nccl.conf/topo.xml, not in the hostfile", subject=source,
-                                line=strangers[h], host=h))
+                                          "nccl.conf/topo.xml, not in the hostfile", subject=source, line=line,
+                                host=h))
     for u in lay.unnamed:
         name = f"unnamed ({u['group']} port {u['port']})"
         entries.append(HostEntry(name, "unnamed", "its HCAs carry no host name (FAB016)"

@@ -149,8 +149,10 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
      "A host of the inventory (or the fabric) that the rail layout leaves out: not in the fabric, no linked rail HCA, "
      "not a compute host, an unnamed host position, or its files could not be generated: ncclctl fabric plan writes "
      "no per-host files for it and it is not in the hostfile.",
-     "Fix what the message names (cabling, node descriptions, the host's snapshot), then plan again.",
-     _WHY_PLAN, _DETECT_PLAN, _PLAN, "error when the host's files could not be generated"),
+     "Nothing to do for a management host not in the inventory; otherwise fix what the message names (cabling, "
+     "node descriptions, the host's snapshot, a host without GPUs in the inventory), then plan again.",
+     _WHY_PLAN, _DETECT_PLAN, _PLAN,
+     "error when the host is in the hostfile without files; info for a management host the inventory leaves out"),
     ("FAB023", "fabric-plan-inconsistent", E, "plan: a host's files disagree with each other or with the fabric",
      "The rail/plane ids of a host's NCCL_IB_HCA (nccl.conf) differ from the rail=/plane= of its topo.xml or from "
      "the leaf its port lands on, a file carries ids the other lacks, or the hostfile order is not the fabric's ring "
