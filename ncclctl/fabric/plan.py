@@ -174,9 +174,9 @@ def build_plan(inp, lay, *, nccl_version: Version, rail_map: str | None = None,
         if not node.gpus:
             why = "not a compute host: its node has no GPUs"
             entries.append(HostEntry(h, "not-compute", why))
-            findings.append(finding("FAB022", f"{h}: {why}: no nccl.conf/topo.xml, but it is in the hostfile (the fabric "
-                                              "order takes every inventory host the layout places): remove it from "
-                                              "the inventory", subject=inv, line=inv_line(h), host=h,
+            findings.append(finding("FAB022", f"{h}: {why}: no nccl.conf/topo.xml, but it is in the hostfile (the "
+                                              "fabric order takes every inventory host the layout places): remove "
+                                              "it from the inventory", subject=inv, line=inv_line(h), host=h,
                                     severity=Severity.ERROR))
             continue
         ids = resolve(node, plan_rails(node), host=h, fabric=fab_ids, fabric_label=source, rail_map=rmap,

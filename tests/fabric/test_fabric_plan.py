@@ -368,3 +368,23 @@ def test_api_plan_and_consistency_check(tmp_path):
     first = write_plan(p, str(tmp_path / "out"))
     assert first.counts() == {"created": 11, "changed": 0, "unchanged": 0}
     assert write_plan(p, str(tmp_path / "out")).unchanged
+
+
+def test_host_whose_ports_the_fabric_does_not_all_place(tmp_path):
+    """gpu02's mlx5_0 is not in the fabric: its ids fall back to the PCIe guess, not written (FAB024)."""
+    fabric = tmp_path / "fabric.txt"
+    text = (PLANES / "dual-plane.txt").read_text()
+    assert text.count('"gpu02 mlx5_0"') == 2
+    fabric.write_text(text.replace('"gpu02 mlx5_0"', '"gpu02 mlx5_99"'))
+    out = tmp_path / "plan"
+    r = plan(out, "-f", "json", fabric=fabric)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [(f["rule"], f["severity"]) for f in doc["findings"]] == [("FAB024", "warning")]
+    message = doc["findings"][0]["message"]
+    assert "gpu02: rail ids from the local PCIe order (the fabric does not place mlx5_0:1" in message
+    gpu02 = next(h for h in doc["plan"]["hosts"] if h["host"] == "gpu02")
+    assert gpu02["rail_ids"]["source"] == "pcie" and gpu02["rail_ids"]["written"] is False
+    assert all(v == ["1"] for v in ib_hca((out / "hosts" / "gpu02" / "nccl.conf").read_text()).values())
+    assert " rail=" not in (out / "hosts" / "gpu02" / "topo.xml").read_text()
+    assert ib_hca((out / "hosts" / "gpu01" / "nccl.conf").read_text())["mlx5_0"] == ["1", "0", "0"]
