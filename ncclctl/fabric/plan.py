@@ -530,6 +530,7 @@ def plan_text(plan: FabricPlan, out_dir: str, outcome: WriteOutcome) -> str:
              f"NCCL {plan.version}",
              f"rail/plane ids from: {', '.join(sources) or 'none'}"
              + ("" if all(e.written for e in planned) else " (not written for some hosts: see notes)")]
+    rows: dict[str, list[str]] = {}  # hosts with the same ids share a line (a fleet is mostly one line)
     for e in planned:
         ids = e.ids
         if ids is not None and ids.ids:
@@ -537,7 +538,10 @@ def plan_text(plan: FabricPlan, out_dir: str, outcome: WriteOutcome) -> str:
                              for k, v in sorted(ids.ids.items(), key=lambda kv: (kv[1].plane or 0, kv[1].rail)))
         else:
             ports = "no rail ports"
-        lines.append(f"  {e.host}: {ids.source if ids else '-'}{'' if e.written else ' (not written)'}: {ports}")
+        rows.setdefault(f"{ids.source if ids else '-'}{'' if e.written else ' (not written)'}: {ports}",
+                        []).append(e.host)
+    for row, hosts in rows.items():
+        lines.append(f"  {compress(hosts)}: {row}")
     if plan.order.hosts:
         lines.append(f"order: {compress(list(plan.order.hosts))} ({len(plan.order.hosts)} hosts, "
                      f"{len(plan.order.segments)} leaf group(s), ring crossings {plan.order.crossings})")

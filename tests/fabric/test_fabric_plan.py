@@ -388,3 +388,15 @@ def test_host_whose_ports_the_fabric_does_not_all_place(tmp_path):
     assert all(v == ["1"] for v in ib_hca((out / "hosts" / "gpu02" / "nccl.conf").read_text()).values())
     assert " rail=" not in (out / "hosts" / "gpu02" / "topo.xml").read_text()
     assert ib_hca((out / "hosts" / "gpu01" / "nccl.conf").read_text())["mlx5_0"] == ["1", "0", "0"]
+    # a rail map naming gpu02's ports: the next source in line, written
+    rmap = tmp_path / "rails.yaml"
+    ports = ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"]
+    rmap.write_text("hosts:\n  gpu02:\n" + "".join(f"    {p}:1: {{rail: {i % 4}, plane: {i // 4}}}\n"
+                                                    for i, p in enumerate(ports)))
+    r = plan(tmp_path / "p2", "-f", "json", "--rail-map", str(rmap), fabric=fabric)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["findings"] == [] and doc["plan"]["rail_id_sources"] == ["fabric", "inventory"]
+    gpu02 = next(h for h in doc["plan"]["hosts"] if h["host"] == "gpu02")
+    assert gpu02["rail_ids"]["source"] == "inventory" and gpu02["rail_ids"]["written"] is True
+    assert ib_hca((tmp_path / "p2" / "hosts" / "gpu02" / "nccl.conf").read_text())["mlx5_9"] == ["1", "1", "1"]
