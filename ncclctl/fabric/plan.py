@@ -154,6 +154,12 @@ def build_plan(inp, lay, *, nccl_version: Version, rail_map: str | None = None,
     inv = inp.inventory_path
     source = lay.graph.source
     order = plan_order(lay)
+    if not order.hosts:
+        raise InputError(f"no host of the inventory is in the rail layout of the fabric {source} (of {len(inp.hosts)} "
+                         f"inventory host(s), {sum(1 for h in inp.hosts if h in inp.endpoints)} in the fabric): "
+                         "nothing to plan", path=inv,
+                         fix="give the fabric of these hosts (--fabric FILE); 'ncclctl fabric rails --inventory INV' "
+                             "shows what the fabric holds")
     fab_ids = fabric_host_ids(lay)
     rail_only = fabric_rail_only(lay)
     rmap = load_rail_map(rail_map) if rail_map is not None else None

@@ -328,6 +328,15 @@ def test_bad_options(tmp_path):
     assert r.returncode == 2 and not out.exists()
 
 
+def test_nothing_to_plan(tmp_path):
+    """An inventory whose hosts the fabric does not hold: exit 3, nothing written."""
+    inv = inventory(tmp_path, {"node01": str(MODELS / "gpu01.json"), "node02": str(MODELS / "gpu02.json")})
+    out = tmp_path / "plan"
+    r = plan(out, inv=inv)
+    no_traceback(r)
+    assert r.returncode == 3 and "no host of the inventory is in the rail layout" in r.stderr and not out.exists()
+
+
 def test_topo_file_is_set_in_every_conf(tmp_path):
     out = tmp_path / "plan"
     assert plan(out, "--topo-file", "/etc/nccl/topo.xml").returncode == 0
