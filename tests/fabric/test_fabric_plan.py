@@ -330,7 +330,8 @@ def test_bad_options(tmp_path):
 
 def test_nothing_to_plan(tmp_path):
     """An inventory whose hosts the fabric does not hold: exit 3, nothing written."""
-    inv = inventory(tmp_path, {"node01": str(MODELS / "gpu01.json"), "node02": str(MODELS / "gpu02.json")})
+    roce = REPO / "fixtures" / "fabric" / "roce-small" / "models"
+    inv = inventory(tmp_path, {"roce01": str(roce / "roce01.json"), "roce02": str(roce / "roce02.json")})
     out = tmp_path / "plan"
     r = plan(out, inv=inv)
     no_traceback(r)
