@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -410,12 +411,20 @@ class WriteOutcome:
 
 
 def _is_plan_manifest(path: str) -> bool:
+    """A plan.json this command wrote: its second key names the generator (read from the head only: a manifest of
+    a large fleet is tens of MB)."""
     try:
-        with open(path, "rb") as fh:
-            doc = json.loads(fh.read(1 << 24))
-    except (OSError, ValueError):
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return False
+            head = fh.read(256)
+    except OSError:
         return False
-    return isinstance(doc, dict) and doc.get("generator") == GENERATOR
+    return head.startswith(b"{\n") and f'\n  "generator": {json.dumps(GENERATOR)},\n'.encode() in head
+
+
+_TEMP = re.compile(r"^\.(?:plan\.json|hostfile|topology\.conf)\.[A-Za-z0-9_]+\.tmp$")
 
 
 def _lstat(path: str) -> os.stat_result | None:
@@ -461,7 +470,7 @@ def check_out_dir(out_dir: str, plan: FabricPlan, *, force: bool = False) -> lis
         raise InputError(f"cannot read the output folder: {exc.strerror}", path=out_dir,
                          fix="run with the rights to read and write it") from None
     ours = _is_plan_manifest(os.path.join(out_dir, MANIFEST))
-    foreign = [n for n in names if not ours or n not in OWNED]
+    foreign = [n for n in names if not ours or (n not in OWNED and not _TEMP.match(n))]
     if foreign and not force:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise InputError(f"the output folder holds files that are not an ncclctl fabric plan's ({shown})",

@@ -270,7 +270,16 @@ def test_folder_with_unrelated_files_needs_force(tmp_path):
     # the plan's own folder: written again without --force
     assert plan(out).returncode == 3  # notes.txt is still there
     os.unlink(out / "notes.txt")
+    (out / ".plan.json.k3x9_q2a.tmp").write_text("{")  # a temp file a killed run left: the plan's own
     assert plan(out).returncode == 0
+    # a plan.json that is a FIFO or a folder is not a plan's manifest (and is never opened for a blocking read)
+    for make in (os.mkfifo, os.mkdir):
+        odd = tmp_path / f"odd-{make.__name__}"
+        odd.mkdir()
+        make(odd / "plan.json")
+        r = plan(odd)
+        no_traceback(r)
+        assert r.returncode == 3 and "not an ncclctl fabric plan's (plan.json)" in r.stderr
 
 
 def test_symlinked_hosts_folders_are_refused(tmp_path):
