@@ -544,7 +544,7 @@ def plan_text(plan: FabricPlan, out_dir: str, outcome: WriteOutcome) -> str:
     lines = [f"fabric plan: {len(planned)} host(s) planned from {plan.inventory} (fabric: {plan.fabric}), "
              f"NCCL {plan.version}",
              f"rail/plane ids from: {', '.join(sources) or 'none'}"
-             + ("" if all(e.written for e in planned) else " (not written for some hosts: see notes)")]
+             + ("" if all(e.written for e in planned) else " (not written for some hosts)")]
     rows: dict[str, list[str]] = {}  # hosts with the same ids share a line (a fleet is mostly one line)
     for e in planned:
         ids = e.ids

@@ -217,8 +217,9 @@ def test_rerun_is_byte_identical_and_keeps_mtimes(tmp_path):
 
 def test_check_mode_writes_nothing(tmp_path):
     out = tmp_path / "plan"
-    r = plan(out, "--check")
+    r = plan(out, "--check", fabric=None)  # the inventory's own fabric: file
     assert r.returncode == 0 and "11 file(s) would be created" in r.stdout and not out.exists()
+    assert f"(fabric: {IB / 'ibnetdiscover.txt'})" in r.stdout
 
 
 def test_stale_host_folder_is_reported_not_deleted(tmp_path):
