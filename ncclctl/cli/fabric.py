@@ -1,4 +1,5 @@
-"""``ncclctl fabric synth|load|rails|order``: the fabric (ibnetdiscover, iblinkinfo, LLDP), rails and host order."""
+"""``ncclctl fabric synth|load|rails|order|plan``: the fabric (ibnetdiscover, iblinkinfo, LLDP), rails, host order and
+the fleet's per-host NCCL files."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import List, Optional
 import typer
 
 from ncclctl.cli.common import (OrderFormat, SynthFormat, BACKUP_OPTION, CHECK_OPTION, CONFIG_HELP, DIFF_OPTION, EXIT_CODE_OPTION, FAIL_ON_HELP,
-                                FOLLOW_OPTION, JSON_SCHEMA_VERSION, RULE_HELP, SHOW_INFO_OPTION, FailOn, ReportFormat,
+                                FOLLOW_OPTION, JSON_SCHEMA_VERSION, NCCL_DEFAULT, RAIL_MAP_HELP, RULE_HELP,
+                                SHOW_INFO_OPTION, FailOn, Format, ReportFormat,
                                 dumps, emit_report, emit_result, format_option, load_config, note, out, select_rules,
                                 sub_app, usage)
 
@@ -206,3 +208,49 @@ def fabric_order(
     if output is not None:
         note(f"{len(o.hosts)} hosts, ring crossings {o.crossings} (lower bound {o.lower_bound}, "
              f"sorted names {o.naive_crossings})")
+
+
+@fabric_app.command("plan")
+def fabric_plan(
+    inventory: str = typer.Option(..., "--inventory", "-i", help="Cluster inventory YAML (hosts -> snapshot or node model; schemas/inventory.schema.json): the hosts to plan.", metavar="INV"),
+    fabric: Optional[str] = typer.Option(None, "--fabric", help="ibnetdiscover (with or without -p) or iblinkinfo output; default: the inventory's 'fabric', else the hosts' LLDP neighbours (RoCE).", metavar="FILE"),
+    output: str = typer.Option(..., "-o", "--output", help="The plan's folder (created when missing): hosts/<host>/nccl.conf and topo.xml, hostfile, topology.conf, plan.json.", metavar="DIR"),
+    nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Write what this NCCL version reads (rail/plane ids from 2.30.7).", metavar="X.Y[.Z]"),
+    rail_map: Optional[str] = typer.Option(None, "--rail-map", help=RAIL_MAP_HELP, metavar="YAML"),
+    topo_file: Optional[str] = typer.Option(None, "--topo-file", help="Set NCCL_TOPO_FILE in each nccl.conf to this absolute path (where topo.xml will be deployed).", metavar="PATH"),
+    force: bool = typer.Option(False, "--force", help="Write into a folder that holds other files (only the plan's files are written; nothing is deleted)."),
+    check: bool = CHECK_OPTION,
+    fmt: Format = format_option(Format.text, "text (summary and findings) or json (the plan, the files written, the findings)."),
+    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help=FAIL_ON_HELP),
+    config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
+    rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help=RULE_HELP, metavar="ID"),
+    show_info: bool = SHOW_INFO_OPTION,
+) -> None:
+    """Every host's nccl.conf and topo.xml and the host order (hostfile, Slurm topology.conf) from one fabric
+    analysis, consistent across the fleet (docs/rails.md).
+
+    Writes atomically and only on change (a re-run that changes nothing says 'unchanged' and keeps the mtimes).
+    Hosts left out (not in the inventory, not in the rail layout) are listed in plan.json and reported."""
+    from ncclctl.fabric.layout import analyze
+    from ncclctl.fabric.plan import build_plan, plan_doc, plan_text, write_plan
+    from ncclctl.fabric.sources import load_input
+    from ncclctl.nccl.version import parse_option
+
+    version = parse_option(nccl_version)
+    _no_gc()
+    stage = _stages()
+    stage("reading the fabric and the inventory hosts")
+    try:
+        inp = load_input(fabric, inventory, keep_nodes=True)
+        stage("detecting the rail layout")
+        lay = analyze(inp)
+        stage("generating the hosts' files")
+        plan = build_plan(inp, lay, nccl_version=version, rail_map=rail_map, topo_file=topo_file)
+        stage("writing")
+        outcome = write_plan(plan, output, force=force, check=check)
+    finally:
+        stage(None)
+    doc = plan_doc(plan, output, outcome)
+    _report([*plan.findings, *outcome.findings], ReportFormat(fmt.value), fail_on,
+            header=plan_text(plan, output, outcome), doc=doc, subject=inventory, config=config, rule=rule,
+            show_info=show_info, command="fabric plan")

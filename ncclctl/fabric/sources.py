@@ -40,13 +40,15 @@ class FabricInput:
     #: HCAs whose description names no (inventory) host; :func:`load_findings` reports them (FAB007), the layout
     #: places those that sit at a host position of a group (FAB016).
     unknown: list[UnknownHca] = field(default_factory=list)
+    #: Inventory host -> its :class:`~ncclctl.model.Node`, with ``load_input(..., keep_nodes=True)`` only.
+    nodes: dict = field(default_factory=dict)
 
     @property
     def source_label(self) -> str:
         return self.graph.source
 
 
-def load_input(fabric_file: str | None, inventory: str | None) -> FabricInput:
+def load_input(fabric_file: str | None, inventory: str | None, *, keep_nodes: bool = False) -> FabricInput:
     if fabric_file is None and inventory is None:
         raise UsageError("give a fabric file (ibnetdiscover / iblinkinfo output) or --inventory INV",
                          fix="e.g. ncclctl fabric rails fabric.txt, or ncclctl fabric rails --inventory cluster.yaml")
@@ -92,7 +94,7 @@ def load_input(fabric_file: str | None, inventory: str | None) -> FabricInput:
             findings.append(finding("FAB008", f"inventory host {name} has no {what}", subject=inventory,
                                     line=info.line, host=name))
     return FabricInput(graph=graph, inventory_path=inventory, hosts=hosts, endpoints=eps, findings=findings,
-                       unknown=unknown)
+                       unknown=unknown, nodes={name: node for name, node, _ in nodes} if keep_nodes else {})
 
 
 def load_findings(inp: FabricInput) -> list[Finding]:

@@ -275,8 +275,9 @@ def fabric_host_ids(lay) -> dict[str, dict[str, RailId]]:
 
 
 def resolve(node: Node, plan: RailPlan, *, host: str | None = None, fabric: dict[str, dict[str, RailId]] | None = None,
-            fabric_label: str = "", rail_map: RailMap | None = None) -> RailIds:
-    """The ids of ``plan``'s rail ports from the best source that covers them all (see the module doc)."""
+            fabric_label: str = "", rail_map: RailMap | None = None, rail_only: bool = False) -> RailIds:
+    """The ids of ``plan``'s rail ports from the best source that covers them all (see the module doc).
+    ``rail_only``: the fabric is rail-only (:func:`fabric_rail_only`), kept on fabric ids."""
     host = host or node.hostname
     keys = [r.hca for r in plan.rails]
     notes: list[str] = []
@@ -285,7 +286,8 @@ def resolve(node: Node, plan: RailPlan, *, host: str | None = None, fabric: dict
         if ids is None:
             notes.append(f"the fabric has no host {host}")
         elif all(k in ids for k in keys):
-            return RailIds({k: ids[k] for k in keys}, "fabric", f"{fabric_label}: host {host}", notes)
+            return RailIds({k: ids[k] for k in keys}, "fabric", f"{fabric_label}: host {host}", notes,
+                           rail_only=rail_only)
         else:
             missing = [k for k in keys if k not in ids]
             notes.append(f"the fabric does not place {', '.join(missing)} of {host} on a rail leaf")
@@ -345,7 +347,7 @@ def ids_from_options(node: Node, plan: RailPlan, *, fabric_file: str | None, rai
     (the output keeps today's form, without a note)."""
     if fabric_file is None and rail_map is None:
         return None
-    fabric, label = None, ""
+    fabric, label, rail_only = None, "", False
     if fabric_file is not None:
         from ncclctl.fabric.layout import analyze
         from ncclctl.fabric.sources import load_input
@@ -353,10 +355,7 @@ def ids_from_options(node: Node, plan: RailPlan, *, fabric_file: str | None, rai
         lay = analyze(load_input(fabric_file, None))
         fabric, label, rail_only = fabric_host_ids(lay), fabric_file, fabric_rail_only(lay)
     rmap = load_rail_map(rail_map) if rail_map is not None else None
-    got = resolve(node, plan, host=host, fabric=fabric, fabric_label=label, rail_map=rmap)
-    if got.source == "fabric":
-        got.rail_only = rail_only
-    return got
+    return resolve(node, plan, host=host, fabric=fabric, fabric_label=label, rail_map=rmap, rail_only=rail_only)
 
 
 def nccl_ib_hca(plan: RailPlan, ids: RailIds | None, version: Version) -> str:

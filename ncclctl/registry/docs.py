@@ -33,7 +33,7 @@ RUNS: dict[str, str] = {
     "file+host": "in `topo validate` / `rings validate` with `--root DIR` or `--live` (and in lint: NCCL020, NCCL022)",
     "rings": "in every `ncclctl rings validate` (graph files)",
     "rings+model": "in `rings validate` with the node's topology: `--topo FILE`, `--root DIR` or `--live`",
-    "fabric": "in `ncclctl fabric load` / `fabric rails`",
+    "fabric": "in `ncclctl fabric load` / `fabric rails` / `fabric plan`",
     "log": "in `ncclctl log check` on NCCL_DEBUG logs (model rules with `--root`/`--inventory`)",
     "perf": "in `ncclctl perf check` on nccl-tests results",
 }
@@ -134,8 +134,8 @@ def rules_markdown(rules: Sequence[Rule]) -> str:
         "`rings validate`, `file+host` with `--root`/`--live`, `rings` in `rings validate`, `rings+model` in "
         "`rings validate` with the node's topology (`--topo`/`--root`/`--live`) (see "
         "[docs/rules-topo.md](docs/rules-topo.md)); "
-        "`fabric` in `ncclctl fabric load` / `fabric rails` (see [docs/fabric.md](docs/fabric.md)); `log` in "
-        "`ncclctl log check` (see [docs/logs.md](docs/logs.md)); `perf` in `ncclctl perf check` (see "
+        "`fabric` in `ncclctl fabric load` / `fabric rails` / `fabric plan` (see [docs/fabric.md](docs/fabric.md)); "
+        "`log` in `ncclctl log check` (see [docs/logs.md](docs/logs.md)); `perf` in `ncclctl perf check` (see "
         "[docs/perf.md](docs/perf.md)).",
         "",
         "| ID | slug | family | scope | severity | runs | what it finds |",
@@ -170,7 +170,7 @@ _WHEN = {"always": "on by default", "strict": "off by default (on under extends:
          "file+host": "runs in topo validate / rings validate with --root or --live",
          "rings": "runs in ncclctl rings validate",
          "rings+model": "runs in rings validate with --topo, --root or --live",
-         "fabric": "runs in ncclctl fabric load / fabric rails",
+         "fabric": "runs in ncclctl fabric load / fabric rails / fabric plan",
          "log": "runs in ncclctl log check", "perf": "runs in ncclctl perf check"}
 
 _CONFIG_USE = {"node": "ncclctl lint", "fleet": "ncclctl fleet lint", "file": "ncclctl topo validate",

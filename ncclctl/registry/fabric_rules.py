@@ -18,6 +18,7 @@ E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 _GRAPH = "ncclctl/fabric/graph.py"
 _LAYOUT = "ncclctl/fabric/layout.py"
 _SOURCES = "ncclctl/fabric/sources.py"
+_PLAN = "ncclctl/fabric/plan.py"
 
 _WHY_RAIL = ("NCCL's rail-optimised rings and trees assume that every host's rail-k HCA reaches the rail-k leaf "
              "of its group at full rate. A link that breaks this turns a rail's traffic into spine crossings or "
@@ -32,6 +33,13 @@ _DETECT_LAYOUT = ("ncclctl fabric rails reads ibnetdiscover (with or without -p)
 _DETECT_GRAPH = ("ncclctl fabric load (and every fabric command) reads the discovery into a graph of switches, "
                  "HCAs and links and checks it while reading: GUIDs, node descriptions and both ends of every link "
                  "(ncclctl/fabric/graph.py).")
+
+_WHY_PLAN = ("ncclctl fabric plan writes every host's nccl.conf and topo.xml and the host order from one fabric "
+             "analysis, so that the rail ids NCCL is told agree across the fleet: a host left out, or with files that "
+             "disagree, either runs without the plan (rings may cross rails) or makes NCCL's rail matching fail.")
+_DETECT_PLAN = ("ncclctl fabric plan builds every file in memory from one fabric analysis, then reads them back: the "
+                "NCCL_IB_HCA entries against topo.xml's <net> attributes and the fabric's leaf ids, the hostfile "
+                "against the ring order (ncclctl/fabric/plan.py).")
 
 # id, slug, severity, title, what it finds, fix, why, how detected, where the check lives, grading note
 _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None], ...] = (
@@ -131,6 +139,42 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
      "Nothing to fix for a two-host lab set-up; in a cluster, cable the HCA to its rail's leaf.",
      "A back-to-back link reaches one host only: NCCL can use it between those two hosts, but the rail is cut off "
      "from the rest of the fabric.", _DETECT_LAYOUT, _LAYOUT, None),
+    ("FAB021", "fabric-plan-no-node", W, "plan: a fabric host has no snapshot or model in the inventory, so no files",
+     "A host the fabric names (an HCA description '<host> <hca>') is not in the inventory: ncclctl fabric plan has no "
+     "snapshot or node model for it, writes no nccl.conf or topo.xml for it and leaves it out of the host order.",
+     "Add the host to the inventory with its snapshot (ncclctl snapshot) or node model, or ignore it if it is not a "
+     "compute host.",
+     _WHY_PLAN, _DETECT_PLAN, _PLAN, None),
+    ("FAB022", "fabric-plan-host-left-out", W, "plan: a host is not in the rail layout, so no files",
+     "A host of the inventory (or the fabric) that the rail layout leaves out: not in the fabric, no linked rail HCA, "
+     "not a compute host, an unnamed host position, or its files could not be generated: ncclctl fabric plan writes "
+     "no per-host files for it and it is not in the hostfile.",
+     "Nothing to do for a management host not in the inventory; otherwise fix what the message names (cabling, "
+     "node descriptions, the host's snapshot, a host without GPUs in the inventory), then plan again.",
+     _WHY_PLAN, _DETECT_PLAN, _PLAN,
+     "error when the host is in the hostfile without files; info for a management host the inventory leaves out"),
+    ("FAB023", "fabric-plan-inconsistent", E, "plan: a host's files disagree with each other or with the fabric",
+     "The rail/plane ids of a host's NCCL_IB_HCA (nccl.conf) differ from the rail=/plane= of its topo.xml or from "
+     "the leaf its port lands on, a file carries ids the other lacks, or the hostfile order is not the fabric's ring "
+     "order.",
+     "A bug in ncclctl when the inputs did not change between the files: report it. A rail port missing from "
+     "topo.xml (warning) has no active port on the host: bring the port up.",
+     _WHY_PLAN, _DETECT_PLAN, _PLAN, "warning when a port is in one file only"),
+    ("FAB024", "fabric-plan-ids-not-fleet", W, "plan: a host's rail ids are not from the fleet's source",
+     "The fabric (or rail map) does not place every rail port of the host, so its ids fall back to its local PCIe "
+     "order, a per-node guess that is not written: its files carry no rail/plane ids while the other hosts' do.",
+     "Fix the host's cabling or the rail map (ncclctl fabric rails shows where its ports land), then plan again.",
+     _WHY_PLAN, _DETECT_PLAN, _PLAN, None),
+    ("FAB025", "fabric-plan-old-nccl", I, "plan: the target NCCL reads no rail/plane ids",
+     "The --nccl-version is older than 2.30.7: the files keep today's forms (NCCL_IB_HCA without rail:plane, no "
+     "rail=/plane= attributes, no NCCL_NET_MERGE_POLICY=RAIL) and NCCL cannot keep rings within rails by id.",
+     "Plan for NCCL 2.30.7 or later when the cluster runs it.",
+     _WHY_PLAN, _DETECT_PLAN, _PLAN, None),
+    ("FAB026", "fabric-plan-stale", W, "plan: the output folder holds host folders this plan does not write",
+     "DIR/hosts/ holds a folder for a host that is not in this plan (left from an earlier plan, or put there by "
+     "hand); ncclctl never deletes it.",
+     "Remove the folder (and stop deploying its files) when the host left the plan.",
+     _WHY_PLAN, _DETECT_PLAN, _PLAN, None),
 )
 
 RULES: tuple[Rule, ...] = tuple(
