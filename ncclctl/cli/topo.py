@@ -62,19 +62,24 @@ def topo_generate(
 
 def validate_file(file: str, *, root: Optional[str], live: bool, nccl_version: str, fmt: ReportFormat,
                   fail_on: FailOn, xsd: bool, config: Optional[str], rule: Optional[List[str]], show_info: bool,
-                  command: str, meaning=None) -> None:
+                  command: str, meaning=None, model: Optional[str] = None, rails=None) -> None:
     """The body of ``topo validate`` and ``rings validate``."""
     from ncclctl.nccl.version import parse_option
     from ncclctl.topo.filecheck import validate_report
 
     if root is not None and live:
         raise usage("give --root or --live, not both")
+    if model is not None and (root is not None or live):
+        raise usage("give one of --root, --model and --live")
+    if rails is not None and root is None and model is None and not live:
+        raise usage("--fabric/--rail-map check the file's rail ids of a host: give --root DIR, --model JSON or --live")
     only = select_rules(rule, ("file",), command)
     cfg_path, cfg = load_config(config)
     rep = validate_report(read_xml(file), file, nccl_version=parse_option(nccl_version), xsd=xsd,
-                          load_node=(lambda: load_node(root, None)) if (root is not None or live) else None,
+                          load_node=(lambda: load_node(root, model)) if (root is not None or model is not None
+                                                                          or live) else None,
                           config=cfg, config_path=cfg_path, only=only, fail_on=fail_on.value, command=command,
-                          meaning=meaning)
+                          meaning=meaning, rails=rails)
     emit_report(rep, fmt, show_info)
 
 
@@ -82,7 +87,11 @@ def validate_file(file: str, *, root: Optional[str], live: bool, nccl_version: s
 def topo_validate(
     file: str = typer.Argument(..., help="Topology (NCCL_TOPO_FILE) or graph (NCCL_GRAPH_FILE) XML file.", metavar="FILE"),
     root: Optional[str] = typer.Option(None, "--root", help="Also check the file against this captured host.", metavar="DIR"),
+    model: Optional[str] = typer.Option(None, "--model", help="Also check the file against this host model (ncclctl probe --format json).", metavar="JSON"),
     live: bool = typer.Option(False, "--live", help="Also check the file against this host."),
+    fabric: Optional[str] = typer.Option(None, "--fabric", help="Check the <net> rail=/plane= against the leaf each port lands on in this fabric (ibnetdiscover / iblinkinfo output; needs a host).", metavar="FILE"),
+    rail_map: Optional[str] = typer.Option(None, "--rail-map", help="Check the <net> rail=/plane= against a rail map (YAML: switches:, subnets:, hosts:) when the fabric does not give them.", metavar="YAML"),
+    host: Optional[str] = typer.Option(None, "--host", help=HOST_IDS_HELP, metavar="NAME"),
     nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Validate for this NCCL version.", metavar="X.Y[.Z]"),
     fmt: ReportFormat = format_option(ReportFormat.text),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help=FAIL_ON_HELP),
@@ -91,9 +100,17 @@ def topo_validate(
     rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help=RULE_HELP, metavar="ID"),
     show_info: bool = SHOW_INFO_OPTION,
 ) -> None:
-    """Validate a topology or graph file exactly as NCCL reads it (and against a host with --root/--live)."""
+    """Validate a topology or graph file exactly as NCCL reads it (and against a host with --root/--model/--live,
+    its rail/plane ids against the fabric with --fabric or --rail-map)."""
+    rails = None
+    if fabric is not None or rail_map is not None:
+        from ncclctl.topo.filecheck import RailSource
+
+        rails = RailSource(fabric=fabric, rail_map=rail_map, host=host)
+    elif host is not None:
+        raise usage("--host names the node in the fabric or rail map: give --fabric FILE or --rail-map FILE")
     validate_file(file, root=root, live=live, nccl_version=nccl_version, fmt=fmt, fail_on=fail_on, xsd=xsd,
-                  config=config, rule=rule, show_info=show_info, command="topo validate")
+                  config=config, rule=rule, show_info=show_info, command="topo validate", model=model, rails=rails)
 
 
 @topo_app.command("show")
