@@ -171,9 +171,13 @@ def topo_predict(
     gdr: GdrMode = typer.Option(GdrMode.auto, "--gdr", help="GPUDirect RDMA: auto (from the host's peer-memory/DMA-BUF facts; on for a file), on, off."),
     graph: Optional[str] = typer.Option(None, "--graph", help="Graph file NCCL loads (NCCL_GRAPH_FILE) instead of searching; overrides the host's.", metavar="FILE"),
     nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Predict for this NCCL version.", metavar="X.Y[.Z]"),
+    fabric: Optional[str] = typer.Option(None, "--fabric", help=FABRIC_IDS_HELP + " With --root/--model the topology NCCL detects carries them (as topo generate --fabric writes it); with a FILE (and --host) they only judge rail alignment.", metavar="FILE"),
+    rail_map: Optional[str] = typer.Option(None, "--rail-map", help=RAIL_MAP_HELP + " Needs --root/--model.", metavar="YAML"),
+    host: Optional[str] = typer.Option(None, "--host", help=HOST_IDS_HELP, metavar="NAME"),
     fmt: Format = format_option(Format.text),
 ) -> None:
-    """Predict what NCCL will do on this node: NICs, paths, GPUDirect RDMA, rings and trees, protocols, and why."""
+    """Predict what NCCL will do on this node: NICs, paths, GPUDirect RDMA, rings and trees, protocols, rail
+    alignment across nodes, and why."""
     from ncclctl.nccl.predict import Inputs, inputs_for_node, parse_env, predict_xml, render_text
     from ncclctl.nccl.version import parse_option
 
@@ -182,8 +186,14 @@ def topo_predict(
     given = [x for x in (file, root, model) if x is not None]
     if len(given) > 1:
         raise usage("give one of FILE, --root and --model")
+    if host is not None and fabric is None and rail_map is None:
+        raise usage("--host names the node in the fabric or rail map: give --fabric FILE or --rail-map FILE")
     path = None
     if file is not None:
+        if rail_map is not None:
+            raise usage("--rail-map needs the node (--root DIR or --model JSON); with a FILE give --fabric and --host")
+        if fabric is not None and host is None:
+            raise usage("with a FILE, --fabric needs --host NAME (the node's name in the fabric)")
         data = read_xml(file)
         path = file
         inputs = Inputs(source=file, nodes=nodes, env=overrides, env_origin={k: "--env" for k in overrides},
@@ -191,11 +201,28 @@ def topo_predict(
         if gdr != GdrMode.auto:
             inputs.gdr, inputs.gdr_why = gdr == GdrMode.on, f"--gdr {gdr.value}"
         down: frozenset = frozenset()
+        if fabric is not None:
+            from ncclctl.plan.railids import port_ids
+
+            got = port_ids(None, fabric_file=fabric, rail_map=None, host=host)
+            assert got is not None
+            by_name: dict[str, list] = {}
+            for key, rid in got.ids.items():
+                by_name.setdefault(key.rpartition(":")[0], []).append(rid)
+            inputs.known_ids = {name: (r[0].rail, r[0].plane, "fabric") for name, r in by_name.items() if len(r) == 1}
+            inputs.notes.append(f"rail/plane ids from the fabric ({got.detail}) judge rail alignment only: NCCL sees "
+                                "the file's rail=/plane= (and NCCL_IB_HCA's), not the fabric")
     else:
         node = load_node(root, model)
         source = root or model or "this host"
+        rail_ids = None
+        if fabric is not None or rail_map is not None:
+            from ncclctl.plan.railids import ids_from_options
+            from ncclctl.plan.rails import plan_rails
+
+            rail_ids = ids_from_options(node, plan_rails(node), fabric_file=fabric, rail_map=rail_map, host=host)
         data, inputs, down = inputs_for_node(node, nodes=nodes, env=overrides, version=version, gdr=gdr.value,
-                                             source=source)
+                                             source=source, rail_ids=rail_ids)
     if graph is not None:
         inputs.graph_file, inputs.graph_path = read_xml(graph), graph
         inputs.notes.append(f"NCCL loads {graph} (--graph) instead of searching: its channels are trusted, not checked "

@@ -306,13 +306,14 @@ class PortIds:
     detail: str
 
 
-def port_ids(node: Node, *, fabric_file: str | None, rail_map: str | None, host: str | None) -> PortIds | None:
+def port_ids(node: Node | None, *, fabric_file: str | None, rail_map: str | None,
+             host: str | None) -> PortIds | None:
     """The ids ``--fabric FILE`` / ``--rail-map FILE`` give ``node``'s ports (``--host NAME``, default its
     hostname), port by port: the fabric's when it knows the host, else the rail map's when it covers the node's
-    rail ports. None without a source; InputError when no source knows the host."""
+    rail ports (a rail map needs the node). None without a source; InputError when no source knows the host."""
     if fabric_file is None and rail_map is None:
         return None
-    host = host or node.hostname
+    host = host or (node.hostname if node is not None else "")
     tried = []
     if fabric_file is not None:
         from ncclctl.fabric.layout import analyze
@@ -325,7 +326,7 @@ def port_ids(node: Node, *, fabric_file: str | None, rail_map: str | None, host:
             return PortIds(dict(ids[key]), {k: leaf_name(lay, v) for k, v in leaves.get(key, {}).items()}, "fabric",
                            f"{fabric_file}: host {key}")
         tried.append(f"the fabric {fabric_file} has no rail port of host {host}")
-    if rail_map is not None:
+    if rail_map is not None and node is not None:
         from ncclctl.plan.rails import plan_rails
 
         got = _map_sources(node, plan_rails(node), load_rail_map(rail_map), host)
