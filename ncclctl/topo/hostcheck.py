@@ -164,14 +164,15 @@ def check_against_host(view: TopoView, node: Node, path: str) -> list[Finding]:
 
 
 def _file_id(n, attr: str) -> int | None:
-    """A <net>'s rail=/plane= as NCCL 2.30.7 reads it (strtol), None when absent or not a plain id (NTS090)."""
+    """A <net>'s rail=/plane= as NCCL 2.30.7 reads it (strtol into an int), None when absent or not a plain id
+    (NTS090) or out of an int's range (NCCL keeps the low 32 bits of strtol's saturated value)."""
     from ncclctl.nccl.params import strtol
 
     text = n.attrs.get(attr)
     if text is None:
         return None
     num = strtol(text, 10)
-    return num.value if num.whole and num.value >= 0 else None
+    return num.value if num.whole and 0 <= num.value < 1 << 31 else None  # stored in an int
 
 
 def _ids_str(rail: int | None, plane: int | None) -> str:

@@ -111,7 +111,7 @@ def test_table_rules_keep_their_ids():
     from ncclctl.topo.rules import RULES as FILE
 
     meaning = {"NTS070", "NTH030"}  # checks of meaning from NCCL's model (issue 15)
-    rails = {"NTS090", "NTS091"}  # rail/plane attributes (issue 17)
+    rails = {"NTS090", "NTS091"} | {f"NTH{i:03d}" for i in range(40, 45)}  # rail/plane ids (issue 17)
     assert len(FILE) == 138 + len(meaning) + len(rails) and len(FABRIC) == 20
     assert {f"NTX{i:03d}" for i in [*range(1, 26), 90, 91]} | {f"NTS{i:03d}" for i in range(1, 54)} \
         | {f"NTG{i:03d}" for i in range(1, 32)} | {f"NTV{i:03d}" for i in range(1, 13)} \

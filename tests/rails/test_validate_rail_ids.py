@@ -215,3 +215,14 @@ def test_unknown_host_and_bad_fabric_are_input_errors(tmp_path):
     bad.write_bytes(b"\x00\xffnot a fabric\n")
     r = run_cli("topo", "validate", str(f), "--root", DGX, "--fabric", str(bad))
     assert r.returncode == 3 and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("rail,plane", [("-1", "0"), ("3abc", "0"), ("0", "99999999999999999999"), ("", ""),
+                                        ("0x1", "0"), ("1e0", "-0")])
+def test_hostile_ids_are_nts090_not_a_crash(tmp_path, rail, plane):
+    # ids NCCL does not read as written: NTS090 says so, the host and fabric checks skip them
+    f = generate(tmp_path, "gpu01", "dual-plane.txt")
+    text = f.read_text()
+    f.write_text(text.replace('rail="0" plane="0"', f'rail="{rail}" plane="{plane}"', 1))
+    rc, doc, _ = validate(str(f), "--root", DGX, "--fabric", str(PLANES / "dual-plane.txt"), "--host", "gpu01")
+    assert not [x for x in rules(doc) if x["line"] == line_of(f, 'name="mlx5_0"') and x["rule"] != "NTH042"]
