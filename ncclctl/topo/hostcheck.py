@@ -195,26 +195,28 @@ def check_rail_ids(view: TopoView, node: Node, path: str, version, fleet=None) -
         return f"{n.name}:{(n.attrs.get('port') or '1').strip()}"
 
     railed = [n for n in view.nets if n.name is not None and ("rail" in n.attrs or "plane" in n.attrs)]
+    if not railed:
+        return out
     if version < RAIL_IDS_SINCE:
-        if railed:
-            first = railed[0]
-            placed = []
-            for n in railed:
-                fid = fleet.ids.get(port_key(n)) if fleet is not None else None
-                if fid is not None:
-                    placed.append(f"{port_key(n)} rail {fid.rail}" + ("" if fid.plane is None else f" plane {fid.plane}"))
-            known = f"; the {fleet.source} ({fleet.detail}) has {', '.join(placed)}" if fleet is not None and placed else ""
-            out.append(_finding("NTH044", f"{len(railed)} <net> carr{'ies' if len(railed) == 1 else 'y'} rail=/plane= "
-                                f"({', '.join(f'{n.name} line {n.node.line}' for n in railed)}): NCCL {version} ignores "
-                                f"them without a word (read from {RAIL_IDS_SINCE}) and keeps rings in a rail only by "
-                                "NIC name with NCCL_CROSS_NIC=0" + known, path, first.node.line, first.node.column))
+        first = railed[0]
+        placed = []
+        for n in railed:
+            fid = fleet.ids.get(port_key(n)) if fleet is not None else None
+            if fid is not None:
+                placed.append(f"{port_key(n)} rail {fid.rail}" + ("" if fid.plane is None else f" plane {fid.plane}"))
+        known = f"; the {fleet.source} ({fleet.detail}) has {', '.join(placed)}" if fleet is not None and placed else ""
+        out.append(_finding("NTH044", f"{len(railed)} <net> carr{'ies' if len(railed) == 1 else 'y'} rail=/plane= "
+                            f"({', '.join(f'{n.name} line {n.node.line}' for n in railed)}): NCCL {version} ignores "
+                            f"them without a word (read from {RAIL_IDS_SINCE}) and keeps rings in a rail only by "
+                            "NIC name with NCCL_CROSS_NIC=0" + known, path, first.node.line, first.node.column))
         return out
     from ncclctl.plan.rails import plan_rails
 
     rail_nics = {r.nic for r in plan_rails(node).rails}
     for n in railed:
         if n.name not in rail_nics and n.name in {x.name for x in node.nics}:
-            out.append(_finding("NTH043", f"<net name=\"{n.name}\" {_ids_str(_file_id(n, 'rail'), _file_id(n, 'plane'))}>"
+            ids = _ids_str(_file_id(n, "rail"), _file_id(n, "plane"))
+            out.append(_finding("NTH043", f"<net name=\"{n.name}\" {ids}>"
                                 f": {n.name} is no GPU's rail NIC on this host (rail NICs: "
                                 f"{', '.join(sorted(rail_nics, key=natural_key)) or 'none'}); NCCL treats it as a "
                                 "member of that rail", path, n.node.line, n.node.column))
