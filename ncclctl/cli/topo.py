@@ -62,19 +62,24 @@ def topo_generate(
 
 def validate_file(file: str, *, root: Optional[str], live: bool, nccl_version: str, fmt: ReportFormat,
                   fail_on: FailOn, xsd: bool, config: Optional[str], rule: Optional[List[str]], show_info: bool,
-                  command: str, meaning=None) -> None:
+                  command: str, meaning=None, model: Optional[str] = None, rails=None) -> None:
     """The body of ``topo validate`` and ``rings validate``."""
     from ncclctl.nccl.version import parse_option
     from ncclctl.topo.filecheck import validate_report
 
     if root is not None and live:
         raise usage("give --root or --live, not both")
+    if model is not None and (root is not None or live):
+        raise usage("give one of --root, --model and --live")
+    if rails is not None and root is None and model is None and not live:
+        raise usage("--fabric/--rail-map check the file's rail ids of a host: give --root DIR, --model JSON or --live")
     only = select_rules(rule, ("file",), command)
     cfg_path, cfg = load_config(config)
     rep = validate_report(read_xml(file), file, nccl_version=parse_option(nccl_version), xsd=xsd,
-                          load_node=(lambda: load_node(root, None)) if (root is not None or live) else None,
+                          load_node=(lambda: load_node(root, model)) if (root is not None or model is not None
+                                                                          or live) else None,
                           config=cfg, config_path=cfg_path, only=only, fail_on=fail_on.value, command=command,
-                          meaning=meaning)
+                          meaning=meaning, rails=rails)
     emit_report(rep, fmt, show_info)
 
 
@@ -82,7 +87,11 @@ def validate_file(file: str, *, root: Optional[str], live: bool, nccl_version: s
 def topo_validate(
     file: str = typer.Argument(..., help="Topology (NCCL_TOPO_FILE) or graph (NCCL_GRAPH_FILE) XML file.", metavar="FILE"),
     root: Optional[str] = typer.Option(None, "--root", help="Also check the file against this captured host.", metavar="DIR"),
+    model: Optional[str] = typer.Option(None, "--model", help="Also check the file against this host model (ncclctl probe --format json).", metavar="JSON"),
     live: bool = typer.Option(False, "--live", help="Also check the file against this host."),
+    fabric: Optional[str] = typer.Option(None, "--fabric", help="Check the <net> rail=/plane= against the leaf each port lands on in this fabric (ibnetdiscover / iblinkinfo output; needs a host).", metavar="FILE"),
+    rail_map: Optional[str] = typer.Option(None, "--rail-map", help="Check the <net> rail=/plane= against a rail map (YAML: switches:, subnets:, hosts:) when the fabric does not give them.", metavar="YAML"),
+    host: Optional[str] = typer.Option(None, "--host", help=HOST_IDS_HELP, metavar="NAME"),
     nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Validate for this NCCL version.", metavar="X.Y[.Z]"),
     fmt: ReportFormat = format_option(ReportFormat.text),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help=FAIL_ON_HELP),
@@ -91,9 +100,17 @@ def topo_validate(
     rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help=RULE_HELP, metavar="ID"),
     show_info: bool = SHOW_INFO_OPTION,
 ) -> None:
-    """Validate a topology or graph file exactly as NCCL reads it (and against a host with --root/--live)."""
+    """Validate a topology or graph file exactly as NCCL reads it (and against a host with --root/--model/--live,
+    its rail/plane ids against the fabric with --fabric or --rail-map)."""
+    rails = None
+    if fabric is not None or rail_map is not None:
+        from ncclctl.topo.filecheck import RailSource
+
+        rails = RailSource(fabric=fabric, rail_map=rail_map, host=host)
+    elif host is not None:
+        raise usage("--host names the node in the fabric or rail map: give --fabric FILE or --rail-map FILE")
     validate_file(file, root=root, live=live, nccl_version=nccl_version, fmt=fmt, fail_on=fail_on, xsd=xsd,
-                  config=config, rule=rule, show_info=show_info, command="topo validate")
+                  config=config, rule=rule, show_info=show_info, command="topo validate", model=model, rails=rails)
 
 
 @topo_app.command("show")
@@ -154,9 +171,13 @@ def topo_predict(
     gdr: GdrMode = typer.Option(GdrMode.auto, "--gdr", help="GPUDirect RDMA: auto (from the host's peer-memory/DMA-BUF facts; on for a file), on, off."),
     graph: Optional[str] = typer.Option(None, "--graph", help="Graph file NCCL loads (NCCL_GRAPH_FILE) instead of searching; overrides the host's.", metavar="FILE"),
     nccl_version: str = typer.Option(NCCL_DEFAULT, "--nccl-version", help="Predict for this NCCL version.", metavar="X.Y[.Z]"),
+    fabric: Optional[str] = typer.Option(None, "--fabric", help=FABRIC_IDS_HELP + " With --root/--model the topology NCCL detects carries them (as topo generate --fabric writes it); with a FILE (and --host) they only judge rail alignment.", metavar="FILE"),
+    rail_map: Optional[str] = typer.Option(None, "--rail-map", help=RAIL_MAP_HELP + " Needs --root/--model.", metavar="YAML"),
+    host: Optional[str] = typer.Option(None, "--host", help=HOST_IDS_HELP, metavar="NAME"),
     fmt: Format = format_option(Format.text),
 ) -> None:
-    """Predict what NCCL will do on this node: NICs, paths, GPUDirect RDMA, rings and trees, protocols, and why."""
+    """Predict what NCCL will do on this node: NICs, paths, GPUDirect RDMA, rings and trees, protocols, rail
+    alignment across nodes, and why."""
     from ncclctl.nccl.predict import Inputs, inputs_for_node, parse_env, predict_xml, render_text
     from ncclctl.nccl.version import parse_option
 
@@ -165,8 +186,14 @@ def topo_predict(
     given = [x for x in (file, root, model) if x is not None]
     if len(given) > 1:
         raise usage("give one of FILE, --root and --model")
+    if host is not None and fabric is None and rail_map is None:
+        raise usage("--host names the node in the fabric or rail map: give --fabric FILE or --rail-map FILE")
     path = None
     if file is not None:
+        if rail_map is not None:
+            raise usage("--rail-map needs the node (--root DIR or --model JSON); with a FILE give --fabric and --host")
+        if fabric is not None and host is None:
+            raise usage("with a FILE, --fabric needs --host NAME (the node's name in the fabric)")
         data = read_xml(file)
         path = file
         inputs = Inputs(source=file, nodes=nodes, env=overrides, env_origin={k: "--env" for k in overrides},
@@ -174,11 +201,28 @@ def topo_predict(
         if gdr != GdrMode.auto:
             inputs.gdr, inputs.gdr_why = gdr == GdrMode.on, f"--gdr {gdr.value}"
         down: frozenset = frozenset()
+        if fabric is not None:
+            from ncclctl.plan.railids import port_ids
+
+            got = port_ids(None, fabric_file=fabric, rail_map=None, host=host)
+            assert got is not None
+            by_name: dict[str, list] = {}
+            for key, rid in got.ids.items():
+                by_name.setdefault(key.rpartition(":")[0], []).append(rid)
+            inputs.known_ids = {name: (r[0].rail, r[0].plane, "fabric") for name, r in by_name.items() if len(r) == 1}
+            inputs.notes.append(f"rail/plane ids from the fabric ({got.detail}) judge rail alignment only: NCCL sees "
+                                "the file's rail=/plane= (and NCCL_IB_HCA's), not the fabric")
     else:
         node = load_node(root, model)
         source = root or model or "this host"
+        rail_ids = None
+        if fabric is not None or rail_map is not None:
+            from ncclctl.plan.railids import ids_from_options
+            from ncclctl.plan.rails import plan_rails
+
+            rail_ids = ids_from_options(node, plan_rails(node), fabric_file=fabric, rail_map=rail_map, host=host)
         data, inputs, down = inputs_for_node(node, nodes=nodes, env=overrides, version=version, gdr=gdr.value,
-                                             source=source)
+                                             source=source, rail_ids=rail_ids)
     if graph is not None:
         inputs.graph_file, inputs.graph_path = read_xml(graph), graph
         inputs.notes.append(f"NCCL loads {graph} (--graph) instead of searching: its channels are trusted, not checked "

@@ -33,6 +33,8 @@ class Inputs:
     #: The NCCL_GRAPH_FILE content NCCL would load (None: NCCL searches).
     graph_file: bytes | None = None
     graph_path: str | None = None
+    #: NET name -> (rail, plane, source) NCCL does not see (``--fabric`` with a FILE): rail alignment only.
+    known_ids: dict[str, tuple[int | None, int | None, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -223,7 +225,7 @@ def _channels(pred: Prediction) -> None:
         "channel_steps": con.steps,
         "odd_nodes_alternate": con.alternated,
         "rings": con.rings if inp.nodes > 1 else [],
-        "rail_aligned": rail_alignment(sysm, ring, inp.nodes, con.alternated),
+        "rail_aligned": rail_alignment(sysm, ring, inp.nodes, con.alternated, tree=tree, con=con, known=inp.known_ids),
         "allreduce": {a: {p: {"gbps": round(bw, 2), "enabled": on,
                               **({"why_off": tun.why_off[(a, p)]} if (a, p) in tun.why_off else {})}
                           for p, bw, on in zip(PROTOS, tun.bandwidth[a], tun.enabled[a])}
@@ -232,29 +234,127 @@ def _channels(pred: Prediction) -> None:
     }
 
 
-def rail_alignment(sysm: System, ring, nodes: int, alternated: bool = True) -> list[dict[str, Any]]:
-    """Per ring channel, the NET each node sends on and the NET the next node receives on, after connect.cc's odd-node
-    channel swap (crossNic 2 pairs channels c and c^1): a hop is rail-aligned when both are the same rail, here
-    the same NET name (identical nodes)."""
+def _net_of(sysm: System, g, channel: int, local_rank: int) -> int:
+    """``ncclTopoGetNetDev`` with a graph: the NET (index in ``sysm.nodes[NET]``, -1 when its id is no NET) a rank
+    uses on a communicator channel: the graph channel ``channel % nChannels`` enters on ``inter[2c]`` at its first
+    GPU; every other GPU of the channel uses ``inter[2c + 1]``."""
+    ngpus = len(sysm.nodes[GPU])
+    gc = channel % g.n_channels
+    index = 0 if g.intra[gc * ngpus] == local_rank else 1
+    return sysm.net_index(g.inter[2 * gc + index])
+
+
+def _cross_nic_setting(sysm: System) -> str:
+    v = sysm.params.env.get("NCCL_CROSS_NIC")
+    return f"NCCL_CROSS_NIC={v}" if v not in (None, "") else "NCCL_CROSS_NIC unset (2)"
+
+
+def rail_alignment(sysm: System, ring, nodes: int, alternated: bool = True, *, tree=None, con=None,
+                   known: dict[str, tuple[int | None, int | None, str]] | None = None) -> list[dict[str, Any]]:
+    """Per ring channel (and, with ``tree``/``con``, per tree channel), the NET each end of every hop between
+    nodes uses (``ncclTopoGetNetDev``: the rank's graph channel and position), as connect.cc joins the nodes: the
+    ring after the odd-node channel swap (crossNic 2 pairs channels c and c^1), the double binary tree's links
+    between a node's head rank and its parent node's child rank. A hop is rail-aligned when both ends are on one
+    rail and plane: their rail ids when both NETs have one (the topology file's rail=/plane=, NCCL_IB_HCA's
+    extended fields), else ``known`` ids (NET name -> (rail, plane, source), e.g. from the fabric, which NCCL does
+    not see), else the same NET name (identical nodes: the same NIC). A crossing hop says which rails and why."""
     if not sysm.inter or nodes < 2:
         return []
     nets = sysm.nodes[NET]
+    ngpus = len(sysm.nodes[GPU])
+    known = known or {}
 
-    def name(nid: int) -> str | None:
-        i = sysm.net_index(nid)
-        return nets[i].name if i >= 0 else None
+    def ids(i: int) -> tuple[int | None, int | None, str | None]:
+        if i < 0:
+            return None, None, None
+        n = nets[i]
+        if n.rail != s.UNDEF:
+            return n.rail, (None if n.plane == s.UNDEF or n.plane >= 1 << 14 else n.plane), "nccl"
+        if n.name in known:
+            return known[n.name]
+        return None, (None if n.plane == s.UNDEF or n.plane >= 1 << 14 else n.plane), None
 
-    swap = alternated and ring.cross_nic == 2 and ring.n_channels % 2 == 0
-    out = []
-    for c in range(ring.n_channels):
+    def end(i: int) -> dict[str, Any]:
+        rail, plane, src = ids(i)
+        return {"net": nets[i].name if i >= 0 else None, "rail": rail, "plane": plane, "ids_from": src}
+
+    def judge(a: int, b: int) -> tuple[bool, str]:
+        ra, pa, sa = ids(a)
+        rb, pb, sb = ids(b)
+        if a < 0 or b < 0:
+            return False, "a channel NET is no NET of the node: NCCL fails to connect"
+        if pa is not None and pb is not None and pa != pb:
+            return False, f"planes {pa} and {pb}"
+        if ra is not None and rb is not None:
+            return (ra == rb), ("" if ra == rb else f"rails {ra} and {rb}")
+        same = nets[a].name == nets[b].name
+        if same:
+            return True, ""
+        missing = [nets[x].name for x, r in ((a, ra), (b, rb)) if r is None]
+        why = (f"{' and '.join(missing)} {'has' if len(missing) == 1 else 'have'} no rail id"
+               + (" (a fused NIC has one only when all its members share it)" if any("+" in m for m in missing)
+                  else "")
+               + f": compared by NIC, {nets[a].name} is not {nets[b].name}")
+        return False, why
+
+    def cause(g, c: int, kind: str, swap_note: str) -> str:
+        gc = c % g.n_channels
+        i_in, i_out = sysm.net_index(g.inter[2 * gc]), sysm.net_index(g.inter[2 * gc + 1])
+        parts = [f"{_cross_nic_setting(sysm)}, the {kind} graph has crossNic {g.cross_nic}"]
+        if i_in != i_out and i_in >= 0 and i_out >= 0:
+            parts.append(f"channel {gc} enters on {nets[i_in].name} and leaves on {nets[i_out].name}")
+        if swap_note:
+            parts.append(swap_note)
+        return "; ".join(parts)
+
+    out: list[dict[str, Any]] = []
+    nch_ring = con.search_channels if con is not None else ring.n_channels
+    swap = alternated and ring.cross_nic == 2 and nch_ring % 2 == 0
+    for c in range(nch_ring):
         hops = []
         for k in range(nodes):
-            cs = c ^ 1 if swap and k % 2 else c
             nk = (k + 1) % nodes
-            cr = c ^ 1 if swap and nk % 2 else c
-            send, recv = name(ring.inter[2 * cs + 1]), name(ring.inter[2 * cr])
-            hops.append({"from_node": k, "send": send, "to_node": nk, "recv": recv, "aligned": send == recv})
-        out.append({"channel": c, "aligned": all(h["aligned"] for h in hops), "hops": hops})
+            if con is not None:
+                sender = next(r for r in range(k * ngpus, (k + 1) * ngpus)
+                              if con.ring_next[c][r] // ngpus != k or nodes == 1)
+                receiver = con.ring_next[c][sender]
+                a, b = _net_of(sysm, ring, c, sender % ngpus), _net_of(sysm, ring, c, receiver % ngpus)
+            else:
+                cs = c ^ 1 if swap and k % 2 else c
+                cr = c ^ 1 if swap and nk % 2 else c
+                a, b = sysm.net_index(ring.inter[2 * cs + 1]), sysm.net_index(ring.inter[2 * cr])
+            ok, what = judge(a, b)
+            hop: dict[str, Any] = {"from_node": k, "send": end(a)["net"], "to_node": nk, "recv": end(b)["net"],
+                                   "aligned": ok, "send_end": end(a), "recv_end": end(b)}
+            if not ok:
+                note = ""
+                if swap and nodes % 2 == 1 and nk == 0:
+                    note = (f"odd node count: node {k} and node 0 are both even, so the odd-node swap of channel "
+                            "pairs cannot line up this wrap-around hop")
+                elif ring.cross_nic == 2 and not swap and ring.n_channels > 1:
+                    note = "no odd-node swap (odd channel count or NCCL before 2.20.3)"
+                hop["reason"] = f"{what} ({cause(ring, c, 'ring', note)})"
+            hops.append(hop)
+        out.append({"graph": "ring", "channel": c, "aligned": all(h["aligned"] for h in hops), "hops": hops})
+    if tree is not None and con is not None and tree.n_channels > 0:
+        for c in range(min(con.n_channels, 2 * con.search_channels)):
+            hops = []
+            for r in range(nodes * ngpus):
+                up = con.trees[c][r].up
+                if up < 0 or up // ngpus == r // ngpus:
+                    continue
+                a, b = _net_of(sysm, tree, c, r % ngpus), _net_of(sysm, tree, c, up % ngpus)
+                ok, what = judge(a, b)
+                hop = {"from_node": r // ngpus, "send": end(a)["net"], "to_node": up // ngpus, "recv": end(b)["net"],
+                       "aligned": ok, "send_end": end(a), "recv_end": end(b), "child_rank": r, "parent_rank": up}
+                if not ok:
+                    hop["reason"] = (f"{what} ({cause(tree, c, 'tree', '')}; the child node's head GPU uses the "
+                                     "channel's entry NET, the parent's GPU its "
+                                     + ("entry" if tree.intra[(c % tree.n_channels) * ngpus] == up % ngpus
+                                        else "exit") + " NET)")
+                hops.append(hop)
+            if hops:
+                out.append({"graph": "tree", "channel": c, "aligned": all(h["aligned"] for h in hops), "hops": hops})
     return out
 
 
@@ -282,18 +382,7 @@ def _render_channels(p: Prediction) -> list[str]:
     out.append(f"Channels after connect: {gd['channels']}" + (f" ({'; '.join(gd['channel_steps'])})"
                                                            if gd["channel_steps"] else ""))
     if gd["rail_aligned"]:
-        bad = [r for r in gd["rail_aligned"] if not r["aligned"]]
-        n = p.inputs.nodes
-        if not bad:
-            out.append(f"Rail alignment over {n} nodes: every ring hop leaves and enters on the same NIC rail"
-                       + (" (odd nodes walk channel pairs swapped)" if gd["odd_nodes_alternate"] else ""))
-        else:
-            out.append(f"Rail alignment over {n} nodes: {len(bad)} of {len(gd['rail_aligned'])} ring channels cross "
-                       "rails between nodes:")
-            for r in bad[:8]:
-                h = next(x for x in r["hops"] if not x["aligned"])
-                out.append(f"  channel {r['channel']}: node {h['from_node']} sends on {h['send']}, node "
-                           f"{h['to_node']} receives on {h['recv']}")
+        out += _render_alignment(gd, p.inputs.nodes)
     for algo in ("ring", "tree"):
         parts = []
         for proto, v in gd["allreduce"][algo].items():
@@ -302,6 +391,34 @@ def _render_channels(p: Prediction) -> list[str]:
     b = gd["best"]
     out.append(f"Large AllReduce: {b['algorithm']}/{b['protocol']} at {b['gbps']:g} GB/s (model)")
     out.append("")
+    return out
+
+
+def _end_str(e: dict) -> str:
+    ids = ", ".join(f"{k} {e[k]}" for k in ("rail", "plane") if e.get(k) is not None)
+    src = " from the fabric, NCCL does not see it" if e.get("ids_from") not in (None, "nccl") else ""
+    return f"{e['net']}" + (f" ({ids}{src})" if ids else " (no rail id)")
+
+
+def _render_alignment(gd: dict, n: int) -> list[str]:
+    entries = gd["rail_aligned"]
+    hops = [h for r in entries for h in r["hops"]]
+    by = ("rail ids" if all(h["send_end"]["rail"] is not None and h["recv_end"]["rail"] is not None for h in hops)
+          else "rail ids where both NETs have one, else the NIC")
+    bad = [r for r in entries if not r["aligned"]]
+    graphs = " and ".join(sorted({r["graph"] for r in entries}, key=["ring", "tree"].index))
+    if not bad:
+        return [f"Rail alignment over {n} nodes: every {graphs} hop between nodes stays on one rail (by {by})"
+                + (" (odd nodes walk ring channel pairs swapped)" if gd["odd_nodes_alternate"] else "")]
+    out = [f"Rail alignment over {n} nodes: {len(bad)} of {len(entries)} {graphs} channels cross rails between "
+           f"nodes (by {by}):"]
+    for r in bad[:8]:
+        h = next(x for x in r["hops"] if not x["aligned"])
+        verb = ("sends on", "receives on") if r["graph"] == "ring" else ("(child) links up on", "(parent) on")
+        out.append(f"  {r['graph']} channel {r['channel']}: node {h['from_node']} {verb[0]} {_end_str(h['send_end'])}, "
+                   f"node {h['to_node']} {verb[1]} {_end_str(h['recv_end'])}: {h.get('reason', '')}")
+    if len(bad) > 8:
+        out.append(f"  ... and {len(bad) - 8} more (--format json lists every hop)")
     return out
 
 
@@ -389,10 +506,12 @@ def parse_env(pairs: list[str] | None) -> dict[str, str]:
 
 
 def inputs_for_node(node, *, nodes: int, env: dict[str, str], version: Version, gdr: str,
-                    source: str) -> tuple[bytes, Inputs, frozenset[tuple[str, int]]]:
+                    source: str, rail_ids=None) -> tuple[bytes, Inputs, frozenset[tuple[str, int]]]:
     """The topology bytes NCCL would read on ``node`` (its NCCL_TOPO_FILE, else what NCCL detects, which is what
-    ``topo generate`` writes), the node's NCCL settings (environment and conf files) overridden by ``env``, its
-    GPUDirect RDMA support, and the ports that are not ACTIVE (the plugin does not list them)."""
+    ``topo generate`` writes, with ``rail_ids`` (:class:`ncclctl.plan.railids.RailIds`, ``--fabric``/``--rail-map``)
+    on its <net> elements as ``topo generate --fabric`` writes them), the node's NCCL settings (environment and conf
+    files) overridden by ``env``, its GPUDirect RDMA support, and the ports that are not ACTIVE (the plugin does
+    not list them)."""
     from ncclctl.nccl.settings import resolve
     from ncclctl.topo.generate import generate_for
 
@@ -412,12 +531,21 @@ def inputs_for_node(node, *, nodes: int, env: dict[str, str], version: Version, 
     if "NCCL_TOPO_FILE" in merged and topo is not None:
         data = topo.text.encode()
         notes.append(f"NCCL reads NCCL_TOPO_FILE={merged['NCCL_TOPO_FILE']} ({origin['NCCL_TOPO_FILE']}) instead of "
-                     "detecting the hardware: predicted from that file")
+                     "detecting the hardware: predicted from that file"
+                     + ("; the --fabric/--rail-map ids are not in it (NCCL uses the file's rail=/plane=)"
+                        if rail_ids is not None else ""))
     else:
         if "NCCL_TOPO_FILE" in merged:
             notes.append(f"NCCL_TOPO_FILE={merged['NCCL_TOPO_FILE']} is set but its file could not be read from the "
                          "host: predicted from the detected hardware")
-        data = generate_for(node, nccl_version=version)[0]
+        data = generate_for(node, nccl_version=version, rail_ids=rail_ids)[0]
+        if rail_ids is not None:
+            from ncclctl.plan.railids import emit_note
+
+            why = emit_note(rail_ids, version)
+            notes.append(f"rail/plane ids from the {rail_ids.source} ({rail_ids.detail}) "
+                         + (f"not in the topology: {why}" if why else
+                            "on each rail <net>, as 'ncclctl topo generate --fabric/--rail-map' writes them"))
     if gdr == "auto":
         from ncclctl.nccl.gdr import gdr_from_node
 

@@ -274,6 +274,69 @@ def fabric_host_ids(lay) -> dict[str, dict[str, RailId]]:
     return out
 
 
+def fabric_host_leaves(lay) -> dict[str, dict[str, str]]:
+    """Host -> {"mlx5_0:1": leaf} for every linked rail port of a :class:`~ncclctl.fabric.layout.Layout`: the leaf
+    the port actually lands on (its switch name in the fabric)."""
+    out: dict[str, dict[str, str]] = {}
+    for h in lay.hosts:
+        eps = lay.host_rails.get(h) or []
+        reached = lay.eff_leaves.get(h) or []
+        out[h] = {ep.key: reached[k] for k, ep in enumerate(eps)
+                  if ep is not None and ep.link is not None and k < len(reached) and reached[k] is not None}
+    return out
+
+
+def leaf_name(lay, leaf: str) -> str:
+    """A leaf's name as the fabric describes it (node description without the ``MF0;`` and model parts)."""
+    sw = lay.graph.switches.get(leaf)
+    desc = sw.desc if sw is not None and sw.desc else leaf
+    return desc.split(";")[-1].split(":")[0] or leaf
+
+
+@dataclass
+class PortIds:
+    """A host's ports as a fleet source places them, port by port (what a check compares a file with)."""
+
+    #: ``"mlx5_0:1"`` -> ids, for every port the source places.
+    ids: dict[str, RailId]
+    #: ``"mlx5_0:1"`` -> the name of the leaf it lands on (fabric only).
+    leaves: dict[str, str]
+    source: str
+    #: What was read: ``FILE: host NAME``.
+    detail: str
+
+
+def port_ids(node: Node | None, *, fabric_file: str | None, rail_map: str | None,
+             host: str | None) -> PortIds | None:
+    """The ids ``--fabric FILE`` / ``--rail-map FILE`` give ``node``'s ports (``--host NAME``, default its
+    hostname), port by port: the fabric's when it knows the host, else the rail map's when it covers the node's
+    rail ports (a rail map needs the node). None without a source; InputError when no source knows the host."""
+    if fabric_file is None and rail_map is None:
+        return None
+    host = host or (node.hostname if node is not None else "")
+    tried = []
+    if fabric_file is not None:
+        from ncclctl.fabric.layout import analyze
+        from ncclctl.fabric.sources import load_input
+
+        lay = analyze(load_input(fabric_file, None))
+        ids, leaves = fabric_host_ids(lay), fabric_host_leaves(lay)
+        key = host if host in ids else _short(host)
+        if ids.get(key):
+            return PortIds(dict(ids[key]), {k: leaf_name(lay, v) for k, v in leaves.get(key, {}).items()}, "fabric",
+                           f"{fabric_file}: host {key}")
+        tried.append(f"the fabric {fabric_file} has no rail port of host {host}")
+    if rail_map is not None and node is not None:
+        from ncclctl.plan.rails import plan_rails
+
+        got = _map_sources(node, plan_rails(node), load_rail_map(rail_map), host)
+        if got is not None:
+            return PortIds(dict(got.ids), {}, got.source, got.detail)
+        tried.append(f"the rail map {rail_map} does not cover every rail port of host {host}")
+    raise InputError("; ".join(tried), path=fabric_file or rail_map,
+                     fix="name the node as the fabric or rail map does with --host NAME")
+
+
 def resolve(node: Node, plan: RailPlan, *, host: str | None = None, fabric: dict[str, dict[str, RailId]] | None = None,
             fabric_label: str = "", rail_map: RailMap | None = None, rail_only: bool = False) -> RailIds:
     """The ids of ``plan``'s rail ports from the best source that covers them all (see the module doc).

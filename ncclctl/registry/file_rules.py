@@ -297,6 +297,45 @@ _EXTRA: dict[str, dict[str, str]] = {
                   "ncclctl topo generate writes, the host's NCCL settings and GPUDirect RDMA support) against NCCL's "
                   "model of the file, GPU by GPU. A VM's PCI tree carries no locality, so VMs are left to NTS070.",
     },
+    "NTH040": {
+        "why": "NCCL 2.30.7+ keeps a ring on one rail by the ids (crossNic=0 pairs NICs of one rail id, and never "
+               "NICs of two planes): a NIC labelled rail 3 that is cabled to the rail-5 leaf sends the ring NCCL "
+               "believes stays on rail 3 through the spine to every other node's rail-3 port; a wrong plane makes "
+               "NCCL refuse paths that exist, or take ones that do not.",
+        "detect": "With --fabric FILE (ibnetdiscover / iblinkinfo output): the leaf each port of the host (--host, "
+                  "default its hostname) lands on and that leaf's rail and plane, the same for every host "
+                  "(ncclctl/plan/railids.py, as ncclctl rails --fabric computes them); with --rail-map FILE, the "
+                  "map's ids for the host's ports. Compared with each <net>'s rail= and plane= (NCCL 2.30.7+).",
+    },
+    "NTH041": {
+        "why": "NCCL reads rail and plane from the topology file first; the IB plugin's ids from NCCL_IB_HCA "
+               "(name:port:rail:plane) only fill a <net> that has none (graph/topo.cc). When both are given and "
+               "differ, the file wins silently, and whoever edits NCCL_IB_HCA to fix a rail changes nothing.",
+        "detect": "The host's effective NCCL_IB_HCA (environment, then the conf files, as NCCL resolves it), the "
+                  "rail/plane fields of the entry that selects each <net>'s port (NCCL 2.30.7+), against the file's "
+                  "rail= and plane=.",
+    },
+    "NTH042": {
+        "why": "Two NICs with one rail id and plane are one rail to NCCL: with crossNic=0 a ring may leave a node on "
+               "one and enter the next on the other, and NCCL_NET_MERGE_POLICY=RAIL may fuse them. When their ports "
+               "land on different leaves, that ring crosses the spine (or has no path on a rail-only fabric).",
+        "detect": "With --fabric: pairs of <net> with the same rail= and plane= whose ports land on different "
+                  "leaves. Not reported when NTH040 already says one of them is labelled wrong.",
+    },
+    "NTH043": {
+        "why": "Rail ids belong to the NICs the GPUs' traffic uses. A rail id on a storage or management NIC (or a "
+               "second port) makes it a rail member to NCCL: the ring search may pair it with a rail NIC of another "
+               "node, and NCCL_NET_MERGE_POLICY=RAIL may fuse it with that rail's NIC.",
+        "detect": "With a host: <net> elements with rail= or plane= whose NIC is not a rail NIC of the host (each "
+                  "GPU's closest NIC port, as ncclctl rails plans them).",
+    },
+    "NTH044": {
+        "why": "NCCL before 2.30.7 does not read rail= or plane= (nor the rail fields of NCCL_IB_HCA): a file "
+               "written for rails keeps its rings in a rail only if every node lists its NICs in the same order "
+               "and NCCL_CROSS_NIC is 0, which nothing in the file says.",
+        "detect": "With a host (--root, --live, --model) or --fabric, for --nccl-version below 2.30.7: the <net> "
+                  "elements with rail= or plane= (what NTV002 reports without a host, which gives way here).",
+    },
     "NTX090": {
         "checked_by": _SCHEMA,
         "why": "The schemas describe the structure NCCL understands. A mismatch usually means an element or "
@@ -758,6 +797,27 @@ _ROWS: tuple[tuple[str, str, Severity, str, str], ...] = (
     ('NTH015', 'host-graph-file-in-etc', W,
      'NCCL_GRAPH_FILE is set in /etc/nccl.conf: every job on the node reads it, including ones on fewer GPUs',
      'Set NCCL_GRAPH_FILE per job (environment) for experiments only, not node-wide.'),
+    # --- NTH040-049: rail and plane ids against the host and its fabric (hostcheck.py) ---------------------
+    ('NTH040', 'host-net-rail-vs-fabric', E,
+     '<net> rail=/plane= differs from the rail/plane of the leaf its port lands on (--fabric) or of the rail map '
+     '(--rail-map)',
+     'Write the ids of the leaf the port lands on (ncclctl topo generate --fabric FILE writes them), or recable the '
+     'port to the leaf of the rail it is labelled with.'),
+    ('NTH041', 'host-net-rail-vs-ib-hca', W,
+     "<net> rail=/plane= differs from the ids the host's NCCL_IB_HCA gives the port: NCCL uses the file's",
+     'Make both say the same: regenerate the file and NCCL_IB_HCA from one source (ncclctl topo generate --fabric, '
+     'ncclctl conf generate --fabric), or drop the ids from one of them.'),
+    ('NTH042', 'host-net-rail-shared', W,
+     'two <net> of this host carry the same rail and plane id but their ports land on different leaves',
+     'Give each leaf its own rail id (ncclctl topo generate --fabric FILE; a leaf name carrying another rail\'s '
+     'number misleads it), so NCCL keeps each ring on one leaf.'),
+    ('NTH043', 'host-net-rail-not-rail-nic', W,
+     '<net> rail=/plane= on a NIC that is no GPU\'s rail NIC on this host (storage, management, second port)',
+     'Drop rail= and plane= from that <net>, or keep the NIC out of NCCL with NCCL_IB_HCA (ncclctl rails).'),
+    ('NTH044', 'host-rail-ids-ignored', W,
+     'rail/plane ids in a file for an NCCL before 2.30.7: ignored without a word, NCCL pairs NICs by name',
+     'Target NCCL 2.30.7+ (--nccl-version), or drop rail= and plane= (ncclctl topo generate --nccl-version X '
+     'writes what X reads) and keep rings in their rail with NCCL_CROSS_NIC=0 and one NIC order on every node.'),
     # --- XSD (schema.py) ------------------------------------------------------------------------------
     ('NTX090', 'xsd-mismatch', W,
      'structure does not match the XSD schema',

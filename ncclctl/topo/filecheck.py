@@ -33,12 +33,24 @@ class Meaning:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass
+class RailSource:
+    """``topo validate --fabric FILE / --rail-map FILE / --host NAME``: where the rail/plane ids of the host's ports
+    come from for NTH040/NTH042 (:func:`ncclctl.plan.railids.port_ids`)."""
+
+    fabric: str | None = None
+    rail_map: str | None = None
+    host: str | None = None
+
+
 def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: bool = True,
                load_node: Callable[[], Node] | None = None,
-               meaning: Meaning | None = None) -> tuple[Kind | None, list[Finding]]:
+               meaning: Meaning | None = None,
+               rails: RailSource | None = None) -> tuple[Kind | None, list[Finding]]:
     """The kind sniffed from the root element and every finding for ``data`` (read from ``path``). With
     ``load_node``, the file is also checked against that host, which is probed only when NCCL would read the
-    file. With ``meaning``, a graph file is also checked against NCCL's model of the node (see :class:`Meaning`)."""
+    file; ``rails`` adds the fabric or rail map the rail/plane ids are checked against (NTH040-NTH044). With
+    ``meaning``, a graph file is also checked against NCCL's model of the node (see :class:`Meaning`)."""
     from ncclctl.topo.validate import validate_bytes
 
     version = parse(nccl_version)
@@ -65,6 +77,12 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
                     at = {f.line for f in lost}
                     against_host = [f for f in against_host if not (f.rule == "NTH006" and f.line in at)] + lost
                 confirmed = hostcheck.confirmed_values(view, node)
+                fleet = None
+                if rails is not None:
+                    from ncclctl.plan.railids import port_ids
+
+                    fleet = port_ids(node, fabric_file=rails.fabric, rail_map=rails.rail_map, host=rails.host)
+                against_host += hostcheck.check_rail_ids(view, node, path, version, fleet)
             elif kind == "graph" and result.root.name == "graphs":
                 if node is not None:
                     against_host = hostcheck.check_graph_against_host(result, node, path)
@@ -80,6 +98,9 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
         findings = validate_bytes(data, path=path, nccl_version=version, confirmed=confirmed)
     if any(f.rule == "NTH030" for f in against_host):  # the host confirms NTS070 GPU by GPU
         findings = [f for f in findings if f.rule != "NTS070"]
+    if any(f.rule == "NTH044" for f in against_host):  # says what NTV002 says of rail=/plane=, with the host's view
+        findings = [f for f in findings if not (f.rule == "NTV002" and f.message.startswith("<net> attribute ")
+                                                and f.message.split()[2] in ("rail", "plane"))]
     if xsd and kind is not None:
         from ncclctl.topo.schema import xsd_findings  # lxml is imported only here
         from ncclctl.topo.validate import without_repeated_xsd
@@ -195,7 +216,7 @@ def summary_notes(data: bytes, kind: Kind | None, nccl_version: object = DEFAULT
 def validate_report(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: bool = True,
                     load_node: Callable[[], Node] | None = None, config=None, config_path: str | None = None,
                     only: tuple[str, ...] | None = None, fail_on: str = "error", command: str = "topo validate",
-                    meaning: Meaning | None = None):
+                    meaning: Meaning | None = None, rails: RailSource | None = None):
     """``ncclctl topo validate`` / ``rings validate``: :func:`check_file`, the rule configuration applied (per-host
     ignores match the host the file is checked against, else the machine running the command), ``--rule``
     filtering, as one :class:`~ncclctl.report.Report`."""
@@ -213,7 +234,8 @@ def validate_report(data: bytes, path: str, *, nccl_version: object = DEFAULT, x
         return nodes[-1]
 
     kind, findings = check_file(data, path, nccl_version=version, xsd=xsd,
-                                load_node=remember if load_node is not None else None, meaning=meaning)
+                                load_node=remember if load_node is not None else None, meaning=meaning,
+                                rails=rails)
     fields: tuple = (("file", path), ("kind", kind), ("nccl_version", ".".join(map(str, version))),
                      ("config", config_path))
     notes: tuple[str, ...] = ()

@@ -17,9 +17,11 @@ from ncclctl.topo.interpret import TopoView, gpu_gpu, gpu_net
 from ncclctl.topo.rules import rule
 
 
-def _finding(rule_id: str, message: str, path: str, line: int | None = None, column: int | None = None) -> Finding:
+def _finding(rule_id: str, message: str, path: str, line: int | None = None, column: int | None = None,
+             fix: str | None = None) -> Finding:
     r = rule(rule_id)
-    return Finding(rule=rule_id, severity=r.severity, message=message, subject=path, line=line, column=column, fix=r.fix)
+    return Finding(rule=rule_id, severity=r.severity, message=message, subject=path, line=line, column=column,
+                   fix=fix or r.fix)
 
 
 def _canonical(busid: str) -> str | None:
@@ -161,6 +163,126 @@ def check_against_host(view: TopoView, node: Node, path: str) -> list[Finding]:
     return out
 
 
+def _file_id(n, attr: str) -> int | None:
+    """A <net>'s rail=/plane= as NCCL 2.30.7 reads it (strtol into an int), None when absent or not a plain id
+    (NTS090) or out of an int's range (NCCL keeps the low 32 bits of strtol's saturated value)."""
+    from ncclctl.nccl.params import strtol
+
+    text = n.attrs.get(attr)
+    if text is None:
+        return None
+    num = strtol(text, 10)
+    return num.value if num.whole and 0 <= num.value < 1 << 31 else None  # stored in an int
+
+
+def _ids_str(rail: int | None, plane: int | None) -> str:
+    return " ".join(f'{k}="{v}"' for k, v in (("rail", rail), ("plane", plane)) if v is not None)
+
+
+def check_rail_ids(view: TopoView, node: Node, path: str, version, fleet=None) -> list[Finding]:
+    """NTH040-NTH044: the rail=/plane= of the file's <net> elements against the host (its rail NICs, its
+    NCCL_IB_HCA) and, with ``fleet`` (:class:`ncclctl.plan.railids.PortIds` from --fabric/--rail-map), against the
+    leaf each port lands on."""
+    from ncclctl.plan.railids import RAIL_IDS_SINCE
+
+    out: list[Finding] = []
+    host_nets = {nd.nic.name: nd for nd in net_devices(node)}
+
+    def port_key(n) -> str:
+        nd = host_nets.get(n.name or "")
+        if nd is not None:
+            return f"{n.name}:{nd.port.num}"
+        return f"{n.name}:{(n.attrs.get('port') or '1').strip()}"
+
+    railed = [n for n in view.nets if n.name is not None and ("rail" in n.attrs or "plane" in n.attrs)]
+    if not railed:
+        return out
+    if version < RAIL_IDS_SINCE:
+        first = railed[0]
+        placed = []
+        for n in railed:
+            fid = fleet.ids.get(port_key(n)) if fleet is not None else None
+            if fid is not None:
+                placed.append(f"{port_key(n)} rail {fid.rail}" + ("" if fid.plane is None else f" plane {fid.plane}"))
+        known = f"; the {fleet.source} ({fleet.detail}) has {', '.join(placed)}" if fleet is not None and placed else ""
+        out.append(_finding("NTH044", f"{len(railed)} <net> carr{'ies' if len(railed) == 1 else 'y'} rail=/plane= "
+                            f"({', '.join(f'{n.name} line {n.node.line}' for n in railed)}): NCCL {version} ignores "
+                            f"them without a word (read from {RAIL_IDS_SINCE}) and keeps rings in a rail only by "
+                            "NIC name with NCCL_CROSS_NIC=0" + known, path, first.node.line, first.node.column))
+        return out
+    from ncclctl.plan.rails import plan_rails
+
+    rail_nics = {r.nic for r in plan_rails(node).rails}
+    for n in railed:
+        if n.name not in rail_nics and n.name in {x.name for x in node.nics}:
+            ids = _ids_str(_file_id(n, "rail"), _file_id(n, "plane"))
+            out.append(_finding("NTH043", f"<net name=\"{n.name}\" {ids}>"
+                                f": {n.name} is no GPU's rail NIC on this host (rail NICs: "
+                                f"{', '.join(sorted(rail_nics, key=natural_key)) or 'none'}); NCCL treats it as a "
+                                "member of that rail", path, n.node.line, n.node.column))
+    wrong: set[str] = set()
+    if fleet is not None:
+        for n in railed:
+            key = port_key(n)
+            fid = fleet.ids.get(key)
+            rail, plane = _file_id(n, "rail"), _file_id(n, "plane")
+            if fid is None:
+                continue
+            diffs = []
+            if rail is not None and rail != fid.rail:
+                diffs.append(f"rail {fid.rail}")
+            if plane is not None and fid.plane is not None and plane != fid.plane:
+                diffs.append(f"plane {fid.plane}")
+            if not diffs:
+                continue
+            wrong.add(n.name or "")
+            leaf = fleet.leaves.get(key)
+            where = f"lands on leaf {leaf}, " if leaf else "is placed on "
+            want = _ids_str(fid.rail if rail is not None else None, fid.plane if plane is not None else None)
+            opt = "--fabric" if fleet.source == "fabric" else "--rail-map"
+            out.append(_finding("NTH040", f"<net name=\"{n.name}\" {_ids_str(rail, plane)}>: port {key} {where}"
+                                f"{' '.join(diffs)} ({fleet.detail})", path, n.node.line, n.node.column,
+                                fix=f"write {want} on this <net> (ncclctl topo generate {opt} FILE writes the ids), "
+                                    f"or recable {key} to the leaf of the rail it is labelled with"))
+        groups: dict[tuple[int, int | None], list] = {}
+        for n in railed:
+            rail = _file_id(n, "rail")
+            if rail is not None and port_key(n) in fleet.leaves:
+                groups.setdefault((rail, _file_id(n, "plane")), []).append(n)
+        for (rail, plane), members in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or -1)):
+            leaves = {fleet.leaves[port_key(n)] for n in members}
+            if len(leaves) < 2 or any(n.name in wrong for n in members):
+                continue
+            desc = ", ".join(f"{n.name} (line {n.node.line}) on {fleet.leaves[port_key(n)]}" for n in members)
+            out.append(_finding("NTH042", f"<net> {_ids_str(rail, plane)} on {len(members)} NICs of this host whose "
+                                f"ports land on {len(leaves)} leaves: {desc} ({fleet.detail}); NCCL takes them for "
+                                "one rail", path, members[1].node.line, members[1].node.column))
+    from ncclctl.nccl.lists import hca_ids, hca_selects
+    from ncclctl.nccl.settings import ENV, resolve
+
+    hca = resolve(node, version).effective("NCCL_IB_HCA")
+    if hca is not None and hca.value and not hca.value.lstrip().startswith("^"):
+        where = "the environment" if hca.source == ENV else f"{hca.source}" + (f":{hca.line}" if hca.line else "")
+        for n in railed:
+            nd = host_nets.get(n.name or "")
+            if nd is None or not hca_selects(hca.value, [(nd.nic.name, nd.port.num)]):
+                continue
+            hrail, hplane = hca_ids(hca.value, nd.nic.name, nd.port.num)
+            rail, plane = _file_id(n, "rail"), _file_id(n, "plane")
+            diffs = []
+            if rail is not None and hrail != -1 and rail != hrail:
+                diffs.append(f"rail {hrail}")
+            if plane is not None and hplane != -1 and plane != hplane:
+                diffs.append(f"plane {hplane}")
+            if diffs:
+                out.append(_finding("NTH041", f"<net name=\"{n.name}\" {_ids_str(rail, plane)}>: NCCL_IB_HCA ({where}) "
+                                    f"gives {n.name}:{nd.port.num} {' '.join(diffs)}; NCCL uses the file's ids (the "
+                                    "file wins over the IB plugin's)", path, n.node.line, n.node.column,
+                                    fix=f"make the file and NCCL_IB_HCA in {where} agree (regenerate both from one "
+                                        "source: ncclctl topo generate --fabric, ncclctl conf generate --fabric)"))
+    return out
+
+
 def confirmed_values(view: TopoView, node: Node) -> frozenset[tuple[int, int, str]]:
     """The init-only attributes (rule NTS025) whose value is what NCCL would detect on this host, as (line,
     column, attribute) of their <gpu>/<net> element: ``dev`` and ``sm`` of a GPU this host has at that bus id,
@@ -295,5 +417,5 @@ def graph_file_in_etc(node: Node) -> list[Finding]:
     return out
 
 
-__all__ = ["check_against_host", "check_graph_against_host", "confirmed_values", "graph_file_in_etc"]
+__all__ = ["check_against_host", "check_rail_ids", "check_graph_against_host", "confirmed_values", "graph_file_in_etc"]
 _ = gpu_gpu

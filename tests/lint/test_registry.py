@@ -111,7 +111,7 @@ def test_table_rules_keep_their_ids():
     from ncclctl.topo.rules import RULES as FILE
 
     meaning = {"NTS070", "NTH030"}  # checks of meaning from NCCL's model (issue 15)
-    rails = {"NTS090", "NTS091"}  # rail/plane attributes (issue 17)
+    rails = {"NTS090", "NTS091"} | {f"NTH{i:03d}" for i in range(40, 45)}  # rail/plane ids (issue 17)
     plan = {f"FAB{i:03d}" for i in range(21, 27)}  # fabric plan (issue 17)
     assert len(FILE) == 138 + len(meaning) + len(rails) and len(FABRIC) == 20 + len(plan)
     assert {f"NTX{i:03d}" for i in [*range(1, 26), 90, 91]} | {f"NTS{i:03d}" for i in range(1, 54)} \
@@ -160,7 +160,8 @@ def test_rules_cli_filters_by_scope_and_family(scope):
 
 def test_rules_cli_family_filter_and_bad_family():
     doc = json.loads(run_cli("rules", "--family", "host-match", "-f", "json").stdout)
-    assert [d["id"] for d in doc["rules"]] == [f"NTH{i:03d}" for i in range(1, 16)] + ["NTH030"]
+    assert [d["id"] for d in doc["rules"]] == [f"NTH{i:03d}" for i in range(1, 16)] + ["NTH030"] \
+        + [f"NTH{i:03d}" for i in range(40, 45)]
     res = run_cli("rules", "--family", "topo")
     assert res.returncode == 2 and "no such rule family: 'topo'" in res.stderr and "topology" in res.stderr
 
