@@ -84,6 +84,10 @@ def read_graph(path: str) -> FabricGraph | None:
 
 
 def _topology(box: list[str], source: str) -> FabricGraph | None:
+    g = _topology_bulk(box[0], source)
+    if g is not None:
+        box.pop()
+        return g
     parts = _NODE.split(box.pop())
     # parts: [preamble, kind, nports, guid, desc, rest, body, kind, ...]
     pre = parts[0]
@@ -217,6 +221,207 @@ def _topology(box: list[str], source: str) -> FabricGraph | None:
     if _REST.fullmatch("".join(tails)) is None:
         return None
     del tails
+    if not _consistent(g, acc_ca or acc_sw, ca_claims, sw_claims, fwd, bwd):
+        return None
+    agg = g.aggregation
+    for guid, sysimg in sysimgs:
+        if sysimg in switches:
+            agg.add(guid)
+    return g
+
+
+# --- topology form, in bulk ----------------------------------------------------------------------------------
+# ibnetdiscover prints the switches first, then the CAs, each CA block as the same six or seven lines (a blank line,
+# its four attribute lines, its node line and, when its one port is linked, the link line). The bulk reader takes
+# that case only: the switch blocks one at a time (a few thousand) with every link line of a block handled by C
+# loops (zip, map, compress over the block's findall columns), and the CA blocks with one pattern over whole
+# stretches of text, so no Python statement runs per CA port. Anything else (a CA with two links, a switch after
+# the first CA, a router, odd attribute lines) returns None and the per-block reader above takes the file.
+_CA_UNIT = re.compile(
+    r'\n\nvendid=0x[0-9a-fA-F]{1,16}\ndevid=0x[0-9a-fA-F]{1,16}\nsysimgguid=0x([0-9a-fA-F]{1,16})'
+    r'\ncaguid=0x[0-9a-fA-F]{1,16}\nCa\t([0-9]{1,9}) "H-([0-9a-f]{16})"\t\t# "([^"\t\n]*)"'
+    r'(?:\n\[([0-9]{1,9})\]\([0-9a-f]{1,16}\) \t"S-([0-9a-f]{16})"\[([0-9]{1,9})\]\t\t# '
+    r'lid [0-9]{1,9} lmc [0-9]{1,9} "[^"\t\n]*" lid [0-9]{1,9} ([0-9]{1,2}x)(\w+))?(?![^\n])')
+_CHUNK = 1 << 22  # characters of CA blocks per findall: bounds the records held at once
+
+
+def _topology_bulk(text: str, source: str) -> FabricGraph | None:
+    from itertools import accumulate, compress, repeat
+    from operator import add, not_
+
+    first_ca = text.find("\nCa\t")
+    if first_ca < 0:
+        return None
+    u = text.rfind("\n\nvendid=", 0, first_ca)
+    if u < 0:
+        return None
+    parts = _NODE.split(text[:u + 1])  # the switch blocks (up to the blank line before the first CA's attributes)
+    g = FabricGraph(source=source, kind="ibnetdiscover")
+    hcas = g.hcas
+    switches = g.switches
+    hca_links = g.hca_links
+    switch_links = g.switch_links
+    lanes = LANE_GBPS.keys()
+    strs: dict[str, str] = {}
+    intern = strs.setdefault
+    rates: dict[tuple[str, str], tuple[Any, Any, float | None]] = {}
+    tails = [parts[0]]
+    lineno = parts[0].count("\n")
+    ca_claims = sw_claims = fwd = bwd = 0
+    acc_ca = acc_sw = 0
+    links_match = _LINKS.match
+    sw_findall = _LINK_SW.findall
+    is_h = "H".__eq__
+
+    def rate_cols(widths, speeds, n):
+        pairs = set(zip(widths, speeds))
+        for key in pairs:
+            if key not in rates:
+                rates[key] = (key[0], key[1], _rate(key[0], key[1]))
+        if len(pairs) == 1:
+            w, sp, r = rates[pairs.pop()]
+            return repeat(w, n), repeat(sp, n), repeat(r, n)
+        return zip(*map(rates.__getitem__, zip(widths, speeds)))
+
+    for i in range(1, len(parts), 6):
+        nkind, nports_s, guid, desc, rest, body = parts[i:i + 6]
+        parts[i + 5] = None
+        if nkind != "Switch":
+            return None
+        lineno += 1
+        nports = int(nports_s)
+        lm = links_match(body)
+        if lm is None:
+            return None
+        end = lm.end()
+        links = body[:end]
+        nlines = links.count("\n")
+        recs = sw_findall(links) if nlines else ()
+        if len(recs) != nlines:
+            return None
+        if guid in switches:
+            return None
+        lid = None
+        if rest:
+            sm = _SW_EXTRA.search(rest)
+            lid = int(sm.group(2)) if sm else None
+        guid = intern(guid, guid)
+        switches[guid] = Switch(guid=guid, desc=desc, nports=nports, line=lineno, lid=lid, kind="switch")
+        if recs:
+            ports_s, rks, rguids, rports_s, widths, speeds = zip(*recs)
+            if not lanes >= set(speeds):
+                return None
+            ports = list(map(int, ports_s))
+            if nports and max(ports) > nports + 64:
+                return None
+            rports = list(map(int, rports_s))
+            lines = range(lineno + 1, lineno + 1 + nlines)
+            nh = rks.count("H")
+            if nh:
+                if nh == nlines:
+                    h_rg, h_rp, h_p = rguids, rports, ports
+                else:
+                    hm = list(map(is_h, rks))
+                    h_rg, h_rp, h_p = compress(rguids, hm), compress(rports, hm), compress(ports, hm)
+                sw_claims += nh
+                acc_ca -= sum(map(hash, zip(h_rg, h_rp, repeat(guid), h_p)))
+            if nh < nlines:
+                if nh:
+                    sm_ = list(map(not_, hm))
+                    rguids, rports, ports = (tuple(compress(rguids, sm_)), list(compress(rports, sm_)),
+                                             list(compress(ports, sm_)))
+                    widths, speeds = tuple(compress(widths, sm_)), tuple(compress(speeds, sm_))
+                    lines = list(compress(lines, sm_))
+                if guid in rguids:
+                    return None  # a switch linked to itself: the per-block reader
+                m = nlines - nh
+                fm = list(map(guid.__lt__, rguids))
+                nf = sum(fm)
+                if nf == m:
+                    f_rg, f_rp, f_p, f_w, f_s, f_l = rguids, rports, ports, widths, speeds, lines
+                elif nf:
+                    f_rg, f_rp, f_p = list(compress(rguids, fm)), list(compress(rports, fm)), list(compress(ports, fm))
+                    f_w, f_s, f_l = list(compress(widths, fm)), list(compress(speeds, fm)), list(compress(lines, fm))
+                    bm = list(map(not_, fm))
+                    b_rg, b_rp, b_p = compress(rguids, bm), compress(rports, bm), compress(ports, bm)
+                else:
+                    b_rg, b_rp, b_p = rguids, rports, ports
+                if nf:
+                    fwd += nf
+                    acc_sw += sum(map(hash, zip(repeat(guid), f_p, f_rg, f_rp)))
+                    W, S, R = rate_cols(f_w, f_s, nf)
+                    switch_links.extend(zip(repeat(guid), f_p, map(intern, f_rg, f_rg), f_rp, W, S, R, f_l))
+                if nf < m:
+                    bwd += m - nf
+                    acc_sw -= sum(map(hash, zip(b_rg, b_rp, repeat(guid), b_p)))
+        lineno += body.count("\n")
+        if end < len(body):
+            tails.append(body[end:])
+    del parts
+    if _REST.fullmatch("".join(tails)) is None:
+        return None
+    del tails
+    # the CA blocks
+    n = len(text)
+    k = n
+    while k > u and text[k - 1] == "\n":
+        k -= 1
+    trailing = n - k
+    line = lineno  # the line before the blank line that starts the first CA block
+    if text.count("\n", 0, u + 1) != line:
+        return None
+    unit_findall = _CA_UNIT.findall
+    port_lists: dict[str, tuple[int, ...]] = {}
+    sysimgs: list[tuple[str, str]] = []
+    nlines_ca = 0
+    a = u
+    while a < n:
+        b = text.find("\n\nvendid=", a + _CHUNK) if a + _CHUNK < n else -1
+        b = n if b < 0 else b
+        recs = unit_findall(text, a, b)
+        a = b
+        if not recs:
+            continue
+        sysv, nps, guids, descs, lports, rguids, rports, widths, speeds = zip(*recs)
+        del recs
+        cnt = len(guids)
+        linked = sum(map(bool, lports))
+        nlines_ca += 6 * cnt + linked
+        # unit j starts (its blank line) at line + 6 j + (links before it); its node line is 5 further, its link
+        # line 6
+        starts = list(map(add, range(line + 5, line + 5 + 6 * cnt, 6), accumulate(map(bool, lports), initial=0)))
+        for s_ in set(nps):
+            if s_ not in port_lists:
+                port_lists[s_] = tuple(range(1, int(s_) + 1))
+        before = len(hcas)
+        hcas.update(zip(guids, zip(descs, map(port_lists.__getitem__, nps), starts)))
+        if len(hcas) != before + cnt:
+            return None  # a GUID described twice
+        line = starts[-1] + (2 if lports[-1] else 1)  # the next unit's blank line
+        normed = map(str.rjust, map(str.lower, sysv), repeat(16), repeat("0"))
+        sysimgs.extend((gd, sv) for gd, sv in zip(guids, normed) if gd != sv)
+        if linked:
+            if linked == cnt:
+                lg, lp_s, rg, rp_s, lw, ls, ll = guids, lports, rguids, rports, widths, speeds, starts
+            else:
+                lg, lp_s, rg = list(compress(guids, lports)), list(compress(lports, lports)), list(compress(rguids, lports))
+                rp_s, lw = list(compress(rports, lports)), list(compress(widths, lports))
+                ls, ll = list(compress(speeds, lports)), list(compress(starts, lports))
+            if not lanes >= set(ls):
+                return None
+            lp = list(map(int, lp_s))
+            if max(lp) > 64 and any(p > int(np_) + 64 for p, np_ in zip(lp, compress(nps, lports)) if int(np_)):
+                return None
+            rp = list(map(int, rp_s))
+            rg = list(map(intern, rg, rg))
+            ca_claims += linked
+            acc_ca += sum(map(hash, zip(lg, lp, rg, rp)))
+            W, S, R = rate_cols(lw, ls, linked)
+            hca_links.update(zip(zip(lg, lp), zip(rg, rp, W, S, R, map((1).__add__, ll))))
+    if text.count("\n", u + 1) != nlines_ca + trailing - 1:
+        return None  # a line no CA block holds
+    if not hcas:
+        return None
     if not _consistent(g, acc_ca or acc_sw, ca_claims, sw_claims, fwd, bwd):
         return None
     agg = g.aggregation
