@@ -479,6 +479,9 @@ def _ports(box: list[str], source: str) -> FabricGraph | None:
     text = box.pop()
     if not text.endswith("\n"):
         text += "\n"
+    g = _ports_bulk(text, source)
+    if g is not None:
+        return g
     g = FabricGraph(source=source, kind="ibnetdiscover-ports")
     hcas = g.hcas
     switches = g.switches
@@ -576,6 +579,200 @@ def _ports(box: list[str], source: str) -> FabricGraph | None:
     if not _consistent(g, acc_ca or acc_sw, ca_claims, sw_claims, fwd, bwd):
         return None
     return g
+
+
+#: _PLINE for the bulk pass: each line found by its "\n" (a literal the regex engine scans for, where "^" in
+#: MULTILINE mode is tried at every character), the far end's LID and description not captured.
+_PLINE_N = re.compile(
+    r"\n[ \t]{0,30}(SW|CA|RT)" + _W + r"([0-9]{1,9})" + _W + r"([0-9]{1,9})" + _W + r"0x([0-9a-fA-F]{1,16})" + _W
+    + r"([0-9]{1,2}x|\?\?)" + _W + r"([A-Za-z0-9_]{1,10}|\?\?\?)"
+    r"(?:" + _W + r"-" + _W + r"(SW|CA|RT)" + _W + r"[0-9]{1,9}" + _W + r"([0-9]{1,9})" + _W
+    + r"0x([0-9a-fA-F]{1,16})" + _W + r"\([ \t]{0,30}'([^'\n]{0,64})'" + _W + r"-" + _W + r"'[^'\n]{0,64}'"
+    r"[ \t]{0,30}\)|[ \t]{1,64}'([^'\n]{0,64})')?[ \t]{0,30}(?![^\n])")
+
+
+def _ports_bulk(text: str, source: str) -> FabricGraph | None:
+    """The ports form with C loops over each chunk's findall columns: every CA listed as one linked port line
+    (single-port HCAs), switches on consecutive lines. Per-line Python runs only per switch (a few thousand);
+    anything else returns None and the one-pass reader above takes the file."""
+    from itertools import compress, repeat
+    from operator import add, and_, eq, lt, ne, not_
+
+    g = FabricGraph(source=source, kind="ibnetdiscover-ports")
+    hcas = g.hcas
+    switches = g.switches
+    hca_links = g.hca_links
+    switch_links = g.switch_links
+    ca_claims = sw_claims = fwd = bwd = 0
+    acc_ca = acc_sw = 0
+    lanes = set(LANE_GBPS) | {"???"}
+    kinds = _KIND
+    strs: dict[str, str] = {}
+    intern = strs.setdefault
+    rates: dict[tuple[str, str], tuple[Any, Any, float | None]] = {}
+    findall = _PLINE_N.findall
+    is_ca = "CA".__eq__
+
+    def rate_cols(widths, speeds, n):
+        pairs = set(zip(widths, speeds))
+        for key in pairs:
+            if key not in rates:
+                w = None if key[0] == "??" else key[0]
+                sp = None if key[1] == "???" else key[1]
+                rates[key] = (w, sp, _rate(w, sp) if w and sp else None)
+        if len(pairs) == 1:
+            w, sp, r = rates[pairs.pop()]
+            return repeat(w, n), repeat(sp, n), repeat(r, n)
+        return zip(*map(rates.__getitem__, zip(widths, speeds)))
+
+    def norm(guids):
+        """GUIDs as the graph keys them (lower case, 16 digits); most are already."""
+        guids = guids if isinstance(guids, tuple) else tuple(guids)
+        if min(map(len, guids)) == 16:
+            joined = "".join(guids)
+            if not any(c in joined for c in "ABCDEF"):
+                return guids
+        return list(map(str.rjust, map(str.lower, guids), repeat(16), repeat("0")))
+
+    cur: Any = None  # the open switch: [kind, guid, nports, desc, lid, line]
+    prev: Any = None
+    last_ca = False
+    line = 0
+    i, n = 0, len(text) - 1  # text[0] is the "\n" put before the first line; the last "\n" ends the last line
+    while i < n:
+        j = text.find("\n", i + (1 << 21))
+        j = n if j < 0 or j > n else j
+        recs = findall(text, i, j)
+        if len(recs) != text.count("\n", i, j):
+            return None
+        i = j
+        if not recs:
+            continue
+        nkinds, lids, ports_s, guids, widths, speeds, rkinds, rports_s, rguids, ldescs, udescs = zip(*recs)
+        del recs
+        if not lanes >= set(speeds):
+            return None
+        L = len(nkinds)
+        gds = norm(guids)
+        ports = list(map(int, ports_s))
+        starts = list(map(ne, gds, [prev, *gds[:-1]]))
+        prev = gds[-1]
+        cam = list(map(is_ca, nkinds))
+        nca = sum(cam)
+        lines = range(line + 1, line + 1 + L)
+        if last_ca and not starts[0]:
+            return None
+        last_ca = cam[-1]
+        if nca:
+            # every CA line is a node of its own (it starts one, the next line starts another) linked to a switch
+            if not all(compress(starts, cam)) or not all(compress(starts[1:], cam)):
+                return None
+            ck = set(compress(rkinds, cam))
+            if "" in ck or "CA" in ck:
+                return None
+            cg = list(compress(gds, cam))
+            cp = list(compress(ports, cam))
+            crg = norm(compress(rguids, cam))
+            crg = list(map(intern, crg, crg))
+            crp = list(map(int, compress(rports_s, cam)))
+            cl = list(compress(lines, cam))
+            before = len(hcas)
+            hcas.update(zip(cg, zip(map(add, compress(ldescs, cam), compress(udescs, cam)), repeat(()), cl)))
+            if len(hcas) != before + nca:
+                return None
+            ca_claims += nca
+            acc_ca += sum(map(hash, zip(cg, cp, crg, crp)))
+            W, S, R = rate_cols(list(compress(widths, cam)), list(compress(speeds, cam)), nca)
+            hca_links.update(zip(zip(cg, cp), zip(crg, crp, W, S, R, cl)))
+        if nca < L:
+            swm = list(map(not_, cam))
+            # the switches, one run of lines each (the last may go on in the next chunk)
+            run_starts = list(compress(range(L), map(and_, starts, swm)))
+            if cur is not None and not starts[0]:
+                run_starts.insert(0, 0)  # the open switch goes on
+            elif cur is not None:
+                if not _close_switch(g, cur):
+                    return None
+                cur = None
+            for s in run_starts:
+                try:
+                    e = starts.index(True, s + 1)
+                except ValueError:
+                    e = L
+                descs = list(filter(None, map(add, ldescs[s:e], udescs[s:e])))
+                top = max(ports[s:e])
+                if s == 0 and cur is not None and not starts[0]:
+                    if top > cur[2]:
+                        cur[2] = top
+                    if not cur[3] and descs:
+                        cur[3] = descs[0]
+                else:
+                    if cur is not None:
+                        if not _close_switch(g, cur):
+                            return None
+                    cur = [kinds[nkinds[s]], intern(gds[s], gds[s]), top, descs[0] if descs else "", int(lids[s]), line + 1 + s]
+                if e < L:
+                    if not _close_switch(g, cur):
+                        return None
+                    cur = None
+            # their links: to HCAs (checked against the HCA ends) and to switches (once, from the lower GUID)
+            slk = list(map(and_, swm, map(bool, rkinds)))
+            if any(slk):
+                s_rk = list(compress(rkinds, slk))
+                hm = list(map(is_ca, s_rk))
+                nh = sum(hm)
+                s_g, s_p = list(compress(gds, slk)), list(compress(ports, slk))
+                s_rg = norm(compress(rguids, slk))
+                s_rp = list(map(int, compress(rports_s, slk)))
+                if nh:
+                    sw_claims += nh
+                    acc_ca -= sum(map(hash, zip(compress(s_rg, hm), compress(s_rp, hm), compress(s_g, hm),
+                                                compress(s_p, hm))))
+                m = len(s_rk) - nh
+                if m:
+                    sm_ = list(map(not_, hm))
+                    s_g, s_p, s_rg, s_rp = (list(compress(s_g, sm_)), list(compress(s_p, sm_)),
+                                            list(compress(s_rg, sm_)), list(compress(s_rp, sm_)))
+                    if any(map(eq, s_g, s_rg)):
+                        return None  # a switch linked to itself: the one-pass reader
+                    fm = list(map(lt, s_g, s_rg))
+                    nf = sum(fm)
+                    if nf:
+                        fwd += nf
+                        f_g, f_p, f_rg, f_rp = (list(compress(s_g, fm)), list(compress(s_p, fm)),
+                                                list(compress(s_rg, fm)), list(compress(s_rp, fm)))
+                        f_g, f_rg = list(map(intern, f_g, f_g)), list(map(intern, f_rg, f_rg))
+                        acc_sw += sum(map(hash, zip(f_g, f_p, f_rg, f_rp)))
+                        fl = list(compress(compress(lines, slk), sm_))
+                        fw = list(compress(compress(compress(widths, slk), sm_), fm))
+                        fs = list(compress(compress(compress(speeds, slk), sm_), fm))
+                        W, S, R = rate_cols(fw, fs, nf)
+                        switch_links.extend(zip(f_g, f_p, f_rg, f_rp, W, S, R, compress(fl, fm)))
+                    if nf < m:
+                        bwd += m - nf
+                        bm = list(map(not_, fm))
+                        acc_sw -= sum(map(hash, zip(compress(s_rg, bm), compress(s_rp, bm), compress(s_g, bm),
+                                                    compress(s_p, bm))))
+        elif cur is not None:
+            if not _close_switch(g, cur):
+                return None
+            cur = None
+        line += L
+    if cur is not None and not _close_switch(g, cur):
+        return None
+    if not hcas and not switches:
+        return None
+    if not _consistent(g, acc_ca or acc_sw, ca_claims, sw_claims, fwd, bwd):
+        return None
+    return g
+
+
+def _close_switch(g: FabricGraph, node: list) -> bool:
+    kind, guid, nports, desc, lid, line = node
+    if guid in g.switches or guid in g.hcas:
+        return False  # its lines are not consecutive
+    g.switches[guid] = Switch(guid=guid, desc=desc, nports=nports, line=line, lid=lid, kind=kind)
+    return True
 
 
 def _finish_node(g: FabricGraph, node: list) -> None:
