@@ -633,11 +633,18 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
     src = g.source
     links = g.hca_links
     extra_ports: dict[str, list[int]] = {}
+    hcas_get = g.hcas.get
     for guid, port in links:
-        info = g.hcas.get(guid)
+        info = hcas_get(guid)
         if info is not None and port not in info[1]:
-            extra_ports.setdefault(guid, []).append(port)
+            ep_list = extra_ports.get(guid)
+            if ep_list is None:
+                extra_ports[guid] = [port]
+            else:
+                ep_list.append(port)
     agg = g.aggregation
+    keys: dict[tuple[str, int], str] = {}  # one "<hca>:<port>" string per distinct pair
+    links_get = links.get
     for guid, (desc, ports, line) in g.hcas.items():
         if agg and guid in agg:
             continue
@@ -645,7 +652,7 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
         host = hca = None
         if len(toks) == 2:
             host, hca = toks
-            if host.lower() in _NO_HOST:
+            if (host[0] in "lL(" or not host.isascii()) and host.lower() in _NO_HOST:
                 host = None  # rdma-ndd ran before the hostname was set
             elif known_hosts is not None and host not in known_hosts:
                 short = host.split(".", 1)[0]
@@ -673,8 +680,10 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
         if not all_ports:
             all_ports = (1,)
         for port in all_ports:
-            ep = Endpoint(host, hca, port, guid, line, links.get((guid, port)))
-            k = f"{hca}:{port}"
+            ep = Endpoint(host, hca, port, guid, line, links_get((guid, port)))
+            k = keys.get((hca, port))
+            if k is None:
+                k = keys[(hca, port)] = f"{hca}:{port}"
             prev = eps.get(k)
             if prev is not None:
                 findings.append(finding(
