@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from ncclctl.errors import InputError, ParseError
 from ncclctl.fabric.rules import RULES
@@ -116,7 +117,8 @@ class FabricGraph:
         if self._level is not None:
             return self._level
         adj: dict[str, set[str]] = {}
-        for a, _pa, b, _pb, *_ in self.switch_links:
+        sl = self.switch_links  # each pair of switches once (parallel links join the same two)
+        for a, b in dict.fromkeys(zip(map(itemgetter(0), sl), map(itemgetter(2), sl))):
             sa = adj.get(a)
             if sa is None:
                 sa = adj[a] = set()
@@ -126,7 +128,8 @@ class FabricGraph:
                 sb = adj[b] = set()
             sb.add(a)
         level = dict.fromkeys(self.switches, 0)
-        with_hosts = {link[0] for _k, link in self.host_links()}
+        with_hosts = (set(map(itemgetter(0), self.hca_links.values())) if not self.aggregation else
+                      {link[0] for _k, link in self.host_links()})
         demoted = set()
         for s in with_hosts:
             nb = adj.get(s)

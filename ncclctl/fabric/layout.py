@@ -318,11 +318,15 @@ def _outsiders(g: FabricGraph, st: _Structure) -> dict[str, str]:
         return out
     # the cheap test first: few HCAs, or HCAs on non-leaves only; most fabrics have no such host at all
     candidates = []
+    leaves = {s for s, tier in level.items() if tier == 1}
     for h in st.hosts:
         if st.host_group.get(h) is None:
             continue  # no linked rail: reported as such (FAB002/FAB003), kept in the layout's unplaced list
-        count = sum(1 for ep in st.host_rails[h] if ep is not None)
-        if 2 * count <= n or any(level.get(leaf, 0) != 1 for leaf in st.host_leaves[h] if leaf is not None):
+        hr = st.host_rails[h]
+        count = len(hr) - hr.count(None)
+        reached = set(st.host_leaves[h])
+        reached.discard(None)
+        if 2 * count <= n or not reached <= leaves:
             candidates.append(h)
     if not candidates:
         return out
@@ -367,6 +371,13 @@ def _outsiders(g: FabricGraph, st: _Structure) -> dict[str, str]:
             reasons.append("the name says management (UFM, login, head node)")
         out[h] = "; ".join(reasons)
     return out
+
+
+def _truthy(c: Counter) -> Counter:
+    """``c`` without its None / empty / zero keys (counted by C loops, dropped after)."""
+    for k in [k for k in c if not k]:
+        del c[k]
+    return c
 
 
 def _skeleton(name: str) -> str:
@@ -426,8 +437,8 @@ def analyze(inp: FabricInput, *, rails: int | None = None, expect_rate: str | No
     if expect_rate:
         exp_rate, exp_width = parse_rate(expect_rate)
     rail_links = [ep.link for h in hosts for ep in host_rails[h] if ep is not None and ep.link is not None]
-    rates = Counter(link[4] for link in rail_links if link[4])
-    widths = Counter(link[2] for link in rail_links if link[2])
+    rates = _truthy(Counter(map(itemgetter(4), rail_links)))
+    widths = _truthy(Counter(map(itemgetter(2), rail_links)))
     if exp_rate is None and rates:
         exp_rate = min(rates, key=lambda r: (-rates[r], -r))
     if exp_width is None and widths:
@@ -512,8 +523,8 @@ def analyze(inp: FabricInput, *, rails: int | None = None, expect_rate: str | No
             check(h, k, ep, group)
 
     # switch-to-switch links against their own majority
-    srates = Counter(sl[6] for sl in g.switch_links if sl[6])
-    swidths = Counter(sl[4] for sl in g.switch_links if sl[4])
+    srates = _truthy(Counter(map(itemgetter(6), g.switch_links)))
+    swidths = _truthy(Counter(map(itemgetter(4), g.switch_links)))
     if srates:
         s_rate = min(srates, key=lambda r: (-srates[r], -r))
         s_width = min(swidths, key=lambda w: (-swidths[w], -(_width_num(w) or 0))) if swidths else None

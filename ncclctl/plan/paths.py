@@ -21,10 +21,13 @@ PCIE_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")
 _RANK = {name: i for i, name in enumerate(PCIE_ORDER)}
 
 
+_DIGIT_RUNS = re.compile(r"(\d+)")
+
+
 def natural_key(name: str) -> tuple:
     """``mlx5_2`` before ``mlx5_10``."""
     # (a run of 50+ digits sorts as one huge number: int() refuses over 4300 digits)
-    return tuple((int(p) if len(p) < 50 else 10**50) if p.isdigit() else p for p in re.split(r"(\d+)", name))
+    return tuple((int(p) if len(p) < 50 else 10**50) if p.isdigit() else p for p in _DIGIT_RUNS.split(name))
 
 
 def pcie_rank(path_type: str) -> int:
