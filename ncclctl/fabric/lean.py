@@ -462,14 +462,16 @@ def _aggregation(g: FabricGraph) -> None:
 # --- ports form (-p) ------------------------------------------------------------------------------------------
 # The general parser's _PORTS on one raw line: "\s" narrowed to " " and TAB, every run and field bounded (descriptions
 # at 64 characters, the IB NodeDescription size) so that an
-# accepted line is always shorter than the parser's line limit (MAX_LINE, 1,024 characters).
+# accepted line is always shorter than the parser's line limit (MAX_LINE, 1,024 characters). Each line is found by
+# the "\n" before it (a literal the regex engine skips to; a MULTILINE "^" is tried at every character); the far
+# end's LID and description are matched, not captured.
 _W = r"[ \t]{1,30}"
 _PLINE = re.compile(
-    r"^[ \t]{0,30}(SW|CA|RT)" + _W + r"([0-9]{1,9})" + _W + r"([0-9]{1,9})" + _W + r"0x([0-9a-fA-F]{1,16})" + _W
+    r"\n[ \t]{0,30}(SW|CA|RT)" + _W + r"([0-9]{1,9})" + _W + r"([0-9]{1,9})" + _W + r"0x([0-9a-fA-F]{1,16})" + _W
     + r"([0-9]{1,2}x|\?\?)" + _W + r"([A-Za-z0-9_]{1,10}|\?\?\?)"
-    r"(?:" + _W + r"-" + _W + r"(SW|CA|RT)" + _W + r"([0-9]{1,9})" + _W + r"([0-9]{1,9})" + _W
-    + r"0x([0-9a-fA-F]{1,16})" + _W + r"\([ \t]{0,30}'([^'\n]{0,64})'" + _W + r"-" + _W + r"'([^'\n]{0,64})'"
-    r"[ \t]{0,30}\)|[ \t]{1,64}'([^'\n]{0,64})')?[ \t]{0,30}$", re.M)
+    r"(?:" + _W + r"-" + _W + r"(SW|CA|RT)" + _W + r"[0-9]{1,9}" + _W + r"([0-9]{1,9})" + _W
+    + r"0x([0-9a-fA-F]{1,16})" + _W + r"\([ \t]{0,30}'([^'\n]{0,64})'" + _W + r"-" + _W + r"'[^'\n]{0,64}'"
+    r"[ \t]{0,30}\)|[ \t]{1,64}'([^'\n]{0,64})')?[ \t]{0,30}(?![^\n])")
 
 
 def _ports(box: list[str], source: str) -> FabricGraph | None:
@@ -496,16 +498,16 @@ def _ports(box: list[str], source: str) -> FabricGraph | None:
     cur_guid: Any = None
     is_ca = False
     line = 0
-    i, n = 1, len(text)  # text[0] is the "\n" put before the first line
+    # text[0] is the "\n" put before the first line; the last "\n" ends the last line
+    i, n = 0, len(text) - 1
     while i < n:  # about 1 MB at a time: all the records of a large file at once would take more memory than it
         j = text.find("\n", i + (1 << 20))
-        j = n if j < 0 else j + 1
-        chunk = text[i:j]
-        i = j
-        recs = findall(chunk)
-        if len(recs) != chunk.count("\n"):
+        j = n if j < 0 or j > n else j
+        recs = findall(text, i, j)
+        if len(recs) != text.count("\n", i, j):
             return None  # a blank, comment or ibwarn line, or one in another layout: the general path
-        for kind, lid, port, guid, width, speed, rkind, rlid, rport, rguid, ldesc, rdesc, udesc in recs:
+        i = j
+        for kind, lid, port, guid, width, speed, rkind, rport, rguid, ldesc, udesc in recs:
             line += 1
             if speed == "???":
                 speed = None

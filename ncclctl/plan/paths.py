@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ncclctl.model import Gpu, Nic, Node
+if TYPE_CHECKING:  # ncclctl.model is a large import; the fabric commands need only natural_key from here
+    from ncclctl.model import Gpu, Nic, Node
 
 #: PCIe path types from closest to farthest.
 PCIE_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")
@@ -116,6 +118,8 @@ def nics_in_order(node: Node) -> tuple[Nic, ...]:
 
 def matrix(node: Node) -> Matrix:
     """The ``nvidia-smi topo -m`` matrix computed from the model."""
+    from ncclctl.model import Gpu
+
     gpus = sorted(node.gpus, key=lambda g: g.index)
     nics = nics_in_order(node)
     labels = tuple([f"GPU{g.index}" for g in gpus] + [f"NIC{i}" for i in range(len(nics))])
