@@ -73,9 +73,14 @@ def read_graph(path: str) -> FabricGraph | None:
         kind = detect_kind(head[:head.rfind("\n") + 1] if len(text) > len(head) else head, source=path)
     except InputError:
         return None
+    del head
+    if kind == "ibnetdiscover":
+        g = _topology_bulk(text, path)  # the usual layout, read from the text as it is (no copy)
+        if g is not None:
+            return g
     # Every line with a "\n" before it (see _NODE); handed over in a list so that the reader can let it go.
     box = ["\n" + text]
-    del text, head
+    del text
     if kind == "ibnetdiscover":
         return _topology(box, path)
     if kind == "ibnetdiscover-ports":
@@ -84,10 +89,6 @@ def read_graph(path: str) -> FabricGraph | None:
 
 
 def _topology(box: list[str], source: str) -> FabricGraph | None:
-    g = _topology_bulk(box[0], source)
-    if g is not None:
-        box.pop()
-        return g
     parts = _NODE.split(box.pop())
     # parts: [preamble, kind, nports, guid, desc, rest, body, kind, ...]
     pre = parts[0]
@@ -246,6 +247,8 @@ _CHUNK = 1 << 22  # characters of CA blocks per findall: bounds the records held
 
 
 def _topology_bulk(text: str, source: str) -> FabricGraph | None:
+    """The graph of ``text`` (the file's text as it is: no "\\n" put before it) when it is in the usual layout,
+    else None."""
     from itertools import accumulate, compress, repeat
     from operator import add, not_
 
@@ -265,8 +268,8 @@ def _topology_bulk(text: str, source: str) -> FabricGraph | None:
     strs: dict[str, str] = {}
     intern = strs.setdefault
     rates: dict[tuple[str, str], tuple[Any, Any, float | None]] = {}
-    tails = [parts[0]]
-    lineno = parts[0].count("\n")
+    tails = ["\n" + parts[0]]  # (the text's first line has no "\n" before it)
+    lineno = parts[0].count("\n") + 1
     ca_claims = sw_claims = fwd = bwd = 0
     acc_ca = acc_sw = 0
     links_match = _LINKS.match
@@ -368,7 +371,7 @@ def _topology_bulk(text: str, source: str) -> FabricGraph | None:
         k -= 1
     trailing = n - k
     line = lineno  # the line before the blank line that starts the first CA block
-    if text.count("\n", 0, u + 1) != line:
+    if text.count("\n", 0, u + 1) + 1 != line:
         return None
     unit_findall = _CA_UNIT.findall
     port_lists: dict[str, tuple[int, ...]] = {}

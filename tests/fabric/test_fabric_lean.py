@@ -236,7 +236,7 @@ def test_topology_bulk_pass_same_graph(tmp_path, monkeypatch, name, build, bulk)
     text = build()
     path = tmp_path / "fabric.txt"
     path.write_text(text)
-    b = lean._topology_bulk("\n" + text, str(path))
+    b = lean._topology_bulk(text, str(path))
     assert (b is not None) == bulk
     want = state(general(str(path)))
     if b is not None:
