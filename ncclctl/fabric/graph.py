@@ -648,6 +648,8 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
     agg = g.aggregation
     keys: dict[tuple[str, int], str] = {}  # one "<hca>:<port>" string per distinct pair
     links_get = links.get
+    last_host: str | None = None
+    eps: dict[str, Endpoint] = {}
     for guid, (desc, ports, line) in g.hcas.items():
         if agg and guid in agg:
             continue
@@ -676,9 +678,12 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
                 findings.append(finding(
                     "FAB014", f"{host} {hca}: the fabric's GUID is {guid}, the host's node model says {expected}",
                     subject=src, line=line, host=host))
-        eps = out.get(host)
-        if eps is None:
-            eps = out[host] = {}
+        if host != last_host:  # a host's HCAs are usually listed one after the other
+            mine = out.get(host)
+            if mine is None:
+                mine = out[host] = {}
+            eps = mine
+            last_host = host
         all_ports = ports + tuple(extra_ports.get(guid, ())) if guid in extra_ports else ports
         if not all_ports:
             all_ports = (1,)
@@ -687,14 +692,12 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
             k = keys.get((hca, port))
             if k is None:
                 k = keys[(hca, port)] = f"{hca}:{port}"
-            prev = eps.get(k)
-            if prev is not None:
+            prev = eps.setdefault(k, ep)
+            if prev is not ep:
                 findings.append(finding(
                     "FAB012", f"{host} {hca}: the description {desc!r} is used by two HCAs ({prev.guid} at line "
                               f"{prev.line} and {guid} at line {line}); the second is ignored",
                     subject=src, line=line))
-                continue
-            eps[k] = ep
     if unknown_out is not None:
         known = known_hosts is not None
         unknown_out.extend(UnknownHca(guid, desc, line, _unknown_why(desc, known)) for guid, desc, line in unknown)

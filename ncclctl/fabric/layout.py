@@ -202,9 +202,9 @@ def _structure(inp: FabricInput, hosts: list[str], rails: int | None) -> _Struct
     # 2. groups ------------------------------------------------------------------------------------------------
     distinct: dict[str, list[str]] = {}
     for h in hosts:
-        ls_ = set(host_leaves[h])
+        ls_: set = set(host_leaves[h])
         ls_.discard(None)
-        distinct[h] = sorted(ls_)  # type: ignore[type-var]
+        distinct[h] = sorted(ls_)
     nh: Counter = Counter(chain.from_iterable(distinct.values()))
     pair_w: Counter = Counter(chain.from_iterable(zip(ls, ls[1:]) for ls in distinct.values()))
     parent = {leaf: leaf for leaf in nh}
@@ -238,7 +238,7 @@ def _structure(inp: FabricInput, hosts: list[str], rails: int | None) -> _Struct
 
     # 3. layout: rail leaves of each group, ties broken by spine planes and leaf names ---------------------------
     level = g.layers()
-    pair_votes = Counter(chain.from_iterable(map(zip, host_leaves.values(), repeat(range(nrails)))))
+    pair_votes: Counter = Counter(chain.from_iterable(map(zip, host_leaves.values(), repeat(range(nrails)))))
     for k in range(nrails):
         pair_votes.pop((None, k), None)
     leaf_votes: dict[str, Counter] = {}

@@ -286,6 +286,19 @@ def _topology_bulk(text: str, source: str) -> FabricGraph | None:
             return repeat(w, n), repeat(sp, n), repeat(r, n)
         return zip(*map(rates.__getitem__, zip(widths, speeds)))
 
+    # a block's columns: tuples from findall, narrowed to lists or compress iterators (C loops all)
+    ports: Any
+    rports: Any
+    rguids: Any
+    widths: Any
+    speeds: Any
+    lines: Any
+    h_rg: Any
+    h_rp: Any
+    h_p: Any
+    b_rg: Any
+    b_rp: Any
+    b_p: Any
     for i in range(1, len(parts), 6):
         nkind, nports_s, guid, desc, rest, body = parts[i:i + 6]
         parts[i + 5] = None
@@ -385,6 +398,13 @@ def _topology_bulk(text: str, source: str) -> FabricGraph | None:
         a = b
         if not recs:
             continue
+        lg: Any
+        lp_s: Any
+        rg: Any
+        rp_s: Any
+        lw: Any
+        ls: Any
+        ll: Any
         sysv, nps, guids, descs, lports, rguids, rports, widths, speeds = zip(*recs)
         del recs
         cnt = len(guids)
