@@ -17,6 +17,7 @@ compares the two on the synthetic fabrics (both forms, several sizes) and on eve
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 import re
@@ -468,15 +469,16 @@ def _consistent(g: FabricGraph, hash_diff: int, ca_claims: int, sw_claims: int, 
     if (hash_diff or ca_claims != sw_claims or fwd != bwd or len(hca_links) != ca_claims
             or not hcas.keys().isdisjoint(switches.keys())):
         return False
-    for link in hca_links.values():
-        if link[0] not in switches:
-            return False
+    if not switches.keys() >= set(map(itemgetter(0), hca_links.values())):
+        return False
     _aggregation(g)
     return True
 
 
 def _aggregation(g: FabricGraph) -> None:
     agg = g.aggregation
+    if "Aggregation Node" not in "\n".join(map(itemgetter(0), g.hcas.values())):
+        return  # (one scan of all the descriptions, most fabrics have none)
     for guid, (desc, _ports, _line) in g.hcas.items():
         if "Aggregation Node" in desc:
             agg.add(guid)
