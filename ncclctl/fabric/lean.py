@@ -311,9 +311,8 @@ def _topology_bulk(text: str, source: str) -> FabricGraph | None:
         if lm is None:
             return None
         end = lm.end()
-        links = body[:end]
-        nlines = links.count("\n")
-        recs = sw_findall(links) if nlines else ()
+        nlines = body.count("\n", 0, end)
+        recs = sw_findall(body, 0, end) if nlines else ()
         if len(recs) != nlines:
             return None
         if guid in switches:
@@ -334,16 +333,23 @@ def _topology_bulk(text: str, source: str) -> FabricGraph | None:
             rports = list(map(int, rports_s))
             lines = range(lineno + 1, lineno + 1 + nlines)
             nh = rks.count("H")
+            # a leaf lists its HCA ports first, usually: then both parts are slices, else masks
+            prefix = 0 < nh < nlines and rks[nh - 1] == "H" and "H" not in rks[nh:]
             if nh:
                 if nh == nlines:
                     h_rg, h_rp, h_p = rguids, rports, ports
+                elif prefix:
+                    h_rg, h_rp, h_p = rguids[:nh], rports[:nh], ports[:nh]
                 else:
                     hm = list(map(is_h, rks))
                     h_rg, h_rp, h_p = compress(rguids, hm), compress(rports, hm), compress(ports, hm)
                 sw_claims += nh
                 acc_ca -= sum(map(hash, zip(h_rg, h_rp, repeat(guid), h_p)))
             if nh < nlines:
-                if nh:
+                if prefix:
+                    rguids, rports, ports = rguids[nh:], rports[nh:], ports[nh:]
+                    widths, speeds, lines = widths[nh:], speeds[nh:], lines[nh:]
+                elif nh:
                     sm_ = list(map(not_, hm))
                     rguids, rports, ports = (tuple(compress(rguids, sm_)), list(compress(rports, sm_)),
                                              list(compress(ports, sm_)))
