@@ -27,7 +27,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import chain, repeat
-from operator import itemgetter
+from operator import is_, itemgetter
 
 from ncclctl.errors import UsageError
 from ncclctl.fabric.graph import WHY_TEXT, Endpoint, FabricGraph, UnknownHca, finding, rate_label, unknown_findings
@@ -323,7 +323,7 @@ def _outsiders(g: FabricGraph, st: _Structure) -> dict[str, str]:
         if st.host_group.get(h) is None:
             continue  # no linked rail: reported as such (FAB002/FAB003), kept in the layout's unplaced list
         hr = st.host_rails[h]
-        count = len(hr) - hr.count(None)
+        count = len(hr) - sum(map(is_, hr, repeat(None)))  # (list.count would call Endpoint.__eq__)
         reached = set(st.host_leaves[h])
         reached.discard(None)
         if 2 * count <= n or not reached <= leaves:
@@ -717,6 +717,8 @@ def _missing_leaves(g: FabricGraph, st: _Structure, numbering: Numbering, findin
     for grp in st.groups:
         if len(grp.hosts) < 2:
             continue
+        if all(len(hl) >= st.nrails and None not in hl for hl in map(st.host_leaves.__getitem__, grp.hosts)):
+            continue  # every rail of every host linked: nothing lacks
         for k in range(st.nrails):
             lacking = [h for h in grp.hosts
                        if k >= len(st.host_leaves[h]) or st.host_leaves[h][k] is None]
