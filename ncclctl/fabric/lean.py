@@ -570,38 +570,40 @@ def _ports(box: list[str], source: str) -> FabricGraph | None:
             rp = ints.get(rport)
             if rp is None:
                 rp = ints[rport] = int(rport)
-            if width and speed:
-                wsp = norm.get(width + speed)  # one (width, speed, rate) per distinct text
-                if wsp is None:
-                    wsp = norm[width + speed] = (width, speed, _rate(width, speed))
-                w, sp, rate = wsp
-            else:
-                w, sp, rate = width, speed, None
+            rg = norm.get(rguid)
+            if rg is None:
+                rg = norm[rguid] = rguid.lower().rjust(16, "0")
             if is_ca:
                 if rkind == "CA":
                     return None
-                rg = norm.get(rguid)
-                if rg is None:
-                    rg = norm[rguid] = rguid.lower().rjust(16, "0")
                 ca_claims += 1
                 acc_ca += hash((gd, p, rg, rp))
-                if (gd, p) in hca_links:
+                key = (gd, p)
+                if key in hca_links:
                     return None  # a port listed twice
-                hca_links[(gd, p)] = (rg, rp, w, sp, rate, line)
-            else:
-                rg = norm.get(rguid)
-                if rg is None:
-                    rg = norm[rguid] = rguid.lower().rjust(16, "0")
-                if rkind == "CA":
-                    sw_claims += 1
-                    acc_ca -= hash((rg, rp, gd, p))
-                elif gd < rg or (gd == rg and p < rp):
-                    fwd += 1
-                    acc_sw += hash((gd, p, rg, rp))
-                    switch_links.append((gd, p, rg, rp, w, sp, rate, line))
+                if width and speed:
+                    wsp = norm.get(width + speed)  # one (width, speed, rate) per distinct text
+                    if wsp is None:
+                        wsp = norm[width + speed] = (width, speed, _rate(width, speed))
+                    hca_links[key] = (rg, rp, *wsp, line)
                 else:
-                    bwd += 1
-                    acc_sw -= hash((rg, rp, gd, p))
+                    hca_links[key] = (rg, rp, width, speed, None, line)
+            elif rkind == "CA":
+                sw_claims += 1
+                acc_ca -= hash((rg, rp, gd, p))
+            elif gd < rg or (gd == rg and p < rp):
+                fwd += 1
+                acc_sw += hash((gd, p, rg, rp))
+                if width and speed:
+                    wsp = norm.get(width + speed)
+                    if wsp is None:
+                        wsp = norm[width + speed] = (width, speed, _rate(width, speed))
+                    switch_links.append((gd, p, rg, rp, *wsp, line))
+                else:
+                    switch_links.append((gd, p, rg, rp, width, speed, None, line))
+            else:
+                bwd += 1
+                acc_sw -= hash((rg, rp, gd, p))
     del text
     if cur is None:
         return None
