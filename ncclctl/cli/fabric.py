@@ -199,7 +199,9 @@ def fabric_order(
     slots = slots or fo.default_slots(lay)
     params = CostParams(message_bytes=size, hop_latency_us=hop_latency, ranks_per_host=slots,
                         oversubscription=oversubscription)
-    o = fo.plan_order(lay, slots=slots, params=params)
+    # the sorted-name comparison and the cost model only where they are printed (text, json, the -o note)
+    o = fo.plan_order(lay, slots=slots, params=params,
+                      compare=fmt.value in ("text", "json") or output is not None)
     text = fo.render_order(o, lay, fmt.value)
     problems = [f for f in lay.findings if f.severity.value == "error"]
     if problems:

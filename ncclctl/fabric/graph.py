@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from ncclctl.errors import InputError, ParseError
 from ncclctl.fabric.rules import RULES
@@ -116,7 +117,8 @@ class FabricGraph:
         if self._level is not None:
             return self._level
         adj: dict[str, set[str]] = {}
-        for a, _pa, b, _pb, *_ in self.switch_links:
+        sl = self.switch_links  # each pair of switches once (parallel links join the same two)
+        for a, b in dict.fromkeys(zip(map(itemgetter(0), sl), map(itemgetter(2), sl))):
             sa = adj.get(a)
             if sa is None:
                 sa = adj[a] = set()
@@ -126,7 +128,8 @@ class FabricGraph:
                 sb = adj[b] = set()
             sb.add(a)
         level = dict.fromkeys(self.switches, 0)
-        with_hosts = {link[0] for _k, link in self.host_links()}
+        with_hosts = (set(map(itemgetter(0), self.hca_links.values())) if not self.aggregation else
+                      {link[0] for _k, link in self.host_links()})
         demoted = set()
         for s in with_hosts:
             nb = adj.get(s)
@@ -633,11 +636,20 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
     src = g.source
     links = g.hca_links
     extra_ports: dict[str, list[int]] = {}
+    hcas_get = g.hcas.get
     for guid, port in links:
-        info = g.hcas.get(guid)
+        info = hcas_get(guid)
         if info is not None and port not in info[1]:
-            extra_ports.setdefault(guid, []).append(port)
+            ep_list = extra_ports.get(guid)
+            if ep_list is None:
+                extra_ports[guid] = [port]
+            else:
+                ep_list.append(port)
     agg = g.aggregation
+    keys: dict[tuple[str, int], str] = {}  # one "<hca>:<port>" string per distinct pair
+    links_get = links.get
+    last_host: str | None = None
+    eps: dict[str, Endpoint] = {}
     for guid, (desc, ports, line) in g.hcas.items():
         if agg and guid in agg:
             continue
@@ -645,7 +657,7 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
         host = hca = None
         if len(toks) == 2:
             host, hca = toks
-            if host.lower() in _NO_HOST:
+            if (host[0] in "lL(" or not host.isascii()) and host.lower() in _NO_HOST:
                 host = None  # rdma-ndd ran before the hostname was set
             elif known_hosts is not None and host not in known_hosts:
                 short = host.split(".", 1)[0]
@@ -666,23 +678,26 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
                 findings.append(finding(
                     "FAB014", f"{host} {hca}: the fabric's GUID is {guid}, the host's node model says {expected}",
                     subject=src, line=line, host=host))
-        eps = out.get(host)
-        if eps is None:
-            eps = out[host] = {}
+        if host != last_host:  # a host's HCAs are usually listed one after the other
+            mine = out.get(host)
+            if mine is None:
+                mine = out[host] = {}
+            eps = mine
+            last_host = host
         all_ports = ports + tuple(extra_ports.get(guid, ())) if guid in extra_ports else ports
         if not all_ports:
             all_ports = (1,)
         for port in all_ports:
-            ep = Endpoint(host, hca, port, guid, line, links.get((guid, port)))
-            k = f"{hca}:{port}"
-            prev = eps.get(k)
-            if prev is not None:
+            ep = Endpoint(host, hca, port, guid, line, links_get((guid, port)))
+            k = keys.get((hca, port))
+            if k is None:
+                k = keys[(hca, port)] = f"{hca}:{port}"
+            prev = eps.setdefault(k, ep)
+            if prev is not ep:
                 findings.append(finding(
                     "FAB012", f"{host} {hca}: the description {desc!r} is used by two HCAs ({prev.guid} at line "
                               f"{prev.line} and {guid} at line {line}); the second is ignored",
                     subject=src, line=line))
-                continue
-            eps[k] = ep
     if unknown_out is not None:
         known = known_hosts is not None
         unknown_out.extend(UnknownHca(guid, desc, line, _unknown_why(desc, known)) for guid, desc, line in unknown)

@@ -26,6 +26,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import chain, repeat
+from operator import is_, itemgetter
 
 from ncclctl.errors import UsageError
 from ncclctl.fabric.graph import WHY_TEXT, Endpoint, FabricGraph, UnknownHca, finding, rate_label, unknown_findings
@@ -160,9 +162,7 @@ def _structure(inp: FabricInput, hosts: list[str], rails: int | None) -> _Struct
             if info is not None and info.rails:
                 model_keys[h] = info.rails
     table_hosts = [h for h in hosts if h not in model_keys]
-    count: Counter = Counter()
-    for h in table_hosts:
-        count.update(eps[h].keys())
+    count: Counter = Counter(chain.from_iterable(map(eps.__getitem__, table_hosts)))
     if rails:
         table = tuple(sorted(sorted(count, key=lambda k: (-count[k], natural_key(k)))[:rails], key=natural_key))
         if table_hosts and len(table) < rails:
@@ -178,6 +178,8 @@ def _structure(inp: FabricInput, hosts: list[str], rails: int | None) -> _Struct
         mine = eps[h]
         if h in model_keys:
             keys = model_keys[h]
+        elif mine and mine.keys() <= tset:  # the usual host: every HCA port one of the rails (no FAB009)
+            keys = table
         elif any(k in tset for k in mine):
             keys = table
             for k, ep in mine.items():
@@ -188,7 +190,7 @@ def _structure(inp: FabricInput, hosts: list[str], rails: int | None) -> _Struct
         else:
             keys = tuple(sorted(mine, key=natural_key))[: rails or None]
         rail_keys[h] = keys
-        host_rails[h] = [mine.get(k) for k in keys]
+        host_rails[h] = list(map(mine.get, keys))
     nrails = max((len(k) for k in rail_keys.values()), default=0)
     rail_source = ("the hosts' rail tables" if model_keys and not table_hosts else
                    "HCA names in natural order" if not model_keys else "rail tables and HCA names")
@@ -198,14 +200,13 @@ def _structure(inp: FabricInput, hosts: list[str], rails: int | None) -> _Struct
         h: [ep.link[0] if ep is not None and ep.link is not None else None for ep in host_rails[h]] for h in hosts}
 
     # 2. groups ------------------------------------------------------------------------------------------------
-    nh: Counter = Counter()
-    pair_w: Counter = Counter()
     distinct: dict[str, list[str]] = {}
     for h in hosts:
-        ls = sorted({leaf for leaf in host_leaves[h] if leaf is not None})
-        distinct[h] = ls
-        nh.update(ls)
-        pair_w.update(zip(ls, ls[1:]))
+        ls_: set = set(host_leaves[h])
+        ls_.discard(None)
+        distinct[h] = sorted(ls_)
+    nh: Counter = Counter(chain.from_iterable(distinct.values()))
+    pair_w: Counter = Counter(chain.from_iterable(zip(ls, ls[1:]) for ls in distinct.values()))
     parent = {leaf: leaf for leaf in nh}
 
     def find(x: str) -> str:
@@ -224,7 +225,7 @@ def _structure(inp: FabricInput, hosts: list[str], rails: int | None) -> _Struct
         if not ls:
             unplaced.append(h)
             continue
-        roots = {root[leaf] for leaf in ls}
+        roots = set(map(root.__getitem__, ls))
         if len(roots) == 1:
             best = roots.pop()
         else:
@@ -237,7 +238,9 @@ def _structure(inp: FabricInput, hosts: list[str], rails: int | None) -> _Struct
 
     # 3. layout: rail leaves of each group, ties broken by spine planes and leaf names ---------------------------
     level = g.layers()
-    pair_votes = Counter((leaf, k) for h in hosts for k, leaf in enumerate(host_leaves[h]) if leaf is not None)
+    pair_votes: Counter = Counter(chain.from_iterable(map(zip, host_leaves.values(), repeat(range(nrails)))))
+    for k in range(nrails):
+        pair_votes.pop((None, k), None)
     leaf_votes: dict[str, Counter] = {}
     for (leaf, k), n in pair_votes.items():
         c = leaf_votes.get(leaf)
@@ -250,7 +253,8 @@ def _structure(inp: FabricInput, hosts: list[str], rails: int | None) -> _Struct
         return _root(plane, x)
 
     spine_leaf: dict[str, str] = {}
-    for a, _pa, b, _pb, *_ in g.switch_links:
+    sl = g.switch_links  # each pair of switches once, in the order of their first link (parallel links agree)
+    for a, b in dict.fromkeys(zip(map(itemgetter(0), sl), map(itemgetter(2), sl))):
         for leaf, spine in ((a, b), (b, a)):
             if level.get(leaf) == 1 and level.get(spine) == 2 and leaf in plane:
                 other = spine_leaf.setdefault(spine, leaf)
@@ -314,11 +318,15 @@ def _outsiders(g: FabricGraph, st: _Structure) -> dict[str, str]:
         return out
     # the cheap test first: few HCAs, or HCAs on non-leaves only; most fabrics have no such host at all
     candidates = []
+    leaves = {s for s, tier in level.items() if tier == 1}
     for h in st.hosts:
         if st.host_group.get(h) is None:
             continue  # no linked rail: reported as such (FAB002/FAB003), kept in the layout's unplaced list
-        count = sum(1 for ep in st.host_rails[h] if ep is not None)
-        if 2 * count <= n or any(level.get(leaf, 0) != 1 for leaf in st.host_leaves[h] if leaf is not None):
+        hr = st.host_rails[h]
+        count = len(hr) - sum(map(is_, hr, repeat(None)))  # (list.count would call Endpoint.__eq__)
+        reached = set(st.host_leaves[h])
+        reached.discard(None)
+        if 2 * count <= n or not reached <= leaves:
             candidates.append(h)
     if not candidates:
         return out
@@ -363,6 +371,13 @@ def _outsiders(g: FabricGraph, st: _Structure) -> dict[str, str]:
             reasons.append("the name says management (UFM, login, head node)")
         out[h] = "; ".join(reasons)
     return out
+
+
+def _truthy(c: Counter) -> Counter:
+    """``c`` without its None / empty / zero keys (counted by C loops, dropped after)."""
+    for k in [k for k in c if not k]:
+        del c[k]
+    return c
 
 
 def _skeleton(name: str) -> str:
@@ -422,8 +437,8 @@ def analyze(inp: FabricInput, *, rails: int | None = None, expect_rate: str | No
     if expect_rate:
         exp_rate, exp_width = parse_rate(expect_rate)
     rail_links = [ep.link for h in hosts for ep in host_rails[h] if ep is not None and ep.link is not None]
-    rates = Counter(link[4] for link in rail_links if link[4])
-    widths = Counter(link[2] for link in rail_links if link[2])
+    rates = _truthy(Counter(map(itemgetter(4), rail_links)))
+    widths = _truthy(Counter(map(itemgetter(2), rail_links)))
     if exp_rate is None and rates:
         exp_rate = min(rates, key=lambda r: (-rates[r], -r))
     if exp_width is None and widths:
@@ -508,8 +523,8 @@ def analyze(inp: FabricInput, *, rails: int | None = None, expect_rate: str | No
             check(h, k, ep, group)
 
     # switch-to-switch links against their own majority
-    srates = Counter(sl[6] for sl in g.switch_links if sl[6])
-    swidths = Counter(sl[4] for sl in g.switch_links if sl[4])
+    srates = _truthy(Counter(map(itemgetter(6), g.switch_links)))
+    swidths = _truthy(Counter(map(itemgetter(4), g.switch_links)))
     if srates:
         s_rate = min(srates, key=lambda r: (-srates[r], -r))
         s_width = min(swidths, key=lambda w: (-swidths[w], -(_width_num(w) or 0))) if swidths else None
@@ -702,6 +717,8 @@ def _missing_leaves(g: FabricGraph, st: _Structure, numbering: Numbering, findin
     for grp in st.groups:
         if len(grp.hosts) < 2:
             continue
+        if all(len(hl) >= st.nrails and None not in hl for hl in map(st.host_leaves.__getitem__, grp.hosts)):
+            continue  # every rail of every host linked: nothing lacks
         for k in range(st.nrails):
             lacking = [h for h in grp.hosts
                        if k >= len(st.host_leaves[h]) or st.host_leaves[h][k] is None]

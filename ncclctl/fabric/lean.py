@@ -17,6 +17,7 @@ compares the two on the synthetic fabrics (both forms, several sizes) and on eve
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 import re
@@ -73,9 +74,14 @@ def read_graph(path: str) -> FabricGraph | None:
         kind = detect_kind(head[:head.rfind("\n") + 1] if len(text) > len(head) else head, source=path)
     except InputError:
         return None
+    del head
+    if kind == "ibnetdiscover":
+        g = _topology_bulk(text, path)  # the usual layout, read from the text as it is (no copy)
+        if g is not None:
+            return g
     # Every line with a "\n" before it (see _NODE); handed over in a list so that the reader can let it go.
     box = ["\n" + text]
-    del text, head
+    del text
     if kind == "ibnetdiscover":
         return _topology(box, path)
     if kind == "ibnetdiscover-ports":
@@ -226,6 +232,235 @@ def _topology(box: list[str], source: str) -> FabricGraph | None:
     return g
 
 
+# --- topology form, in bulk ----------------------------------------------------------------------------------
+# ibnetdiscover prints the switches first, then the CAs, each CA block as the same six or seven lines (a blank line,
+# its four attribute lines, its node line and, when its one port is linked, the link line). The bulk reader takes
+# that case only: the switch blocks one at a time (a few thousand) with every link line of a block handled by C
+# loops (zip, map, compress over the block's findall columns), and the CA blocks with one pattern over whole
+# stretches of text, so no Python statement runs per CA port. Anything else (a CA with two links, a switch after
+# the first CA, a router, odd attribute lines) returns None and the per-block reader above takes the file.
+_CA_UNIT = re.compile(
+    r'\n\nvendid=0x[0-9a-fA-F]{1,16}\ndevid=0x[0-9a-fA-F]{1,16}\nsysimgguid=0x([0-9a-fA-F]{1,16})'
+    r'\ncaguid=0x[0-9a-fA-F]{1,16}\nCa\t([0-9]{1,9}) "H-([0-9a-f]{16})"\t\t# "([^"\t\n]*)"'
+    r'(?:\n\[([0-9]{1,9})\]\([0-9a-f]{1,16}\) \t"S-([0-9a-f]{16})"\[([0-9]{1,9})\]\t\t# '
+    r'lid [0-9]{1,9} lmc [0-9]{1,9} "[^"\t\n]*" lid [0-9]{1,9} ([0-9]{1,2}x)(\w+))?(?![^\n])')
+_CHUNK = 1 << 22  # characters of CA blocks per findall: bounds the records held at once
+
+
+def _topology_bulk(text: str, source: str) -> FabricGraph | None:
+    """The graph of ``text`` (the file's text as it is: no "\\n" put before it) when it is in the usual layout,
+    else None."""
+    from itertools import accumulate, compress, repeat
+    from operator import add, not_
+
+    first_ca = text.find("\nCa\t")
+    if first_ca < 0:
+        return None
+    u = text.rfind("\n\nvendid=", 0, first_ca)
+    if u < 0:
+        return None
+    parts = _NODE.split(text[:u + 1])  # the switch blocks (up to the blank line before the first CA's attributes)
+    g = FabricGraph(source=source, kind="ibnetdiscover")
+    hcas = g.hcas
+    switches = g.switches
+    hca_links = g.hca_links
+    switch_links = g.switch_links
+    lanes = LANE_GBPS.keys()
+    strs: dict[str, str] = {}
+    intern = strs.setdefault
+    rates: dict[tuple[str, str], tuple[Any, Any, float | None]] = {}
+    tails = ["\n" + parts[0]]  # (the text's first line has no "\n" before it)
+    lineno = parts[0].count("\n") + 1
+    ca_claims = sw_claims = fwd = bwd = 0
+    acc_ca = acc_sw = 0
+    links_match = _LINKS.match
+    sw_findall = _LINK_SW.findall
+    is_h = "H".__eq__
+
+    def rate_cols(widths, speeds, n):
+        pairs = set(zip(widths, speeds))
+        for key in pairs:
+            if key not in rates:
+                rates[key] = (key[0], key[1], _rate(key[0], key[1]))
+        if len(pairs) == 1:
+            w, sp, r = rates[pairs.pop()]
+            return repeat(w, n), repeat(sp, n), repeat(r, n)
+        return zip(*map(rates.__getitem__, zip(widths, speeds)))
+
+    # a block's columns: tuples from findall, narrowed to lists or compress iterators (C loops all)
+    ports: Any
+    rports: Any
+    rguids: Any
+    widths: Any
+    speeds: Any
+    lines: Any
+    h_rg: Any
+    h_rp: Any
+    h_p: Any
+    b_rg: Any
+    b_rp: Any
+    b_p: Any
+    for i in range(1, len(parts), 6):
+        nkind, nports_s, guid, desc, rest, body = parts[i:i + 6]
+        parts[i + 5] = None
+        if nkind != "Switch":
+            return None
+        lineno += 1
+        nports = int(nports_s)
+        lm = links_match(body)
+        if lm is None:
+            return None
+        end = lm.end()
+        nlines = body.count("\n", 0, end)
+        recs = sw_findall(body, 0, end) if nlines else ()
+        if len(recs) != nlines:
+            return None
+        if guid in switches:
+            return None
+        lid = None
+        if rest:
+            sm = _SW_EXTRA.search(rest)
+            lid = int(sm.group(2)) if sm else None
+        guid = intern(guid, guid)
+        switches[guid] = Switch(guid=guid, desc=desc, nports=nports, line=lineno, lid=lid, kind="switch")
+        if recs:
+            ports_s, rks, rguids, rports_s, widths, speeds = zip(*recs)
+            if not lanes >= set(speeds):
+                return None
+            ports = list(map(int, ports_s))
+            if nports and max(ports) > nports + 64:
+                return None
+            rports = list(map(int, rports_s))
+            lines = range(lineno + 1, lineno + 1 + nlines)
+            nh = rks.count("H")
+            # a leaf lists its HCA ports first, usually: then both parts are slices, else masks
+            prefix = 0 < nh < nlines and rks[nh - 1] == "H" and "H" not in rks[nh:]
+            if nh:
+                if nh == nlines:
+                    h_rg, h_rp, h_p = rguids, rports, ports
+                elif prefix:
+                    h_rg, h_rp, h_p = rguids[:nh], rports[:nh], ports[:nh]
+                else:
+                    hm = list(map(is_h, rks))
+                    h_rg, h_rp, h_p = compress(rguids, hm), compress(rports, hm), compress(ports, hm)
+                sw_claims += nh
+                acc_ca -= sum(map(hash, zip(h_rg, h_rp, repeat(guid), h_p)))
+            if nh < nlines:
+                if prefix:
+                    rguids, rports, ports = rguids[nh:], rports[nh:], ports[nh:]
+                    widths, speeds, lines = widths[nh:], speeds[nh:], lines[nh:]
+                elif nh:
+                    sm_ = list(map(not_, hm))
+                    rguids, rports, ports = (tuple(compress(rguids, sm_)), list(compress(rports, sm_)),
+                                             list(compress(ports, sm_)))
+                    widths, speeds = tuple(compress(widths, sm_)), tuple(compress(speeds, sm_))
+                    lines = list(compress(lines, sm_))
+                if guid in rguids:
+                    return None  # a switch linked to itself: the per-block reader
+                m = nlines - nh
+                fm = list(map(guid.__lt__, rguids))
+                nf = sum(fm)
+                if nf == m:
+                    f_rg, f_rp, f_p, f_w, f_s, f_l = rguids, rports, ports, widths, speeds, lines
+                elif nf:
+                    f_rg, f_rp, f_p = list(compress(rguids, fm)), list(compress(rports, fm)), list(compress(ports, fm))
+                    f_w, f_s, f_l = list(compress(widths, fm)), list(compress(speeds, fm)), list(compress(lines, fm))
+                    bm = list(map(not_, fm))
+                    b_rg, b_rp, b_p = compress(rguids, bm), compress(rports, bm), compress(ports, bm)
+                else:
+                    b_rg, b_rp, b_p = rguids, rports, ports
+                if nf:
+                    fwd += nf
+                    acc_sw += sum(map(hash, zip(repeat(guid), f_p, f_rg, f_rp)))
+                    W, S, R = rate_cols(f_w, f_s, nf)
+                    switch_links.extend(zip(repeat(guid), f_p, map(intern, f_rg, f_rg), f_rp, W, S, R, f_l))
+                if nf < m:
+                    bwd += m - nf
+                    acc_sw -= sum(map(hash, zip(b_rg, b_rp, repeat(guid), b_p)))
+        lineno += body.count("\n")
+        if end < len(body):
+            tails.append(body[end:])
+    del parts
+    if _REST.fullmatch("".join(tails)) is None:
+        return None
+    del tails
+    # the CA blocks
+    n = len(text)
+    k = n
+    while k > u and text[k - 1] == "\n":
+        k -= 1
+    trailing = n - k
+    line = lineno  # the line before the blank line that starts the first CA block
+    if text.count("\n", 0, u + 1) + 1 != line:
+        return None
+    unit_findall = _CA_UNIT.findall
+    port_lists: dict[str, tuple[int, ...]] = {}
+    sysimgs: list[tuple[str, str]] = []
+    nlines_ca = 0
+    a = u
+    while a < n:
+        b = text.find("\n\nvendid=", a + _CHUNK) if a + _CHUNK < n else -1
+        b = n if b < 0 else b
+        recs = unit_findall(text, a, b)
+        a = b
+        if not recs:
+            continue
+        lg: Any
+        lp_s: Any
+        rg: Any
+        rp_s: Any
+        lw: Any
+        ls: Any
+        ll: Any
+        sysv, nps, guids, descs, lports, rguids, rports, widths, speeds = zip(*recs)
+        del recs
+        cnt = len(guids)
+        linked = sum(map(bool, lports))
+        nlines_ca += 6 * cnt + linked
+        # unit j starts (its blank line) at line + 6 j + (links before it); its node line is 5 further, its link
+        # line 6
+        starts = list(map(add, range(line + 5, line + 5 + 6 * cnt, 6), accumulate(map(bool, lports), initial=0)))
+        for s_ in set(nps):
+            if s_ not in port_lists:
+                port_lists[s_] = tuple(range(1, int(s_) + 1))
+        before = len(hcas)
+        hcas.update(zip(guids, zip(descs, map(port_lists.__getitem__, nps), starts)))
+        if len(hcas) != before + cnt:
+            return None  # a GUID described twice
+        line = starts[-1] + (2 if lports[-1] else 1)  # the next unit's blank line
+        normed = map(str.rjust, map(str.lower, sysv), repeat(16), repeat("0"))
+        sysimgs.extend((gd, sv) for gd, sv in zip(guids, normed) if gd != sv)
+        if linked:
+            if linked == cnt:
+                lg, lp_s, rg, rp_s, lw, ls, ll = guids, lports, rguids, rports, widths, speeds, starts
+            else:
+                lg, lp_s, rg = list(compress(guids, lports)), list(compress(lports, lports)), list(compress(rguids, lports))
+                rp_s, lw = list(compress(rports, lports)), list(compress(widths, lports))
+                ls, ll = list(compress(speeds, lports)), list(compress(starts, lports))
+            if not lanes >= set(ls):
+                return None
+            lp = list(map(int, lp_s))
+            if max(lp) > 64 and any(p > int(np_) + 64 for p, np_ in zip(lp, compress(nps, lports)) if int(np_)):
+                return None
+            rp = list(map(int, rp_s))
+            rg = list(map(intern, rg, rg))
+            ca_claims += linked
+            acc_ca += sum(map(hash, zip(lg, lp, rg, rp)))
+            W, S, R = rate_cols(lw, ls, linked)
+            hca_links.update(zip(zip(lg, lp), zip(rg, rp, W, S, R, map((1).__add__, ll))))
+    if text.count("\n", u + 1) != nlines_ca + trailing - 1:
+        return None  # a line no CA block holds
+    if not hcas:
+        return None
+    if not _consistent(g, acc_ca or acc_sw, ca_claims, sw_claims, fwd, bwd):
+        return None
+    agg = g.aggregation
+    for guid, sysimg in sysimgs:
+        if sysimg in switches:
+            agg.add(guid)
+    return g
+
+
 def _last_sysimg(tail: str) -> str | None:
     """The system image GUID a block's attribute lines give the next node (the last one wins), normalised."""
     values = _SYSIMG.findall(tail)
@@ -240,15 +475,16 @@ def _consistent(g: FabricGraph, hash_diff: int, ca_claims: int, sw_claims: int, 
     if (hash_diff or ca_claims != sw_claims or fwd != bwd or len(hca_links) != ca_claims
             or not hcas.keys().isdisjoint(switches.keys())):
         return False
-    for link in hca_links.values():
-        if link[0] not in switches:
-            return False
+    if not switches.keys() >= set(map(itemgetter(0), hca_links.values())):
+        return False
     _aggregation(g)
     return True
 
 
 def _aggregation(g: FabricGraph) -> None:
     agg = g.aggregation
+    if "Aggregation Node" not in "\n".join(map(itemgetter(0), g.hcas.values())):
+        return  # (one scan of all the descriptions, most fabrics have none)
     for guid, (desc, _ports, _line) in g.hcas.items():
         if "Aggregation Node" in desc:
             agg.add(guid)
@@ -257,14 +493,16 @@ def _aggregation(g: FabricGraph) -> None:
 # --- ports form (-p) ------------------------------------------------------------------------------------------
 # The general parser's _PORTS on one raw line: "\s" narrowed to " " and TAB, every run and field bounded (descriptions
 # at 64 characters, the IB NodeDescription size) so that an
-# accepted line is always shorter than the parser's line limit (MAX_LINE, 1,024 characters).
+# accepted line is always shorter than the parser's line limit (MAX_LINE, 1,024 characters). Each line is found by
+# the "\n" before it (a literal the regex engine skips to; a MULTILINE "^" is tried at every character); the far
+# end's LID and description are matched, not captured.
 _W = r"[ \t]{1,30}"
 _PLINE = re.compile(
-    r"^[ \t]{0,30}(SW|CA|RT)" + _W + r"([0-9]{1,9})" + _W + r"([0-9]{1,9})" + _W + r"0x([0-9a-fA-F]{1,16})" + _W
+    r"\n[ \t]{0,30}(SW|CA|RT)" + _W + r"([0-9]{1,9})" + _W + r"([0-9]{1,9})" + _W + r"0x([0-9a-fA-F]{1,16})" + _W
     + r"([0-9]{1,2}x|\?\?)" + _W + r"([A-Za-z0-9_]{1,10}|\?\?\?)"
-    r"(?:" + _W + r"-" + _W + r"(SW|CA|RT)" + _W + r"([0-9]{1,9})" + _W + r"([0-9]{1,9})" + _W
-    + r"0x([0-9a-fA-F]{1,16})" + _W + r"\([ \t]{0,30}'([^'\n]{0,64})'" + _W + r"-" + _W + r"'([^'\n]{0,64})'"
-    r"[ \t]{0,30}\)|[ \t]{1,64}'([^'\n]{0,64})')?[ \t]{0,30}$", re.M)
+    r"(?:" + _W + r"-" + _W + r"(SW|CA|RT)" + _W + r"[0-9]{1,9}" + _W + r"([0-9]{1,9})" + _W
+    + r"0x([0-9a-fA-F]{1,16})" + _W + r"\([ \t]{0,30}'([^'\n]{0,64})'" + _W + r"-" + _W + r"'[^'\n]{0,64}'"
+    r"[ \t]{0,30}\)|[ \t]{1,64}'([^'\n]{0,64})')?[ \t]{0,30}(?![^\n])")
 
 
 def _ports(box: list[str], source: str) -> FabricGraph | None:
@@ -291,16 +529,16 @@ def _ports(box: list[str], source: str) -> FabricGraph | None:
     cur_guid: Any = None
     is_ca = False
     line = 0
-    i, n = 1, len(text)  # text[0] is the "\n" put before the first line
+    # text[0] is the "\n" put before the first line; the last "\n" ends the last line
+    i, n = 0, len(text) - 1
     while i < n:  # about 1 MB at a time: all the records of a large file at once would take more memory than it
         j = text.find("\n", i + (1 << 20))
-        j = n if j < 0 else j + 1
-        chunk = text[i:j]
-        i = j
-        recs = findall(chunk)
-        if len(recs) != chunk.count("\n"):
+        j = n if j < 0 or j > n else j
+        recs = findall(text, i, j)
+        if len(recs) != text.count("\n", i, j):
             return None  # a blank, comment or ibwarn line, or one in another layout: the general path
-        for kind, lid, port, guid, width, speed, rkind, rlid, rport, rguid, ldesc, rdesc, udesc in recs:
+        i = j
+        for kind, lid, port, guid, width, speed, rkind, rport, rguid, ldesc, udesc in recs:
             line += 1
             if speed == "???":
                 speed = None
@@ -332,38 +570,40 @@ def _ports(box: list[str], source: str) -> FabricGraph | None:
             rp = ints.get(rport)
             if rp is None:
                 rp = ints[rport] = int(rport)
-            if width and speed:
-                wsp = norm.get(width + speed)  # one (width, speed, rate) per distinct text
-                if wsp is None:
-                    wsp = norm[width + speed] = (width, speed, _rate(width, speed))
-                w, sp, rate = wsp
-            else:
-                w, sp, rate = width, speed, None
+            rg = norm.get(rguid)
+            if rg is None:
+                rg = norm[rguid] = rguid.lower().rjust(16, "0")
             if is_ca:
                 if rkind == "CA":
                     return None
-                rg = norm.get(rguid)
-                if rg is None:
-                    rg = norm[rguid] = rguid.lower().rjust(16, "0")
                 ca_claims += 1
                 acc_ca += hash((gd, p, rg, rp))
-                if (gd, p) in hca_links:
+                key = (gd, p)
+                if key in hca_links:
                     return None  # a port listed twice
-                hca_links[(gd, p)] = (rg, rp, w, sp, rate, line)
-            else:
-                rg = norm.get(rguid)
-                if rg is None:
-                    rg = norm[rguid] = rguid.lower().rjust(16, "0")
-                if rkind == "CA":
-                    sw_claims += 1
-                    acc_ca -= hash((rg, rp, gd, p))
-                elif gd < rg or (gd == rg and p < rp):
-                    fwd += 1
-                    acc_sw += hash((gd, p, rg, rp))
-                    switch_links.append((gd, p, rg, rp, w, sp, rate, line))
+                if width and speed:
+                    wsp = norm.get(width + speed)  # one (width, speed, rate) per distinct text
+                    if wsp is None:
+                        wsp = norm[width + speed] = (width, speed, _rate(width, speed))
+                    hca_links[key] = (rg, rp, *wsp, line)
                 else:
-                    bwd += 1
-                    acc_sw -= hash((rg, rp, gd, p))
+                    hca_links[key] = (rg, rp, width, speed, None, line)
+            elif rkind == "CA":
+                sw_claims += 1
+                acc_ca -= hash((rg, rp, gd, p))
+            elif gd < rg or (gd == rg and p < rp):
+                fwd += 1
+                acc_sw += hash((gd, p, rg, rp))
+                if width and speed:
+                    wsp = norm.get(width + speed)
+                    if wsp is None:
+                        wsp = norm[width + speed] = (width, speed, _rate(width, speed))
+                    switch_links.append((gd, p, rg, rp, *wsp, line))
+                else:
+                    switch_links.append((gd, p, rg, rp, width, speed, None, line))
+            else:
+                bwd += 1
+                acc_sw -= hash((rg, rp, gd, p))
     del text
     if cur is None:
         return None

@@ -13,18 +13,23 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ncclctl.model import Gpu, Nic, Node
+if TYPE_CHECKING:  # ncclctl.model is a large import; the fabric commands need only natural_key from here
+    from ncclctl.model import Gpu, Nic, Node
 
 #: PCIe path types from closest to farthest.
 PCIE_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")
 _RANK = {name: i for i, name in enumerate(PCIE_ORDER)}
 
 
+_DIGIT_RUNS = re.compile(r"(\d+)")
+
+
 def natural_key(name: str) -> tuple:
     """``mlx5_2`` before ``mlx5_10``."""
     # (a run of 50+ digits sorts as one huge number: int() refuses over 4300 digits)
-    return tuple((int(p) if len(p) < 50 else 10**50) if p.isdigit() else p for p in re.split(r"(\d+)", name))
+    return tuple((int(p) if len(p) < 50 else 10**50) if p.isdigit() else p for p in _DIGIT_RUNS.split(name))
 
 
 def pcie_rank(path_type: str) -> int:
@@ -113,6 +118,8 @@ def nics_in_order(node: Node) -> tuple[Nic, ...]:
 
 def matrix(node: Node) -> Matrix:
     """The ``nvidia-smi topo -m`` matrix computed from the model."""
+    from ncclctl.model import Gpu
+
     gpus = sorted(node.gpus, key=lambda g: g.index)
     nics = nics_in_order(node)
     labels = tuple([f"GPU{g.index}" for g in gpus] + [f"NIC{i}" for i in range(len(nics))])

@@ -152,3 +152,17 @@ def test_512_nodes_end_to_end(tmp_path):
     assert mis == {(h, x) for h, a, b in result.miscabled for x in (a, b)} - down
     o = json.loads(run_cli("fabric", "order", str(path), "--format", "json").stdout)
     assert o["crossings"] == o["lower_bound"] == 16 and o["naive"]["crossings"] > 400
+
+
+def test_order_without_comparisons_renders_the_same_hostfile_and_slurm(interleaved):
+    """compare=False (what `fabric order -f hostfile|slurm|slurm-block` without -o runs): the same order and the
+    same bytes for those forms; the sorted-name order and the cost model are left out."""
+    from ncclctl.fabric.order import render_order
+
+    lay = layout_of(open(interleaved).read())
+    full = plan_order(lay, slots=8)
+    bare = plan_order(lay, slots=8, compare=False)
+    assert bare.hosts == full.hosts and bare.crossings == full.crossings
+    assert bare.naive == [] and bare.naive_crossings == -1 and bare.cost == {} and full.cost
+    for fmt in ("hostfile", "slurm", "slurm-block"):
+        assert render_order(bare, lay, fmt) == render_order(full, lay, fmt)
