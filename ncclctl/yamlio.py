@@ -108,6 +108,11 @@ def load(text: str, path: str, *, max_depth: int = 64, fix: str = "fix the YAML 
         raise InputError(f"not usable YAML: {type(exc).__name__}: {str(exc)[:120]}", path=path, fix=fix) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
+        problem = str(getattr(exc, "problem", None) or exc)
+        if "nesting depth" in problem:  # PyYAML >= 6.0.4 stops deep nesting itself, before our own count sees it
+            raise InputError(f"not usable YAML: nested more than {max_depth} levels deep", path=path,
+                             line=mark.line + 1 if mark else None, column=mark.column + 1 if mark else None,
+                             fix=fix) from None
         raise InputError(f"not valid YAML: {getattr(exc, 'problem', None) or exc}", path=path,
                          line=mark.line + 1 if mark else None, column=mark.column + 1 if mark else None,
                          fix="fix the YAML syntax") from None
