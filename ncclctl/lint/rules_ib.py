@@ -356,3 +356,37 @@ def ib_mtu(ctx: Ctx, opts: dict) -> Iterable[Hit]:
                       fix="set the partition MTU to 4096 in the subnet manager (opensm partitions.conf 'mtu=5', "
                           "or UFM), restart the SM, then ibv_devinfo -d "
                           f"{nic.name} shows active_mtu: 4096 (5)")
+
+
+# --------------------------------------------------------------------------------------------------
+# IB007 ibstat aborted part-way
+
+@rule(
+    "IB007", "ibstat-aborted", W, "ibstat aborted part-way: the HCAs after the failing one were not seen",
+    what="A node read through ibstat (no /sys/class/infiniband: a container, or a capture of pasted outputs) whose "
+         "ibstat output ends in an 'ibpanic:'/'iberror:' line after some complete CAs, e.g. \"ibpanic: [77] main: "
+         "stat of IB device 'mlx5_1' failed: No such device\".",
+    why="ibstat stops at the first CA it cannot stat and exits 255 (infiniband-diags ibstat.c): the CAs printed "
+        "before are good, every CA after it is unknown, so no port, rate or state rule can judge them and NCCL's "
+        "IB plugin may list fewer devices than the node's peers (since NCCL 2.30 a NIC-count mismatch between "
+        "nodes is ignored by default: a silent hang). The usual cause is an HCA that vanished or is resetting "
+        "(firmware fatal error, PCIe surprise removal) or a missing ib_umad module.",
+    detect="The probe keeps the CAs before the failure line and records the abort (source 'ibstat', under 'not "
+           "seen' in probe output); the rule reports that record with the failure line.",
+    fix="Run 'ibstat <ca>' for the named CA and 'ibv_devinfo'; read dmesg for mlx5 'fatal'/'health' errors; "
+        "'modprobe ib_umad' if /dev/infiniband/umad* is missing; reset or reseat the HCA (mlxfwreset, reboot), "
+        "then capture the node again.",
+)
+def ibstat_aborted(ctx: Ctx, opts: dict) -> Iterable[Hit]:
+    for u in ctx.node.unavailable:
+        if u.source != "ibstat":
+            continue
+        failed = _failed_ca(u.detail or "")
+        yield Hit(failed or "ibstat", f"ibstat {u.reason}" + (f" (it could not stat {failed})" if failed else ""),
+                  evidence=tuple(x for x in (u.detail,) if x))
+
+
+def _failed_ca(detail: str) -> str | None:
+    """The CA an ibpanic line names (``stat of IB device 'mlx5_1' failed``), else None."""
+    m = re.search(r"IB device '([^']{1,64})'", detail)
+    return m.group(1) if m else None

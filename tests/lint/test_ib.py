@@ -1,4 +1,4 @@
-"""InfiniBand family (IB001-IB006): every host fixture pinned, grading of compute vs storage ports, NCCL's
+"""InfiniBand family (IB001-IB007): every host fixture pinned, grading of compute vs storage ports, NCCL's
 integer parsing and port selection, the CLI."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ lint = family_lint(FAMILY)
 
 
 def test_family_registered():
-    assert FAMILY == ("IB001", "IB002", "IB003", "IB004", "IB005", "IB006")
+    assert FAMILY == ("IB001", "IB002", "IB003", "IB004", "IB005", "IB006", "IB007")
 
 
 def test_every_fixture_is_pinned():
