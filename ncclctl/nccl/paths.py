@@ -367,8 +367,10 @@ def compute_paths(system: System) -> None:
         net.local_gpu = get_local_gpu(system, n)
 
 
-def trim_system(system: System, n_ranks: int) -> None:
-    """``ncclTopoTrimSystem``: drop GPUs outside rank 0's P2P/SHM domain; ``inter`` = other nodes in the job."""
+def trim_system(system: System, n_ranks: int) -> int:
+    """``ncclTopoTrimSystem``: drop GPUs outside rank 0's P2P/SHM domain; ``inter`` = other nodes in the job.
+    Returns the number of GPUs dropped (none: the paths NCCL computes again next come out the same)."""
+    removed = 0
     gpus = system.nodes[GPU]
     domains = list(range(len(gpus)))
     ids = [g.id for g in gpus]
@@ -385,8 +387,10 @@ def trim_system(system: System, n_ranks: int) -> None:
         for g, gpu in enumerate(system.nodes[GPU]):
             if gpu.id == gid:
                 system.remove(GPU, g)
+                removed += 1
                 break
     system.inter = 0 if len(system.nodes[GPU]) == n_ranks else 1
+    return removed
 
 
 def check_net(system: System, rank1: int, rank2: int) -> int:

@@ -124,8 +124,8 @@ def predict_tree(root, *, inputs: Inputs, down: frozenset[tuple[str, int]] = fro
                          fix="give the file of a GPU node (ncclctl topo generate)")
     n_ranks = inputs.nodes * len(sysm.nodes[GPU])
     compute_paths(sysm)
-    trim_system(sysm, n_ranks)
-    compute_paths(sysm)
+    if trim_system(sysm, n_ranks):
+        compute_paths(sysm)  # NCCL computes the paths again after the trim; unchanged when nothing was dropped
     caveats = [
         "NVML P2P status is assumed OK between every GPU pair (a topology file does not carry it)",
     ]
