@@ -223,13 +223,7 @@ def _topology(box: list[str], source: str) -> FabricGraph | None:
     if _REST.fullmatch("".join(tails)) is None:
         return None
     del tails
-    if not _consistent(g, acc_ca or acc_sw, ca_claims, sw_claims, fwd, bwd):
-        return None
-    agg = g.aggregation
-    for guid, sysimg in sysimgs:
-        if sysimg in switches:
-            agg.add(guid)
-    return g
+    return _finish(g, acc_ca or acc_sw, ca_claims, sw_claims, fwd, bwd, sysimgs, switches)
 
 
 # --- topology form, in bulk ----------------------------------------------------------------------------------
@@ -452,7 +446,14 @@ def _topology_bulk(text: str, source: str) -> FabricGraph | None:
         return None  # a line no CA block holds
     if not hcas:
         return None
-    if not _consistent(g, acc_ca or acc_sw, ca_claims, sw_claims, fwd, bwd):
+    return _finish(g, acc_ca or acc_sw, ca_claims, sw_claims, fwd, bwd, sysimgs, switches)
+
+
+def _finish(g: FabricGraph, hash_diff: int, ca_claims: int, sw_claims: int, fwd: int, bwd: int, sysimgs,
+            switches) -> FabricGraph | None:
+    """The graph when both ends of every link agree (:func:`_consistent`), with the Aggregation Node CAs (a CA
+    whose system image GUID is a switch's) marked; None sends the file to the general path."""
+    if not _consistent(g, hash_diff, ca_claims, sw_claims, fwd, bwd):
         return None
     agg = g.aggregation
     for guid, sysimg in sysimgs:
