@@ -789,7 +789,8 @@ _ROWS: tuple[tuple[str, str, Severity, str, str], ...] = (
      'A graph file describes one GPU count; communicators over other GPU sets (ncclCommSplit) break. Regenerate it.'),
     ('NTH014', 'host-graph-net-dev', E,
      "graph <net dev> is not a net device NCCL will have on this host: 'Could not find NET' fails init",
-     'Number nets as the IB plugin does (active ports in PCI order, after NCCL_IB_HCA), or regenerate the file.'),
+     'Number nets as NCCL does (active ports in PCI order after NCCL_IB_HCA, then NIC fusion: a fused card is one '
+     'virtual dev numbered after the physical ones, which are gone), or regenerate the file.'),
     ('NTH030', 'host-gdr-lost', W,
      'the file turns GPUDirect RDMA off for a GPU that this host pairs with a NIC',
      'Regenerate the file on this host (ncclctl topo generate), or describe the PCIe switch the GPU shares with '

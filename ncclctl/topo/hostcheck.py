@@ -372,14 +372,17 @@ def check_graph_against_host(result, node: Node, path: str, *, nets_available: i
     if root is None or root.name != "graphs":
         return out
     indices = {g.index for g in node.gpus}
+    devs: dict[int, str] | None = None
     if nets_available is None:
-        from ncclctl.nccl.lists import hca_selects
-        from ncclctl.nccl.settings import effective_setting
+        devs = _nccl_net_devs(node)
+        if devs is None:
+            from ncclctl.nccl.lists import hca_selects
+            from ncclctl.nccl.settings import effective_setting
 
-        ports = [(nd.nic.name, nd.port.num) for nd in net_devices(node)]
-        hca = effective_setting(node, "NCCL_IB_HCA")
-        nets_available = len(hca_selects(hca, ports)) if hca else len(ports)
-    n_nets = nets_available
+            ports = [(nd.nic.name, nd.port.num) for nd in net_devices(node)]
+            hca = effective_setting(node, "NCCL_IB_HCA")
+            nets_available = len(hca_selects(hca, ports)) if hca else len(ports)
+    n_nets = len(devs) if devs is not None else nets_available or 0
     counted: set[int] = set()
     for graph in root.children:
         if graph.name != "graph":
@@ -396,14 +399,36 @@ def check_graph_against_host(result, node: Node, path: str, *, nets_available: i
                 if el.name == "gpu" and dev not in indices:
                     out.append(_finding("NTH012", f"<gpu dev=\"{dev_text}\"> is GPU {dev}; this host has GPUs "
                                         f"{', '.join(map(str, sorted(indices))) or 'none'}", path, el.line, el.column))
-                if el.name == "net" and dev >= n_nets:
-                    out.append(_finding("NTH014", f"<net dev=\"{dev_text}\"> is net {dev}; NCCL will have {n_nets} net "
-                                        "device(s) on this host", path, el.line, el.column))
+                if el.name == "net" and (dev not in devs if devs is not None else dev >= n_nets):
+                    if devs is not None:
+                        have = ", ".join(f"{d} ({name})" for d, name in sorted(devs.items())) or "none"
+                        msg = (f"<net dev=\"{dev_text}\"> is net {dev}; NCCL's net devices on this host, after "
+                               f"NCCL_IB_HCA and NIC fusion, are {have}")
+                    else:
+                        msg = f"<net dev=\"{dev_text}\"> is net {dev}; NCCL will have {n_nets} net device(s) on this host"
+                    out.append(_finding("NTH014", msg, path, el.line, el.column))
             if gpus and len(gpus) != len(indices) and id(graph) not in counted and (strtol(graph.get("id") or "0").value != 3):
                 counted.add(id(graph))
                 out.append(_finding("NTH013", f"channels list {len(gpus)} GPU(s); this host has {len(indices)}",
                                     path, ch.line, ch.column))
     return out
+
+
+def _nccl_net_devs(node: Node) -> dict[int, str] | None:
+    """NCCL's NET devices on ``node`` (dev -> name) as its model numbers them: the IB plugin's view after the
+    host's NCCL_IB_HCA, then NIC fusion at NCCL_NET_MERGE_LEVEL (a fused card's ports become one virtual dev with
+    a new number, and the physical devs are gone). None when the model cannot be built (then the plain count)."""
+    from ncclctl.errors import InputError
+    from ncclctl.nccl.predict import inputs_for_node, predict_xml
+    from ncclctl.nccl.system import NET
+    from ncclctl.nccl.version import DEFAULT
+
+    try:
+        data, inputs, down = inputs_for_node(node, nodes=2, env={}, version=DEFAULT, gdr="auto", source="host")
+        pred = predict_xml(data, inputs=inputs, down=down, channels=False)
+    except (InputError, RuntimeError):
+        return None
+    return {n.dev: n.name for n in pred.system.nodes[NET]}
 
 
 def graph_file_in_etc(node: Node) -> list[Finding]:

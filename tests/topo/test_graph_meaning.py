@@ -288,13 +288,29 @@ def test_physical_dev_of_a_fused_dual_port_card(tmp_path):
     assert "fails at connect time" in f["message"]
     assert "NCCL_NET_MERGE_LEVEL=LOC" in f["fix"] and "dev 0x2 (mlx5_0+mlx5_1)" in f["fix"]
     assert doc["model"]["nets"] == [{"dev": 2, "name": "mlx5_0+mlx5_1"}]
-    # The fused dev itself is right: no NTH014 for it (the host check does not know fusion).
+    # The fused dev itself is right: no NTH014 for it either (the host check numbers nets after fusion too).
     rc, findings, _ = validate(tmp_path, pcie(), "--root", str(HOSTS / "pcie-server"))
     assert rc == 0 and findings == []
     # With fusion off, the physical devs exist and the virtual one does not.
     rc, findings, _ = validate(tmp_path, pcie(dev=0), "--root", str(HOSTS / "pcie-server"),
                                "--env", "NCCL_NET_MERGE_LEVEL=LOC")
     assert [f["message"].split(" (")[0] for f in hits(findings, "NTG029")] == ['<net dev="0x2">']
+
+
+def test_host_check_numbers_nets_after_fusion(tmp_path):
+    """NTH014 (the graph against the host, also what lint runs for a node's NCCL_GRAPH_FILE) counts NCCL's net
+    devices after NIC fusion: on pcie-server the dual-function card is one virtual dev 2, so dev 2 exists and the
+    physical dev 0 does not (the plain port count said the opposite)."""
+    path = tmp_path / "graph.xml"
+    path.write_text(graph_xml(pcie()))
+    res = run_cli("topo", "validate", str(path), "--root", str(HOSTS / "pcie-server"), "--format", "json")
+    assert res.returncode == 0 and not hits(json.loads(res.stdout)["findings"], "NTH014"), res.stdout
+    path.write_text(graph_xml(pcie(dev=0)))
+    res = run_cli("topo", "validate", str(path), "--root", str(HOSTS / "pcie-server"), "--format", "json")
+    found = hits(json.loads(res.stdout)["findings"], "NTH014")
+    assert res.returncode == 1 and len(found) == 2, res.stdout  # the channel's net in and net out
+    assert {f["message"] for f in found} == {('<net dev="0x0"> is net 0; NCCL\'s net devices on this host, after NCCL_IB_HCA '
+                                   "and NIC fusion, are 2 (mlx5_0+mlx5_1)")}
 
 
 def test_net_dev_beyond_the_plugins_count(tmp_path):
