@@ -280,30 +280,34 @@ def build_plan(inp, lay, *, nccl_version: Version, rail_map: str | None = None,
 
 
 def conf_ids(conf: bytes) -> dict[str, RailId | None]:
-    """``"mlx5_0:1"`` -> the rail/plane its NCCL_IB_HCA entry gives (None: the entry gives none)."""
+    """``"mlx5_0:1"`` -> the rail/plane its NCCL_IB_HCA entry gives (None: the entry gives none); the conf file
+    and the value read as NCCL reads them (the last NCCL_IB_HCA line wins)."""
+    from ncclctl.nccl.lists import parse_ib_hca
+    from ncclctl.nccl.settings import read_conf
+
+    value = None
+    for line in read_conf(conf.decode("utf-8", "replace"), "nccl.conf"):
+        if line.name == "NCCL_IB_HCA":
+            value = line.value
     out: dict[str, RailId | None] = {}
-    for line in conf.decode("utf-8", "replace").splitlines():
-        if not line.startswith("NCCL_IB_HCA="):
-            continue
-        value = line.split("=", 1)[1].lstrip("^=")
-        for entry in value.split(","):
-            parts = entry.split(":")
-            if not parts[0]:
-                continue
-            key = f"{parts[0]}:{parts[1] if len(parts) > 1 and parts[1] else 1}"
-            rail = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else None
-            plane = int(parts[3]) if len(parts) > 3 and parts[3].isdigit() else None
-            out[key] = RailId(rail, plane) if rail is not None else None
+    for e in parse_ib_hca(value or "").entries:
+        out[f"{e.name}:{e.port if e.port is not None else 1}"] = (RailId(e.rail, e.plane) if e.rail is not None
+                                                                   else None)
     return out
 
 
 def topo_ids(topo: bytes) -> dict[str, RailId | None]:
-    """``"mlx5_0:1"`` -> the ``rail=``/``plane=`` of its ``<net>`` in a topology file (None: none given)."""
-    from lxml import etree
+    """``"mlx5_0:1"`` -> the ``rail=``/``plane=`` of its ``<net>`` in a topology file (None: none given), read by
+    the project's one NCCL XML reader."""
+    from ncclctl.topo.ncclxml import parse_nccl_xml
 
-    root = etree.fromstring(topo, etree.XMLParser(resolve_entities=False, no_network=True))
+    res = parse_nccl_xml(topo, kind="topology")
     out: dict[str, RailId | None] = {}
-    for net in root.iter("net"):
+    if res.root is None:
+        return out
+    for net in res.root.iter():
+        if net.name != "net":
+            continue
         key = f"{net.get('name')}:{net.get('port') or 1}"
         rail, plane = net.get("rail"), net.get("plane")
         out[key] = RailId(int(rail), int(plane) if plane is not None else None) if rail is not None else None
