@@ -10,6 +10,7 @@ from __future__ import annotations
 from ncclctl.findings import Finding
 from ncclctl.model import Node
 from ncclctl.nccl.cpuset import cpu_ranges, kernel_cpumap, nccl_cpuset
+from ncclctl.nccl.version import Version
 from ncclctl.plan.paths import natural_key, pcie_rank, pcie_path_type
 from ncclctl.sysfs import normalize_bdf
 from ncclctl.topo.generate import ib_pci_busid, net_devices
@@ -374,7 +375,7 @@ def check_graph_against_host(result, node: Node, path: str, *, nets_available: i
     indices = {g.index for g in node.gpus}
     devs: dict[int, str] | None = None
     if nets_available is None:
-        devs = _nccl_net_devs(node)
+        devs = _nccl_net_devs(node, result.version)
         if devs is None:
             from ncclctl.nccl.lists import hca_selects
             from ncclctl.nccl.settings import effective_setting
@@ -414,17 +415,17 @@ def check_graph_against_host(result, node: Node, path: str, *, nets_available: i
     return out
 
 
-def _nccl_net_devs(node: Node) -> dict[int, str] | None:
+def _nccl_net_devs(node: Node, version: Version) -> dict[int, str] | None:
     """NCCL's NET devices on ``node`` (dev -> name) as its model numbers them: the IB plugin's view after the
     host's NCCL_IB_HCA, then NIC fusion at NCCL_NET_MERGE_LEVEL (a fused card's ports become one virtual dev with
-    a new number, and the physical devs are gone). None when the model cannot be built (then the plain count)."""
+    a new number, and the physical devs are gone), for the NCCL ``version`` the file is read for. None when the model
+    cannot be built (then the plain count)."""
     from ncclctl.errors import InputError
     from ncclctl.nccl.predict import inputs_for_node, predict_xml
     from ncclctl.nccl.system import NET
-    from ncclctl.nccl.version import DEFAULT
 
     try:
-        data, inputs, down = inputs_for_node(node, nodes=2, env={}, version=DEFAULT, gdr="auto", source="host")
+        data, inputs, down = inputs_for_node(node, nodes=2, env={}, version=version, gdr="auto", source="host")
         pred = predict_xml(data, inputs=inputs, down=down, channels=False)
     except (InputError, RuntimeError):
         return None
