@@ -24,7 +24,7 @@ import re
 
 from ncclctl.errors import InputError
 from ncclctl.fabric.graph import FabricGraph, Switch, _rate
-from ncclctl.parsers.ibnetdiscover import LANE_GBPS
+from ncclctl.parsers.ibnetdiscover import _SW_EXTRA, LANE_GBPS, MAX_PORTS
 
 #: Characters some line splitters treat as line ends or that ``str.strip`` removes: input holding one takes the
 #: general path (so that both paths always see the same lines).
@@ -47,7 +47,6 @@ _LINKS = re.compile(r"(?:\n\[[^\n]*)*")
 _REST = re.compile(r"(?:\n(?![^\n])|\n#[^\n]*|\n(?:vendid|devid|switchguid|caguid|rtguid)=[^\n]*"
                    r"|\nsysimgguid=0x[0-9a-fA-F]+(?![^\n]))*")
 _SYSIMG = re.compile(r"\nsysimgguid=0x([0-9a-fA-F]+)(?![^\n])")
-_SW_EXTRA = re.compile(r"(?:(base|enhanced)\s+)?port\s+0\s+lid\s+(\d+)\s+lmc\s+(\d+)")
 _KIND = {"S": "switch", "H": "ca", "R": "router", "Switch": "switch", "Ca": "ca", "Rt": "router",
          "SW": "switch", "CA": "ca", "RT": "router"}
 
@@ -120,6 +119,8 @@ def _topology(box: list[str], source: str) -> FabricGraph | None:
         parts[i + 5] = None  # the body is read once: let it go
         lineno += 1
         nports = int(nports_s)
+        if nports > MAX_PORTS and nkind == "Ca":
+            return None  # the general parser refuses it
         lm = links_match(body)
         if lm is None:
             return None
@@ -301,6 +302,8 @@ def _topology_bulk(text: str, source: str) -> FabricGraph | None:
             return None
         lineno += 1
         nports = int(nports_s)
+        if nports > MAX_PORTS and nkind == "Ca":
+            return None  # the general parser refuses it
         lm = links_match(body)
         if lm is None:
             return None
@@ -416,6 +419,8 @@ def _topology_bulk(text: str, source: str) -> FabricGraph | None:
         starts = list(map(add, range(line + 5, line + 5 + 6 * cnt, 6), accumulate(map(bool, lports), initial=0)))
         for s_ in set(nps):
             if s_ not in port_lists:
+                if int(s_) > MAX_PORTS:
+                    return None  # the general parser refuses it
                 port_lists[s_] = tuple(range(1, int(s_) + 1))
         before = len(hcas)
         hcas.update(zip(guids, zip(descs, map(port_lists.__getitem__, nps), starts)))

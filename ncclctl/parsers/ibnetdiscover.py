@@ -42,7 +42,12 @@ from ncclctl.parsers._common import as_text, paste_text
 _FIX = "pass the unmodified output of 'ibnetdiscover' (or 'ibnetdiscover -p')"
 
 _NODE = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR])-([0-9a-fA-F]{1,16})"\s*(?:#\s*"(.*?)"(.*))?$')
-_SW_EXTRA = re.compile(r"(?:(base|enhanced)\s+)?port\s+0\s+lid\s+(\d+)\s+lmc\s+(\d+)")
+#: A switch's own LID from its node line's comment; LIDs are 16-bit, so a longer number is no LID (and int() of
+#: thousands of digits would raise).
+_SW_EXTRA = re.compile(r"(?:(base|enhanced)\s+)?port\s+0\s+lid\s+(\d{1,9})\s+lmc\s+(\d{1,9})(?!\d)")
+#: NodeInfo:NumPorts is an 8-bit field: no real node has more ports. Checked for HCAs (whose ports become the tuple
+#: 1..N: a huge count would take gigabytes); a switch's count is only printed.
+MAX_PORTS = 255
 _LINK_SW = re.compile(
     r'^\[(\d+)\](?:\[ext (\d+)\])?\s+"([SHR])-([0-9a-fA-F]{1,16})"\[(\d+)\](?:\[ext \d+\])?(?:\(([0-9a-fA-F]{1,16})\))?'
     r'\s*(?:#\s*"(.*?)"\s*lid\s+(\d+)\s+(\d+x)(\w+)(.*))?$')
@@ -367,7 +372,7 @@ def _parse_topology(chunks: Iterable[list[str]], source: str) -> Fabric:
                             cur["ports"] = tuple(ports)
                             ports = []
                         kind, nports, guid, desc, rest = m.groups()
-                        node, nports_cur, is_switch = _open_node(kind, nports, guid, desc, rest, attrs, guids, lineno)
+                        node, nports_cur, is_switch = _open_node(kind, nports, guid, desc, rest, attrs, guids, lineno, source)
                         append_node(node)
                         cur = node.__dict__
                         attrs = {}
@@ -414,7 +419,7 @@ def _parse_topology(chunks: Iterable[list[str]], source: str) -> Fabric:
                         cur["ports"] = tuple(ports)
                         ports = []
                     kind, nports, _letter, guid, desc, rest = m.groups()
-                    node, nports_cur, is_switch = _open_node(kind, nports, guid, desc, rest, attrs, guids, lineno)
+                    node, nports_cur, is_switch = _open_node(kind, nports, guid, desc, rest, attrs, guids, lineno, source)
                     append_node(node)
                     cur = node.__dict__
                     attrs = {}
@@ -477,7 +482,7 @@ def _parse_topology(chunks: Iterable[list[str]], source: str) -> Fabric:
 
 
 def _open_node(kind: str, nports: str, guid: str, desc: str | None, rest: str | None, attrs: dict[str, str],
-               guids: dict[str, str], lineno: int) -> tuple[FabricNode, int, bool]:
+               guids: dict[str, str], lineno: int, source: str | None) -> tuple[FabricNode, int, bool]:
     """The FabricNode of a node line (its ports are set when the block ends), its port count, whether a switch."""
     lid = None
     if kind == "Switch" and rest:
@@ -493,7 +498,10 @@ def _open_node(kind: str, nports: str, guid: str, desc: str | None, rest: str | 
             sysimg = sg if sg is not None else _guid(sysimg[2:])
         else:
             sysimg = None
-    n = int(nports)
+    n = int(nports) if len(nports) <= 9 else MAX_PORTS + 1
+    if n > MAX_PORTS and kind == "Ca":  # (an HCA's ports become the tuple 1..N)
+        raise ParseError(f"{kind} {guid} claims {nports[:12]}{'...' if len(nports) > 12 else ''} ports; IB nodes have "
+                         f"at most {MAX_PORTS} (NodeInfo:NumPorts is 8-bit)", path=source, line=lineno, fix=_FIX)
     node = _mk_node(_KIND[kind], g, n, desc or "", lid, attrs.get("vendid"), attrs.get("devid"), sysimg, (), lineno)
     return node, n, kind == "Switch"
 

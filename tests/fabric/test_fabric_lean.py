@@ -111,6 +111,8 @@ HOSTILE = [
     ("link-before-node", lambda: "[1]\t\"S-0000000000000001\"[1]\t\t# \"x\" lid 1 4xNDR\n" + _topo()),
     ("sysimg-with-paren", lambda: _topo().replace("sysimgguid=0x", "sysimgguid=(0x", 1)),
     ("port-beyond-node", lambda: _edit_line(_topo(), "[1](", lambda s: "[99" + s[2:])),
+    # NumPorts is 8-bit: a huge count would make every HCA's port tuple (1..N) gigabytes (MemoryError at best)
+    ("ca-huge-nports", lambda: _edit_line(_topo(), "Ca\t", lambda s: "Ca\t999999999" + s[s.index(" "):])),
     ("empty", lambda: ""),
     ("only-comments", lambda: "#\n# nothing\n"),
     ("garbage", lambda: "hello world\n"),
@@ -148,6 +150,26 @@ def test_hostile_topology_goes_to_general_path(tmp_path, name, build):
 @pytest.mark.parametrize("name,edit", HOSTILE_P, ids=[h[0] for h in HOSTILE_P])
 def test_hostile_ports_form_goes_to_general_path(tmp_path, name, edit):
     _check_fallback(tmp_path, edit(as_form(_topo(), "ibnetdiscover-p")))
+
+
+def test_huge_numbers_refused_or_ignored_not_a_crash(tmp_path, cli):
+    """A port count beyond NodeInfo's 8 bits is refused with the file, line and fix (it was a MemoryError); a
+    switch LID of thousands of digits is no LID (int() of it raised ValueError: an internal error)."""
+    path = tmp_path / "fabric.txt"
+    path.write_text(_edit_line(_topo(), "Ca\t", lambda s: "Ca\t999999999" + s[s.index(" "):]))
+    r = cli("fabric", "rails", str(path))
+    line = _first(path.read_text(), "Ca\t") + 1
+    assert r.returncode == 3 and f"fabric.txt:{line}: Ca " in r.stderr and "at most 255" in r.stderr
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+    text = _topo()
+    big = text.replace(" port 0 lid ", " port 0 lid " + "9" * 5000, 1)
+    assert big != text
+    path.write_text(big)
+    g = lean.read_graph(str(path))
+    assert g is not None and state(g) == state(general(str(path)))
+    assert next(iter(g.switches.values())).lid is None
+    r = cli("fabric", "rails", str(path), "--format", "json")
+    assert r.returncode in (0, 1) and "internal error" not in r.stderr
 
 
 def test_no_trailing_newline_and_router_and_aggregation_node(tmp_path, monkeypatch):
