@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from operator import itemgetter
+from operator import itemgetter, mul
 
 from ncclctl.errors import InputError, ParseError
 from ncclctl.fabric.rules import RULES
@@ -337,10 +337,27 @@ def _rate(width: str | None, speed: str | None, _cache: dict = {}) -> float | No
     return rate
 
 
+def claim(link: tuple) -> int:
+    """The fingerprint of one end's claim of a link, (guid, port, remote guid, remote port): the claims of both
+    ends are compared as sums of these. A tuple's hash is nearly linear in its items (additions and rotations), so
+    plain sums of hashes could agree for two swapped links (seen for a swapped pair of spine link lines in 1 hash
+    seed of 8); the sums of the hashes and of their squares (both exact, packed into one integer: the first sum
+    stays far below 2**128) agree only when the claims do."""
+    h = hash(link)
+    return h + (h * h << 128)
+
+
+def claims(links) -> int:
+    """The sum of :func:`claim` over an iterable of claim tuples, with C loops."""
+    hs = list(map(hash, links))
+    return sum(hs) + (sum(map(mul, hs, hs)) << 128)
+
+
 def _from_fabric_fast(fabric, *, source: str, kind: str) -> FabricGraph | None:
     """One pass; None when anything is unusual. Both ends of every link must agree: the multiset of links as the
     HCAs list them must equal the multiset as the switches list them (compared by count and by the sum of the
-    tuples' hashes, which needs no per-port index), and likewise for the two ends of switch-switch links."""
+    claims' fingerprints (:func:`claim`), which needs no per-port index), and likewise for the two ends of
+    switch-switch links."""
     g = FabricGraph(source=source, kind=kind)
     listed_ports = kind == "ibnetdiscover"
     hcas = g.hcas
@@ -359,7 +376,7 @@ def _from_fabric_fast(fabric, *, source: str, kind: str) -> FabricGraph | None:
                 if p.remote_kind == "ca" or not p.remote_guid:
                     return None
                 ca_claims += 1
-                acc_ca += hash((guid, p.port, p.remote_guid, p.remote_port))
+                acc_ca += claim((guid, p.port, p.remote_guid, p.remote_port))
                 w, sp = p.width, p.speed
                 hca_links[(guid, p.port)] = (p.remote_guid, p.remote_port, w, sp, _rate(w, sp), p.line)
         else:
@@ -372,15 +389,15 @@ def _from_fabric_fast(fabric, *, source: str, kind: str) -> FabricGraph | None:
                     return None
                 if p.remote_kind == "ca":
                     sw_claims += 1
-                    acc_ca -= hash((rguid, p.remote_port, guid, p.port))
+                    acc_ca -= claim((rguid, p.remote_port, guid, p.port))
                 elif guid < rguid or (guid == rguid and p.port < p.remote_port):
                     fwd += 1
-                    acc_sw += hash((guid, p.port, rguid, p.remote_port))
+                    acc_sw += claim((guid, p.port, rguid, p.remote_port))
                     w, sp = p.width, p.speed
                     switch_links.append((guid, p.port, rguid, p.remote_port, w, sp, _rate(w, sp), p.line))
                 else:
                     bwd += 1
-                    acc_sw -= hash((rguid, p.remote_port, guid, p.port))
+                    acc_sw -= claim((rguid, p.remote_port, guid, p.port))
     if (acc_ca or acc_sw or ca_claims != sw_claims or fwd != bwd or len(hca_links) != ca_claims
             or not hcas.keys().isdisjoint(switches.keys())):
         return None

@@ -23,7 +23,7 @@ from typing import Any
 import re
 
 from ncclctl.errors import InputError
-from ncclctl.fabric.graph import FabricGraph, Switch, _rate
+from ncclctl.fabric.graph import FabricGraph, Switch, _rate, claims
 from ncclctl.parsers.ibnetdiscover import _SW_EXTRA, LANE_GBPS, MAX_PORTS
 
 #: Characters some line splitters treat as line ends or that ``str.strip`` removes: input holding one takes the
@@ -74,6 +74,10 @@ def read_graph(path: str) -> FabricGraph | None:
     except InputError:
         return None
     del head
+    if kind in ("ibnetdiscover", "ibnetdiscover-ports"):
+        fast = _accelerator()
+        if fast is not None:  # the same readers in C (ncclctl/fabric/_fastread.c): the same graph or None
+            return _from_fast(fast.topology if kind == "ibnetdiscover" else fast.ports, text, path, kind)
     if kind == "ibnetdiscover":
         g = _topology_bulk(text, path)  # the usual layout, read from the text as it is (no copy)
         if g is not None:
@@ -86,6 +90,35 @@ def read_graph(path: str) -> FabricGraph | None:
     if kind == "ibnetdiscover-ports":
         return _ports(box, path)
     return None
+
+
+def _accelerator() -> Any:
+    """The C readers (``ncclctl.fabric._fastread``), or None: not built (no compiler at install time) or turned off
+    with ``NCCLCTL_PURE_PYTHON=1`` (the tests run both)."""
+    import os
+
+    if os.environ.get("NCCLCTL_PURE_PYTHON"):
+        return None
+    try:
+        from ncclctl.fabric import _fastread
+    except ImportError:
+        return None
+    return _fastread
+
+
+def _from_fast(reader, text: str, source: str, kind: str) -> FabricGraph | None:
+    """The graph from one of the C readers: they fill the graph's HCA and link tables and return the switches as
+    rows, with the counts and the agreement of both ends' claims that :func:`_finish` checks (or None: the text is
+    not in the layout they take, and the general path reads it)."""
+    g = FabricGraph(source=source, kind=kind)
+    res = reader(text, LANE_GBPS, _rate, g.hcas, g.hca_links, g.switch_links)
+    if res is None:
+        return None
+    rows, ca_claims, sw_claims, fwd, bwd, agree, sysimgs = res
+    switches = g.switches
+    for guid, desc, nports, line, lid, skind in rows:
+        switches[guid] = Switch(guid=guid, desc=desc, nports=nports, line=line, lid=lid, kind=skind)
+    return _finish(g, 0 if agree else 1, ca_claims, sw_claims, fwd, bwd, sysimgs, switches)
 
 
 def _topology(box: list[str], source: str) -> FabricGraph | None:
@@ -160,7 +193,8 @@ def _topology(box: list[str], source: str) -> FabricGraph | None:
                 except KeyError:
                     w, sp, rate = rates[key] = (width, speed, _rate(width, speed))
                 ca_claims += 1
-                acc_ca += hash((guid, p, r, rp))
+                h = hash((guid, p, r, rp))  # graph.claim, inline (a call per line costs a tenth of the run)
+                acc_ca += h + (h * h << 128)
                 hca_links[(guid, p)] = (r, rp, w, sp, rate, line)
                 line += 1
         else:
@@ -188,10 +222,12 @@ def _topology(box: list[str], source: str) -> FabricGraph | None:
                     rp = ints[rport] = int(rport)
                 if rk == "H":
                     sw_claims += 1
-                    acc_ca -= hash((rguid, rp, guid, p))
+                    h = hash((rguid, rp, guid, p))  # graph.claim, inline (a call per line costs a tenth of the run)
+                    acc_ca -= h + (h * h << 128)
                 elif guid < rguid or (guid == rguid and p < rp):
                     fwd += 1
-                    acc_sw += hash((guid, p, rguid, rp))
+                    h = hash((guid, p, rguid, rp))  # graph.claim, inline (a call per line costs a tenth of the run)
+                    acc_sw += h + (h * h << 128)
                     r = sget(rguid)
                     if r is None:
                         r = strs[rguid] = rguid
@@ -203,7 +239,8 @@ def _topology(box: list[str], source: str) -> FabricGraph | None:
                     switch_links.append((guid, p, r, rp, w, sp, rate, line))
                 else:
                     bwd += 1
-                    acc_sw -= hash((rguid, rp, guid, p))
+                    h = hash((rguid, rp, guid, p))  # graph.claim, inline (a call per line costs a tenth of the run)
+                    acc_sw -= h + (h * h << 128)
                 line += 1
         lineno += body.count("\n")
         if end < len(body):
@@ -341,7 +378,7 @@ def _topology_bulk(text: str, source: str) -> FabricGraph | None:
                     hm = list(map(is_h, rks))
                     h_rg, h_rp, h_p = compress(rguids, hm), compress(rports, hm), compress(ports, hm)
                 sw_claims += nh
-                acc_ca -= sum(map(hash, zip(h_rg, h_rp, repeat(guid), h_p)))
+                acc_ca -= claims(zip(h_rg, h_rp, repeat(guid), h_p))
             if nh < nlines:
                 if prefix:
                     rguids, rports, ports = rguids[nh:], rports[nh:], ports[nh:]
@@ -368,12 +405,12 @@ def _topology_bulk(text: str, source: str) -> FabricGraph | None:
                     b_rg, b_rp, b_p = rguids, rports, ports
                 if nf:
                     fwd += nf
-                    acc_sw += sum(map(hash, zip(repeat(guid), f_p, f_rg, f_rp)))
+                    acc_sw += claims(zip(repeat(guid), f_p, f_rg, f_rp))
                     W, S, R = rate_cols(f_w, f_s, nf)
                     switch_links.extend(zip(repeat(guid), f_p, map(intern, f_rg, f_rg), f_rp, W, S, R, f_l))
                 if nf < m:
                     bwd += m - nf
-                    acc_sw -= sum(map(hash, zip(b_rg, b_rp, repeat(guid), b_p)))
+                    acc_sw -= claims(zip(b_rg, b_rp, repeat(guid), b_p))
         lineno += body.count("\n")
         if end < len(body):
             tails.append(body[end:])
@@ -444,7 +481,7 @@ def _topology_bulk(text: str, source: str) -> FabricGraph | None:
             rp = list(map(int, rp_s))
             rg = list(map(intern, rg, rg))
             ca_claims += linked
-            acc_ca += sum(map(hash, zip(lg, lp, rg, rp)))
+            acc_ca += claims(zip(lg, lp, rg, rp))
             W, S, R = rate_cols(lw, ls, linked)
             hca_links.update(zip(zip(lg, lp), zip(rg, rp, W, S, R, map((1).__add__, ll))))
     if text.count("\n", u + 1) != nlines_ca + trailing - 1:
@@ -475,7 +512,7 @@ def _last_sysimg(tail: str) -> str | None:
 
 def _consistent(g: FabricGraph, hash_diff: int, ca_claims: int, sw_claims: int, fwd: int, bwd: int) -> bool:
     """The checks of the general path's fast pass (``_from_fabric_fast``): both ends of every link agree (equal
-    counts and hash sums), no GUID is both an HCA and a switch, every HCA link ends at a known switch. When they
+    counts and claim fingerprints, graph.claim), no GUID is both an HCA and a switch, every HCA link ends at a known switch. When they
     hold, the SHARP Aggregation Nodes named as such are marked."""
     hcas, switches, hca_links = g.hcas, g.switches, g.hca_links
     if (hash_diff or ca_claims != sw_claims or fwd != bwd or len(hca_links) != ca_claims
@@ -583,7 +620,8 @@ def _ports(box: list[str], source: str) -> FabricGraph | None:
                 if rkind == "CA":
                     return None
                 ca_claims += 1
-                acc_ca += hash((gd, p, rg, rp))
+                h = hash((gd, p, rg, rp))  # graph.claim, inline (a call per line costs a tenth of the run)
+                acc_ca += h + (h * h << 128)
                 key = (gd, p)
                 if key in hca_links:
                     return None  # a port listed twice
@@ -596,10 +634,12 @@ def _ports(box: list[str], source: str) -> FabricGraph | None:
                     hca_links[key] = (rg, rp, width, speed, None, line)
             elif rkind == "CA":
                 sw_claims += 1
-                acc_ca -= hash((rg, rp, gd, p))
+                h = hash((rg, rp, gd, p))  # graph.claim, inline (a call per line costs a tenth of the run)
+                acc_ca -= h + (h * h << 128)
             elif gd < rg or (gd == rg and p < rp):
                 fwd += 1
-                acc_sw += hash((gd, p, rg, rp))
+                h = hash((gd, p, rg, rp))  # graph.claim, inline (a call per line costs a tenth of the run)
+                acc_sw += h + (h * h << 128)
                 if width and speed:
                     wsp = norm.get(width + speed)
                     if wsp is None:
@@ -609,7 +649,8 @@ def _ports(box: list[str], source: str) -> FabricGraph | None:
                     switch_links.append((gd, p, rg, rp, width, speed, None, line))
             else:
                 bwd += 1
-                acc_sw -= hash((rg, rp, gd, p))
+                h = hash((rg, rp, gd, p))  # graph.claim, inline (a call per line costs a tenth of the run)
+                acc_sw -= h + (h * h << 128)
     del text
     if cur is None:
         return None
