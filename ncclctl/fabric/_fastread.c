@@ -612,30 +612,44 @@ done:
     return rc;
 }
 
-static int parse_common(PyObject *args, PyObject **text, PyObject **lanes, PyObject **rate, PyObject **hcas,
-                        PyObject **hca_links, PyObject **switch_links) {
-    if (!PyArg_ParseTuple(args, "UOOO!O!O!", text, lanes, rate, &PyDict_Type, hcas, &PyDict_Type, hca_links,
-                          &PyList_Type, switch_links))
-        return -1;
-    return 0;
-}
+typedef int (*pass_fn)(state *, const char *, Py_ssize_t);
 
-static PyObject *fast_topology(PyObject *self, PyObject *args) {
-    PyObject *text, *lanes, *rate, *hcas, *hca_links, *switch_links;
-    if (parse_common(args, &text, &lanes, &rate, &hcas, &hca_links, &switch_links) < 0) return NULL;
-    if (!PyUnicode_IS_ASCII(text)) Py_RETURN_NONE;
+/* reader(text, lanes, rate, hcas, hca_links, switch_links): text is bytes (or any buffer) or str, in ASCII (the
+ * caller checked; anything else is refused here too) */
+static PyObject *run_pass(PyObject *args, pass_fn fn) {
+    Py_buffer buf;
+    PyObject *lanes, *rate, *hcas, *hca_links, *switch_links;
+    if (!PyArg_ParseTuple(args, "s*OOO!O!O!", &buf, &lanes, &rate, &PyDict_Type, &hcas, &PyDict_Type, &hca_links,
+                          &PyList_Type, &switch_links))
+        return NULL;
+    const unsigned char *b = buf.buf;
+    uint64_t high = 0; /* the ASCII check, a word at a time */
+    Py_ssize_t i = 0;
+    for (; i + 8 <= buf.len; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        high |= w;
+    }
+    for (; i < buf.len; i++) high |= b[i];
+    if (high & 0x8080808080808080ULL) {
+        PyBuffer_Release(&buf);
+        Py_RETURN_NONE;
+    }
     state st;
     PyObject *res = NULL;
     if (st_init(&st, lanes, rate, hcas, hca_links, switch_links) == 0) {
-        int k = topology_pass(&st, (const char *)PyUnicode_1BYTE_DATA(text), PyUnicode_GET_LENGTH(text));
+        int k = fn(&st, (const char *)buf.buf, buf.len);
         if (k > 0)
             res = st_result(&st);
         else if (k == 0)
             res = Py_NewRef(Py_None);
     }
     st_free(&st);
+    PyBuffer_Release(&buf);
     return res;
 }
+
+static PyObject *fast_topology(PyObject *self, PyObject *args) { return run_pass(args, topology_pass); }
 
 /* ------------------------------------------------------------------------------------------------------------ */
 /* The ports form (lean._ports / lean._PLINE): one line per port, a node's lines consecutive. */
@@ -901,22 +915,7 @@ done:
     return rc;
 }
 
-static PyObject *fast_ports(PyObject *self, PyObject *args) {
-    PyObject *text, *lanes, *rate, *hcas, *hca_links, *switch_links;
-    if (parse_common(args, &text, &lanes, &rate, &hcas, &hca_links, &switch_links) < 0) return NULL;
-    if (!PyUnicode_IS_ASCII(text)) Py_RETURN_NONE;
-    state st;
-    PyObject *res = NULL;
-    if (st_init(&st, lanes, rate, hcas, hca_links, switch_links) == 0) {
-        int k = ports_pass(&st, (const char *)PyUnicode_1BYTE_DATA(text), PyUnicode_GET_LENGTH(text));
-        if (k > 0)
-            res = st_result(&st);
-        else if (k == 0)
-            res = Py_NewRef(Py_None);
-    }
-    st_free(&st);
-    return res;
-}
+static PyObject *fast_ports(PyObject *self, PyObject *args) { return run_pass(args, ports_pass); }
 
 static PyMethodDef methods[] = {
     {"topology", fast_topology, METH_VARARGS,

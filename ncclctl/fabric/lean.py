@@ -29,6 +29,7 @@ from ncclctl.parsers.ibnetdiscover import _SW_EXTRA, LANE_GBPS, MAX_PORTS
 #: Characters some line splitters treat as line ends or that ``str.strip`` removes: input holding one takes the
 #: general path (so that both paths always see the same lines).
 _ODD = "\r\x0b\x0c\x1c\x1d\x1e\x1f\x00"
+_ODD_BYTES = [c.encode("ascii") for c in _ODD]
 
 # --- topology form --------------------------------------------------------------------------------------------
 # The text is read with a "\n" before every line (one is prepended), so that the patterns start with a literal
@@ -56,28 +57,28 @@ def read_graph(path: str) -> FabricGraph | None:
     ASCII (the general path then reads it; read_bytes takes regular files only, so reading it again is safe)."""
     from ncclctl.fabric.graph import detect_kind
     from ncclctl.inputs import read_bytes
-    from ncclctl.parsers._common import paste_text
+    from ncclctl.parsers._common import pasted_lines
 
     data = read_bytes(path, "fabric")
     if data is None or not data.isascii():
         return None
-    text = data.decode("ascii")
-    del data
-    for c in _ODD:  # one fast scan per character (a character-class search would look at every character)
-        if c in text:
+    for c in _ODD_BYTES:  # one fast scan per character (a character-class search would look at every character)
+        if c in data:
             return None
-    if paste_text(text, ("ibnetdiscover", "iblinkinfo"))[1]:
+    if pasted_lines(data, ("ibnetdiscover", "iblinkinfo")):
         return None  # a pasted capture (prompts, command echoes)
-    head = text[:65536]
+    head = data[:65536].decode("ascii")
     try:  # the kind is read from the first meaningful line
-        kind = detect_kind(head[:head.rfind("\n") + 1] if len(text) > len(head) else head, source=path)
+        kind = detect_kind(head[:head.rfind("\n") + 1] if len(data) > len(head) else head, source=path)
     except InputError:
         return None
     del head
     if kind in ("ibnetdiscover", "ibnetdiscover-ports"):
         fast = _accelerator()
-        if fast is not None:  # the same readers in C (ncclctl/fabric/_fastread.c): the same graph or None
-            return _from_fast(fast.topology if kind == "ibnetdiscover" else fast.ports, text, path, kind)
+        if fast is not None:  # the same readers in C (ncclctl/fabric/_fastread.c), on the bytes: the same graph or None
+            return _from_fast(fast.topology if kind == "ibnetdiscover" else fast.ports, data, path, kind)
+    text = data.decode("ascii")
+    del data
     if kind == "ibnetdiscover":
         g = _topology_bulk(text, path)  # the usual layout, read from the text as it is (no copy)
         if g is not None:
@@ -106,7 +107,7 @@ def _accelerator() -> Any:
     return _fastread
 
 
-def _from_fast(reader, text: str, source: str, kind: str) -> FabricGraph | None:
+def _from_fast(reader, text: bytes, source: str, kind: str) -> FabricGraph | None:
     """The graph from one of the C readers: they fill the graph's HCA and link tables and return the switches as
     rows, with the counts and the agreement of both ends' claims that :func:`_finish` checks (or None: the text is
     not in the layout they take, and the general path reads it)."""

@@ -318,10 +318,33 @@ def paste_text(text: str, tools: tuple[str, ...]) -> tuple[str, int]:
         return text, 0
     head = text[:head_end].split("\n")
     tail = text[tail_start + 1:].split("\n")
+    n = _blank_edges(head, tail, tools)
+    if not n:
+        return text, 0
+    return "\n".join(head) + text[head_end:tail_start + 1] + "\n".join(tail), n
+
+
+def pasted_lines(data: bytes, tools: tuple[str, ...]) -> int:
+    """``paste_text(data.decode("ascii"), tools)[1]`` for ASCII ``data``, decoding only the edges of a large text
+    (the fast fabric reader never needs the rest as text)."""
+    if len(data) <= 2 * _EDGE:
+        return paste_text(data.decode("ascii"), tools)[1]
+    head_end = data.rfind(b"\n", 0, _EDGE)  # (ASCII: byte offsets are character offsets)
+    tail_start = data.find(b"\n", len(data) - _EDGE)
+    if head_end < 0 or tail_start < 0 or tail_start <= head_end:
+        return 0
+    return _blank_edges(data[:head_end].decode("ascii").split("\n"),
+                        data[tail_start + 1:].decode("ascii").split("\n"), tools)
+
+
+def _blank_edges(head: list[str], tail: list[str], tools: tuple[str, ...]) -> int:
+    """Blank (in place) the prompts and command echoes of the first and last lines of a large text: the leading
+    lines up to the last command echo, the trailing ones from the first shell line; the count of non-blank lines
+    blanked."""
     hk = [shell_line(ln, tools) for ln in head]
     tk = [shell_line(ln, tools) for ln in tail]
     if not any(hk) and not any(tk):
-        return text, 0
+        return 0
     n = 0
     last = max((i for i, k in enumerate(hk) if k == "invocation"), default=-1)
     for i in range(last + 1):
@@ -332,4 +355,4 @@ def paste_text(text: str, tools: tuple[str, ...]) -> tuple[str, int]:
         for j in range(first, len(tail)):
             n += bool(tail[j].strip())
             tail[j] = ""
-    return "\n".join(head) + text[head_end:tail_start + 1] + "\n".join(tail), n
+    return n
