@@ -217,6 +217,17 @@ def _done() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+#: Large results a command keeps until the process ends (:func:`keep_until_exit`).
+_KEEP: list = []
+
+
+def keep_until_exit(*objs: Any) -> None:
+    """Keep ``objs`` (a fabric's graph and layout: millions of small objects at SuperPOD scale) alive until the
+    process ends: :func:`main`, run as the console script, then exits without freeing them one by one (0.1-0.2 s
+    at 32,768 nodes); the operating system takes the memory back at once. In-process calls free them as usual."""
+    _KEEP.extend(objs)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the command and turn every outcome into a documented exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -236,6 +247,16 @@ def main(argv: list[str] | None = None) -> None:
         print(f"ncclctl: internal error: {type(exc).__name__}: {exc} "
               "(this is a bug; rerun with NCCLCTL_DEBUG=1 for a traceback and report it)", file=sys.stderr)
         code = 70
+    # the console script (see keep_until_exit), all output written and flushed; not under a profiler or a coverage
+    # tracer, which write their data at exit
+    if _KEEP and argv is None and sys.getprofile() is None and sys.gettrace() is None:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (BrokenPipeError, OSError):
+            pass
+        os._exit(int(code))
+    _KEEP.clear()
     sys.exit(int(code))
 
 

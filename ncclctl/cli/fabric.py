@@ -94,9 +94,13 @@ def _layout(fabric_file: Optional[str], inventory: Optional[str], rails: Optiona
     inp = load_input(fabric_file, inventory)
     stage("detecting the rail layout and checking the cabling")
     try:
-        return analyze(inp, rails=rails, expect_rate=expect_rate)
+        lay = analyze(inp, rails=rails, expect_rate=expect_rate)
     finally:
         stage(None)
+    from ncclctl.cli import keep_until_exit
+
+    keep_until_exit(inp, lay)
+    return lay
 
 
 def _stages():

@@ -917,6 +917,199 @@ done:
 
 static PyObject *fast_ports(PyObject *self, PyObject *args) { return run_pass(args, ports_pass); }
 
+
+/* ------------------------------------------------------------------------------------------------------------ */
+/* graph.host_endpoints for a fabric file alone (no inventory): host -> {"<hca>:<port>": Endpoint} from the HCAs'
+ * descriptions ("<host> <hca>"). Returns (out, unknown) with unknown the (guid, desc, line) of the HCAs whose
+ * description names no host, or None (a non-ASCII description, a description used by two HCAs: the Python loop
+ * handles those and reports them). Host and HCA names are one string each, shared by their endpoints. */
+
+static int is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f); }
+
+/* the one string equal to s[0:n] in ``pool`` (a dict str -> str), new reference */
+static PyObject *pooled(PyObject *pool, const char *s, Py_ssize_t n) {
+    PyObject *o = PyUnicode_FromStringAndSize(s, n);
+    if (o == NULL) return NULL;
+    PyObject *have = PyDict_SetDefault(pool, o, o);
+    Py_XINCREF(have);
+    Py_DECREF(o);
+    return have;
+}
+
+#define KMAX 64
+
+static PyObject *fast_endpoints(PyObject *self, PyObject *args) {
+    PyObject *hcas, *links, *agg, *no_host, *ep_type;
+    if (!PyArg_ParseTuple(args, "O!O!OOO", &PyDict_Type, &hcas, &PyDict_Type, &links, &agg, &no_host, &ep_type))
+        return NULL;
+    /* The links are read in step with the HCAs: the readers put each HCA's links right after it (in the HCAs'
+     * order), so each HCA takes the links at the cursor that are its own; a link out of that order is left behind
+     * and the Python loop (which looks every link up) takes the fabric. */
+    Py_ssize_t lpos = 0;
+    PyObject *lkey = NULL, *lval = NULL;
+    int lhave = PyDict_Next(links, &lpos, &lkey, &lval);
+    PyObject *lport[16], *lvals[16];
+    PyObject *out = PyDict_New(), *unknown = PyList_New(0), *pool = PyDict_New(), *one = NULL, *res = NULL;
+    struct {
+        PyObject *hca;
+        long port;
+        PyObject *key;
+    } kc[KMAX];
+    int nk = 0;
+    int check_agg = PyObject_IsTrue(agg);
+    if (out == NULL || unknown == NULL || pool == NULL || check_agg < 0) goto done;
+    one = Py_BuildValue("(i)", 1);
+    if (one == NULL) goto done;
+    Py_ssize_t pos = 0;
+    PyObject *guid, *info;
+    while (PyDict_Next(hcas, &pos, &guid, &info)) {
+        int nl = 0; /* this HCA's links (borrowed port and link) */
+        while (lhave) {
+            if (!PyTuple_Check(lkey) || PyTuple_GET_SIZE(lkey) != 2) goto none;
+            PyObject *kg = PyTuple_GET_ITEM(lkey, 0);
+            if (kg != guid) {
+                int eq = PyUnicode_Check(kg) ? PyUnicode_Compare(kg, guid) : -1;
+                if (eq == -1 && PyErr_Occurred()) goto done;
+                if (eq != 0) break;
+            }
+            if (nl == 16) goto none;
+            lport[nl] = PyTuple_GET_ITEM(lkey, 1);
+            lvals[nl++] = lval;
+            lhave = PyDict_Next(links, &lpos, &lkey, &lval);
+        }
+        if (check_agg) {
+            int in = PySequence_Contains(agg, guid);
+            if (in < 0) goto done;
+            if (in) continue;
+        }
+        if (!PyTuple_Check(info) || PyTuple_GET_SIZE(info) != 3) goto none;
+        PyObject *desc = PyTuple_GET_ITEM(info, 0), *ports = PyTuple_GET_ITEM(info, 1), *line = PyTuple_GET_ITEM(info, 2);
+        if (!PyUnicode_Check(desc) || !PyUnicode_IS_ASCII(desc) || !PyTuple_Check(ports)) goto none;
+        const char *d = (const char *)PyUnicode_1BYTE_DATA(desc);
+        Py_ssize_t n = PyUnicode_GET_LENGTH(desc), i = 0, tok[4];
+        int nt = 0;
+        while (i < n && nt < 4) { /* str.split(): up to 2 tokens (a third makes it no "<host> <hca>") */
+            while (i < n && is_space((unsigned char)d[i])) i++;
+            if (i >= n) break;
+            tok[nt++] = i;
+            while (i < n && !is_space((unsigned char)d[i])) i++;
+            tok[nt++] = i;
+        }
+        while (i < n && is_space((unsigned char)d[i])) i++;
+        int named = nt == 4 && i == n;
+        if (named && (d[tok[0]] == 'l' || d[tok[0]] == 'L' || d[tok[0]] == '(')) { /* rdma-ndd before the hostname */
+            PyObject *h = PyUnicode_FromStringAndSize(d + tok[0], tok[1] - tok[0]);
+            PyObject *low = h ? PyObject_CallMethod(h, "lower", NULL) : NULL;
+            Py_XDECREF(h);
+            if (low == NULL) goto done;
+            int in = PySequence_Contains(no_host, low);
+            Py_DECREF(low);
+            if (in < 0) goto done;
+            if (in) named = 0;
+        }
+        if (!named) {
+            if (append_steal(unknown, pack(3, NEW(guid), NEW(desc), NEW(line))) < 0) goto done;
+            continue;
+        }
+        PyObject *host = pooled(pool, d + tok[0], tok[1] - tok[0]);
+        PyObject *hca = host ? pooled(pool, d + tok[2], tok[3] - tok[2]) : NULL;
+        if (hca == NULL) {
+            Py_XDECREF(host);
+            goto done;
+        }
+        PyObject *mine = PyDict_GetItemWithError(out, host); /* borrowed */
+        if (mine == NULL) {
+            if (PyErr_Occurred() || (mine = PyDict_New()) == NULL || PyDict_SetItem(out, host, mine) < 0) {
+                Py_XDECREF(mine);
+                Py_DECREF(host);
+                Py_DECREF(hca);
+                goto done;
+            }
+            Py_DECREF(mine); /* held by out */
+        }
+        /* the listed ports, then the linked ones the list lacks (in link order); (1,) when there are none */
+        PyObject *all = PyList_New(0);
+        int lerr = all == NULL;
+        for (Py_ssize_t j = 0; !lerr && j < PyTuple_GET_SIZE(ports); j++)
+            lerr = PyList_Append(all, PyTuple_GET_ITEM(ports, j)) < 0;
+        for (int q = 0; !lerr && q < nl; q++) {
+            int listed = PySequence_Contains(ports, lport[q]);
+            lerr = listed < 0 || (!listed && PyList_Append(all, lport[q]) < 0);
+        }
+        if (!lerr && PyList_GET_SIZE(all) == 0) lerr = PyList_Append(all, PyTuple_GET_ITEM(one, 0)) < 0;
+        if (lerr) {
+            Py_XDECREF(all);
+            Py_DECREF(host);
+            Py_DECREF(hca);
+            goto done;
+        }
+        int bad = 0;
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(all) && !bad; j++) {
+            PyObject *port = PyList_GET_ITEM(all, j);
+            long pv = PyLong_AsLong(port);
+            if (pv == -1 && PyErr_Occurred()) {
+                bad = -1;
+                break;
+            }
+            PyObject *link = NULL; /* links.get((guid, port)), among this HCA's */
+            for (int q = 0; q < nl && link == NULL; q++) {
+                int eq = PyObject_RichCompareBool(lport[q], port, Py_EQ);
+                if (eq < 0) {
+                    bad = -1;
+                    break;
+                }
+                if (eq) link = lvals[q];
+            }
+            if (bad) break;
+            PyObject *argv[6] = {host, hca, port, guid, line, link ? link : Py_None};
+            PyObject *ep = PyObject_Vectorcall(ep_type, argv, 6, NULL);
+            if (ep == NULL) {
+                bad = -1;
+                break;
+            }
+            PyObject *key = NULL;
+            for (int q = 0; q < nk; q++)
+                if (kc[q].hca == hca && kc[q].port == pv) key = Py_NewRef(kc[q].key);
+            if (key == NULL) {
+                key = PyUnicode_FromFormat("%U:%ld", hca, pv);
+                if (key != NULL && nk < KMAX) {
+                    kc[nk].hca = Py_NewRef(hca);
+                    kc[nk].port = pv;
+                    kc[nk].key = Py_NewRef(key);
+                    nk++;
+                }
+            }
+            PyObject *prev = key ? PyDict_SetDefault(mine, key, ep) : NULL;
+            if (prev == NULL)
+                bad = -1;
+            else if (prev != ep)
+                bad = 1; /* a description used twice: the loop reports it */
+            Py_XDECREF(key);
+            Py_DECREF(ep);
+        }
+        Py_DECREF(all);
+        Py_DECREF(host);
+        Py_DECREF(hca);
+        if (bad < 0) goto done;
+        if (bad) goto none;
+    }
+    if (lhave) goto none; /* a link out of step (or of no HCA): the Python loop */
+    res = PyTuple_Pack(2, out, unknown);
+    goto done;
+none:
+    res = Py_NewRef(Py_None);
+done:
+    for (int q = 0; q < nk; q++) {
+        Py_DECREF(kc[q].hca);
+        Py_DECREF(kc[q].key);
+    }
+    Py_XDECREF(one);
+    Py_XDECREF(out);
+    Py_XDECREF(unknown);
+    Py_XDECREF(pool);
+    return res;
+}
+
 static PyMethodDef methods[] = {
     {"topology", fast_topology, METH_VARARGS,
      "topology(text, lanes, rate, hcas, hca_links, switch_links): read ibnetdiscover's topology form into the "
@@ -924,6 +1117,9 @@ static PyMethodDef methods[] = {
      "text is not in the tool's exact layout."},
     {"ports", fast_ports, METH_VARARGS,
      "ports(text, lanes, rate, hcas, hca_links, switch_links): the same for ibnetdiscover -p."},
+    {"endpoints", fast_endpoints, METH_VARARGS,
+     "endpoints(hcas, hca_links, aggregation, no_host, Endpoint): graph.host_endpoints for a fabric "
+     "file alone: (host -> {key: Endpoint}, unknown (guid, desc, line) list), or None (the Python loop's case)."},
     {NULL, NULL, 0, NULL},
 };
 

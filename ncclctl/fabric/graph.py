@@ -20,7 +20,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from operator import itemgetter, mul
+from itertools import compress
+from operator import contains, itemgetter, mul, not_
+from typing import Any
 
 from ncclctl.errors import InputError, ParseError
 from ncclctl.fabric.rules import RULES
@@ -652,22 +654,37 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
     unknown: list[tuple[str, str, int]] = []
     src = g.source
     links = g.hca_links
-    extra_ports: dict[str, list[int]] = {}
-    hcas_get = g.hcas.get
-    for guid, port in links:
-        info = hcas_get(guid)
-        if info is not None and port not in info[1]:
-            ep_list = extra_ports.get(guid)
-            if ep_list is None:
-                extra_ports[guid] = [port]
-            else:
-                ep_list.append(port)
     agg = g.aggregation
+    fast = None
+    if known_hosts is None and model_guids is None and host_guids is None:  # a fabric file alone
+        from ncclctl.fabric.lean import _accelerator
+
+        fast = _accelerator()
+    res = fast.endpoints(g.hcas, links, agg, _NO_HOST, Endpoint) if fast is not None else None
+    # linked ports the HCA's port list lacks (the ports form lists only unlinked ones), in link order, found with
+    # C loops: none (the topology form), or one per HCA (the ports form), else by a loop
+    extra_ports: dict[str, tuple[int, ...]] = {}
+    if res is not None:  # the loop below in C, for the usual fabric (else the loop, which reports the rest)
+        out, unknown = res
+    else:
+        hcas_get = g.hcas.get
+        keys_ = list(links)
+        infos: list[Any] = list(map(hcas_get, map(itemgetter(0), keys_)))
+        if None not in infos:
+            listed = list(map(contains, map(itemgetter(1), infos), map(itemgetter(1), keys_)))
+            if not all(listed):
+                extra = list(compress(keys_, map(not_, listed)))
+                extra_ports = dict(zip(map(itemgetter(0), extra), zip(map(itemgetter(1), extra))))
+                if len(extra_ports) != len(extra):  # an HCA with two such ports
+                    extra_ports = _extra_ports(keys_, hcas_get)
+        else:
+            extra_ports = _extra_ports(keys_, hcas_get)
+        del keys_, infos
     keys: dict[tuple[str, int], str] = {}  # one "<hca>:<port>" string per distinct pair
     links_get = links.get
     last_host: str | None = None
     eps: dict[str, Endpoint] = {}
-    for guid, (desc, ports, line) in g.hcas.items():
+    for guid, (desc, ports, line) in g.hcas.items() if res is None else ():
         if agg and guid in agg:
             continue
         toks = desc.split()
@@ -701,7 +718,8 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
                 mine = out[host] = {}
             eps = mine
             last_host = host
-        all_ports = ports + tuple(extra_ports.get(guid, ())) if guid in extra_ports else ports
+        more = extra_ports.get(guid)
+        all_ports = ports if more is None else ports + more if ports else more
         if not all_ports:
             all_ports = (1,)
         for port in all_ports:
@@ -728,6 +746,20 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
         findings.append(finding("FAB007", f"HCA {guid}: description {desc!r} {_unknown_why(desc, known_hosts is not None)}; "
                                           "the HCA is left out", subject=src, line=line))
     return out, findings
+
+
+def _extra_ports(keys, hcas_get) -> dict[str, tuple[int, ...]]:
+    """HCA -> its linked ports its port list lacks, in link order (``keys``: the links' (guid, port))."""
+    out: dict[str, list[int]] = {}
+    for guid, port in keys:
+        info = hcas_get(guid)
+        if info is not None and port not in info[1]:
+            ports = out.get(guid)
+            if ports is None:
+                out[guid] = [port]
+            else:
+                ports.append(port)
+    return {guid: tuple(ports) for guid, ports in out.items()}
 
 
 @dataclass(frozen=True)

@@ -287,6 +287,13 @@ def _structure(inp: FabricInput, hosts: list[str], rails: int | None) -> _Struct
         used: set[str] = set()
         rows = [host_leaves[h] + [None] * (nrails - len(host_leaves[h])) for h in grp.hosts]
         for k, column in enumerate(zip(*rows)):
+            one = set(column)
+            if len(one) == 1:  # the usual group: all its hosts' rail k on one leaf (or on none)
+                best = one.pop()
+                if best is not None:
+                    used.add(best)
+                grp.leaves.append(best)
+                continue
             c = Counter(column)
             c.pop(None, None)
             if not c:

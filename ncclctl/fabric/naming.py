@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 #: a number with the letters glued before it (``A09``, ``c01``, ``g000``, ``04``): one field of a name. The letters
 #: belong to the field, so ``A09-...`` and ``B09-...`` (two rows of racks) share a template.
@@ -23,9 +24,10 @@ _MIN_SHARE = 0.5
 _MIN_AGREE = 0.75
 
 
+@lru_cache(maxsize=1 << 17)  # a fabric's names are split several times (field search, then every name's label)
 def template(name: str) -> tuple[str, tuple[str, ...]]:
     """``("MF0;A09-P1-IBLEAF-04-02:MQM9701/U1")`` -> ``("#;#-#-IBLEAF-#-#:#/#", ("0", "09", "1", "04", ...))``."""
-    return _FIELD.sub("#", name), tuple(m.group(1) for m in _FIELD.finditer(name))
+    return _FIELD.sub("#", name), tuple(_FIELD.findall(name))
 
 
 def tokens(name: str) -> tuple[str, ...]:
@@ -98,22 +100,23 @@ class NameField:
 
 def find_field(items: list[tuple[str, object]], *, min_labels: int = 2) -> NameField | None:
     """The digit run that numbers the labels of ``items`` (``(name, label)`` pairs), or None."""
-    by_template: dict[str, list[tuple[str, object]]] = {}
+    by_template: dict[str, list[tuple[str, object, tuple[str, ...]]]] = {}
     for name, label in items:
-        t = _FIELD.sub("#", name)
-        if t != name:
+        t, runs = template(name)
+        if runs:
             bucket = by_template.get(t)
             if bucket is None:
                 bucket = by_template[t] = []
-            bucket.append((name, label))
+            bucket.append((name, label, runs))
     if not by_template:
         return None
     t, named = max(by_template.items(), key=lambda kv: (len(kv[1]), kv[0]))
     if len(named) < _MIN_SHARE * len(items):
         return None
-    rows: list[tuple[tuple[int, ...], object, str]] = [
-        (tuple(int(m.group(1)) if len(m.group(1)) < 10 else -1 for m in _FIELD.finditer(name)), label, name)
-        for name, label in named]
+    rows: list[tuple[tuple[int, ...], object, str]] = []
+    for name, label, runs in named:  # (a run of 10+ digits numbers nothing: -1)
+        nums = tuple(map(int, runs)) if max(map(len, runs)) < 10 else tuple(int(d) if len(d) < 10 else -1 for d in runs)
+        rows.append((nums, label, name))
     if len({label for _, label, _n in rows}) < min_labels:
         return None
     best: tuple[int, int, dict[object, int]] | None = None

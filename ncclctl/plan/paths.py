@@ -28,8 +28,12 @@ _DIGIT_RUNS = re.compile(r"(\d+)")
 
 def natural_key(name: str) -> tuple:
     """``mlx5_2`` before ``mlx5_10``."""
+    parts: list = _DIGIT_RUNS.split(name)  # text, digits, text, ..., text: the digit runs at the odd places
+    runs = parts[1::2]
     # (a run of 50+ digits sorts as one huge number: int() refuses over 4300 digits)
-    return tuple((int(p) if len(p) < 50 else 10**50) if p.isdigit() else p for p in _DIGIT_RUNS.split(name))
+    parts[1::2] = map(int, runs) if max(map(len, runs), default=0) < 50 else (
+        int(p) if len(p) < 50 else 10**50 for p in runs)
+    return tuple(parts)
 
 
 def pcie_rank(path_type: str) -> int:

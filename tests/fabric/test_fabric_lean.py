@@ -396,3 +396,57 @@ def test_swapped_spine_lines_go_to_general_path(tmp_path, reader):
     assert lean.read_graph(str(path)) is None
     g = G.load_fabric_file(str(path))
     assert g.findings, "the general path reports the two ends' disagreement"
+
+
+def _endpoints_both(monkeypatch, g):
+    """graph.host_endpoints of ``g`` with the C loop and with the Python one: (hosts, findings, unknown) each."""
+    res = []
+    for pure in ("", "1"):
+        monkeypatch.setenv("NCCLCTL_PURE_PYTHON", pure) if pure else monkeypatch.delenv("NCCLCTL_PURE_PYTHON",
+                                                                                        raising=False)
+        unknown: list = []
+        eps, found = G.host_endpoints(g, unknown_out=unknown)
+        plain = G.host_endpoints(g)
+        res.append(([(h, list(d.items())) for h, d in eps.items()], [repr(f) for f in found], unknown,
+                    [(h, list(d.items())) for h, d in plain[0].items()], [repr(f) for f in plain[1]]))
+    return res
+
+
+DESC_QUIRKS = [("node00001 mlx5_0", "localhost mlx5_0"), ("node00002 mlx5_0", "LOCALHOST.localdomain mlx5_0"),
+               ("node00003 mlx5_0", "(none) mlx5_0"), ("node00004 mlx5_0", "MT4129 ConnectX7   Mellanox Technologies"),
+               ("node00005 mlx5_1", "node00006 mlx5_1"), ("node00007 mlx5_0", "  node00007   mlx5_0 "),
+               ("node00008 mlx5_1", "node00008"), ("node00009 mlx5_0", "lnode00009 mlx5_0")]
+
+
+@pytest.mark.parametrize("form", ["ibnetdiscover", "ibnetdiscover-p"])
+@pytest.mark.parametrize("quirks", [0, 1, 2], ids=["plain", "odd-descriptions", "one-used-twice"])
+def test_host_endpoints_c_and_python_agree(tmp_path, monkeypatch, reader, form, quirks):
+    """graph.host_endpoints in C (fabric file alone) against its Python loop: the same hosts, endpoints (in the
+    same order), findings and unknown HCAs, on a fabric whose descriptions name no host (firmware default,
+    localhost in any case, "(none)"), are used by two HCAs (FAB012: the C loop steps aside), or have odd spacing."""
+    if reader != "c":
+        pytest.skip("compares the C loop with the Python one: runs once, in the C pass")
+    text = synth(SynthSpec(nodes=40, rails=2, group=8, miscable=1, down=1, seed=3)).text
+    for old, new in DESC_QUIRKS if quirks else ():
+        if quirks == 2 or new != "node00006 mlx5_1":
+            assert f'"{old}"' in text
+            text = text.replace(f'"{old}"', f'"{new}"')
+    path = tmp_path / "fabric.txt"
+    path.write_text(text if form == "ibnetdiscover" else as_form(text, form))
+    g = G.load_fabric_file(str(path))
+    c, py = _endpoints_both(monkeypatch, g)
+    assert c == py
+    assert c[0] and (not quirks or c[2])
+    # the C loop took the fabric, except where a description is used twice (FAB012: the Python loop reports it)
+    monkeypatch.delenv("NCCLCTL_PURE_PYTHON", raising=False)
+    fast = lean._accelerator()
+    assert (fast.endpoints(g.hcas, g.hca_links, g.aggregation, G._NO_HOST, G.Endpoint) is None) == (quirks == 2)
+    assert (quirks == 2) == any("FAB012" in f for f in c[4])
+
+
+@pytest.mark.parametrize("path", FABRIC_FIXTURES, ids=lambda p: str(p.relative_to(REPO)))
+def test_host_endpoints_c_and_python_agree_on_fixtures(monkeypatch, reader, path):
+    if reader != "c":
+        pytest.skip("compares the C loop with the Python one: runs once, in the C pass")
+    c, py = _endpoints_both(monkeypatch, G.load_fabric_file(str(path)))
+    assert c == py
