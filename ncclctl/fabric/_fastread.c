@@ -81,7 +81,9 @@ static int gt_grow(gtable *t) {
     return 0;
 }
 
-/* The slot of ``key``, created (with its string) when new; NULL with an exception set on memory errors. */
+/* The slot of ``key``, created (with its string) when new; NULL with an exception set on memory errors. The slot
+ * is valid until the next gt_get (which may grow the table and move every slot): callers keep the string, which
+ * lives as long as the table. */
 static gslot *gt_get(gtable *t, uint64_t key) {
     size_t j = (size_t)mix64(key) & t->mask;
     while (t->slots[j].str != NULL) {
@@ -511,7 +513,7 @@ static int topology_pass(state *st, const char *text, Py_ssize_t len) {
     long lineno = 0;
     int phase = PRE;
     tnode cur = {0};
-    gslot *cur_slot = NULL;
+    PyObject *cur_str = NULL; /* the node's GUID string (borrowed from the table: its slots move when it grows) */
     PyObject *sysimg = NULL; /* from the attribute lines before the next node */
     int any_node = 0;
     int rc = 1;
@@ -530,7 +532,7 @@ static int topology_pass(state *st, const char *text, Py_ssize_t len) {
             g->flags = ca ? F_HCA : F_SWITCH;
             any_node = 1;
             cur = n;
-            cur_slot = g;
+            cur_str = g->str;
             PyObject *desc = PyUnicode_FromStringAndSize(n.desc, n.dl);
             if (desc == NULL) goto err;
             if (ca) {
@@ -571,7 +573,7 @@ static int topology_pass(state *st, const char *text, Py_ssize_t len) {
                 if (rg == NULL) goto err;
                 st->ca_claims++;
                 st->acc_ca += claim(cur.guid, l.port, l.rguid, l.rport);
-                PyObject *key = pack(2, NEW(cur_slot->str), INT(l.port));
+                PyObject *key = pack(2, NEW(cur_str), INT(l.port));
                 PyObject *val = pack(6, NEW(rg->str), INT(l.rport), NEW(r->wobj), NEW(r->sobj),
                                      NEW(PyTuple_GET_ITEM(r->triple, 2)), INT(lineno));
                 if (setitem_steal(st->hca_links, key, val) < 0) goto err;
@@ -584,7 +586,7 @@ static int topology_pass(state *st, const char *text, Py_ssize_t len) {
                 st->fwd++;
                 st->acc_sw += claim(cur.guid, l.port, l.rguid, l.rport);
                 if (append_steal(st->switch_links,
-                                 pack(8, NEW(cur_slot->str), INT(l.port), NEW(rg->str), INT(l.rport), NEW(r->wobj), NEW(r->sobj),
+                                 pack(8, NEW(cur_str), INT(l.port), NEW(rg->str), INT(l.rport), NEW(r->wobj), NEW(r->sobj),
                                       NEW(PyTuple_GET_ITEM(r->triple, 2)), INT(lineno))) < 0)
                     goto err;
             } else {
@@ -746,7 +748,7 @@ static int ports_line(const char *p, const char *e, pline *l) {
 typedef struct {
     int open;
     char kind;
-    gslot *slot;
+    PyObject *str; /* its GUID string, borrowed from the GUID table (whose slots move when it grows) */
     const char *graw;
     int grl;
     long nports, lid, line;
@@ -783,10 +785,10 @@ static int finish_node(state *st, pnode *c) {
             }
             PyTuple_SET_ITEM(t, i, v);
         }
-        Py_INCREF(c->slot->str);
-        if (setitem_steal(st->hcas, c->slot->str, pack(3, desc, t, INT(c->line))) < 0) return -1;
+        Py_INCREF(c->str);
+        if (setitem_steal(st->hcas, c->str, pack(3, desc, t, INT(c->line))) < 0) return -1;
     } else {
-        if (append_steal(st->switch_rows, pack(6, NEW(c->slot->str), desc, INT(c->nports), INT(c->line), INT(c->lid),
+        if (append_steal(st->switch_rows, pack(6, NEW(c->str), desc, INT(c->nports), INT(c->line), INT(c->lid),
                                                PyUnicode_FromString(c->kind == 'S' ? "switch" : "router"))) < 0)
             return -1;
     }
@@ -822,7 +824,7 @@ static int ports_pass(state *st, const char *text, Py_ssize_t len) {
             g->flags = l.kind == 'C' ? F_HCA : F_SWITCH;
             c.open = 1;
             c.kind = l.kind;
-            c.slot = g;
+            c.str = g->str;
             c.graw = l.graw;
             c.grl = l.grl;
             c.nports = 0;
@@ -857,14 +859,8 @@ static int ports_pass(state *st, const char *text, Py_ssize_t len) {
                 if (rg == NULL) goto err;
                 st->ca_claims++;
                 st->acc_ca += claim(gd, l.port, rgv, l.rport);
-                PyObject *key = pack(2, NEW(c.slot->str), INT(l.port));
+                PyObject *key = pack(2, NEW(c.str), INT(l.port));
                 if (key == NULL) goto err;
-                int has = PyDict_Contains(st->hca_links, key);
-                if (has != 0) {
-                    Py_DECREF(key);
-                    if (has < 0) goto err;
-                    goto none; /* a port listed twice */
-                }
                 PyObject *val;
                 if (l.w != NULL && r != NULL)
                     val = pack(6, NEW(rg->str), INT(l.rport), NEW(r->wobj), NEW(r->sobj), NEW(PyTuple_GET_ITEM(r->triple, 2)),
@@ -874,7 +870,13 @@ static int ports_pass(state *st, const char *text, Py_ssize_t len) {
                     PyObject *so = r ? Py_NewRef(r->sobj) : Py_NewRef(Py_None);
                     val = pack(6, NEW(rg->str), INT(l.rport), wo, so, NEW(Py_None), INT(lineno));
                 }
-                if (setitem_steal(st->hca_links, key, val) < 0) goto err;
+                /* one lookup: a port listed twice finds the first one there */
+                PyObject *prev = val ? PyDict_SetDefault(st->hca_links, key, val) : NULL;
+                int twice = prev != NULL && prev != val;
+                Py_DECREF(key);
+                Py_XDECREF(val);
+                if (prev == NULL) goto err;
+                if (twice) goto none;
             } else if (l.rkind == 'C') {
                 st->sw_claims++;
                 st->acc_ca -= claim(rgv, l.rport, gd, l.port);
@@ -885,12 +887,12 @@ static int ports_pass(state *st, const char *text, Py_ssize_t len) {
                 st->acc_sw += claim(gd, l.port, rgv, l.rport);
                 PyObject *row;
                 if (l.w != NULL && r != NULL)
-                    row = pack(8, NEW(c.slot->str), INT(l.port), NEW(rg->str), INT(l.rport), NEW(r->wobj), NEW(r->sobj),
+                    row = pack(8, NEW(c.str), INT(l.port), NEW(rg->str), INT(l.rport), NEW(r->wobj), NEW(r->sobj),
                                NEW(PyTuple_GET_ITEM(r->triple, 2)), INT(lineno));
                 else {
                     PyObject *wo = l.w ? PyUnicode_FromStringAndSize(l.w, l.wl) : Py_NewRef(Py_None);
                     PyObject *so = r ? Py_NewRef(r->sobj) : Py_NewRef(Py_None);
-                    row = pack(8, NEW(c.slot->str), INT(l.port), NEW(rg->str), INT(l.rport), wo, so, NEW(Py_None),
+                    row = pack(8, NEW(c.str), INT(l.port), NEW(rg->str), INT(l.rport), wo, so, NEW(Py_None),
                                INT(lineno));
                 }
                 if (append_steal(st->switch_links, row) < 0) goto err;

@@ -326,7 +326,11 @@ def _outsiders(g: FabricGraph, st: _Structure) -> dict[str, str]:
     # the cheap test first: few HCAs, or HCAs on non-leaves only; most fabrics have no such host at all
     candidates = []
     leaves = {s for s, tier in level.items() if tier == 1}
+    host_leaves = st.host_leaves
     for h in st.hosts:
+        hl = host_leaves[h]
+        if None not in hl and 2 * len(hl) > n and leaves.issuperset(hl):
+            continue  # the usual compute host: every rail linked, to leaves (what the test below finds, quicker)
         if st.host_group.get(h) is None:
             continue  # no linked rail: reported as such (FAB002/FAB003), kept in the layout's unplaced list
         hr = st.host_rails[h]

@@ -14,6 +14,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import itemgetter
 
 #: a number with the letters glued before it (``A09``, ``c01``, ``g000``, ``04``): one field of a name. The letters
 #: belong to the field, so ``A09-...`` and ``B09-...`` (two rows of racks) share a template.
@@ -120,16 +121,19 @@ def find_field(items: list[tuple[str, object]], *, min_labels: int = 2) -> NameF
     if len({label for _, label, _n in rows}) < min_labels:
         return None
     best: tuple[int, int, dict[object, int]] | None = None
-    for i in range(len(rows[0][0])):
+    labels = [label for _, label, _n in rows]
+    numbers = [nums for nums, _, _n in rows]
+    for i in range(len(rows[0][0])):  # (names of one template have the same number of digit runs)
+        column = list(map(itemgetter(i), numbers))
+        if -1 in column:
+            continue
+        # label -> {value: names}, labels and values in the order the names first show them
         per: dict[object, dict[int, int]] = {}
-        for nums, label, _n in rows:
-            v = nums[i]
+        for (label, v), n in Counter(zip(labels, column)).items():
             c = per.get(label)
             if c is None:
                 c = per[label] = {}
-            c[v] = c.get(v, 0) + 1
-        if any(-1 in c for c in per.values()):
-            continue
+            c[v] = n
         mapping: dict[object, int] = {}
         for label, c in per.items():
             mapping[label] = min(c, key=lambda v, c=c: (-c[v], v))  # type: ignore[misc]

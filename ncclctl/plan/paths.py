@@ -12,6 +12,7 @@ GPU and a NIC under the same switch are PIX even though three bridge functions l
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,7 @@ _RANK = {name: i for i, name in enumerate(PCIE_ORDER)}
 _DIGIT_RUNS = re.compile(r"(\d+)")
 
 
+@lru_cache(maxsize=1 << 16)  # fabric commands sort the same tens of thousands of host names several times
 def natural_key(name: str) -> tuple:
     """``mlx5_2`` before ``mlx5_10``."""
     parts: list = _DIGIT_RUNS.split(name)  # text, digits, text, ..., text: the digit runs at the odd places

@@ -29,6 +29,9 @@ def test_bench_smoke_prints_every_figure(tmp_path: Path) -> None:
                    "lint --root dgx-h100", "probe (live host)", "fleet lint 20 snapshots", "per node",
                    "ibnetdiscover parse only, 512 nodes", "fabric rails, 512 nodes x 8 rails",
                    "fabric order, 512 nodes x 8 rails", "ring crossings, 512 nodes", "log show, 64-rank job log",
+                   "fabric reader in use", "fabric order -f slurm, 512 nodes (topology form)",
+                   "fabric order -f slurm, 512 nodes (ports form -p)", "same, topology form, pure Python",
+                   "same, -p, pure Python",
                    "log check, 64-rank job log", "log show, one rank's log", "log check, one rank's log",
                    "perf check all_reduce"):
         assert any(needle in line for line in lines), f"missing row {needle!r}:\n{out}"

@@ -450,3 +450,38 @@ def test_host_endpoints_c_and_python_agree_on_fixtures(monkeypatch, reader, path
         pytest.skip("compares the C loop with the Python one: runs once, in the C pass")
     c, py = _endpoints_both(monkeypatch, G.load_fabric_file(str(path)))
     assert c == py
+
+
+def _wide_core(n: int) -> str:
+    """A core switch listing links to ``n`` switches described only after it: the C reader's GUID table grows
+    while it is inside that block (its slots move; the reader must keep nothing that points into them)."""
+    lines = ["vendid=0x2c9", "devid=0xd2f2", "sysimgguid=0x0000000000000001", "switchguid=0x0000000000000001",
+             f'Switch\t{n} "S-0000000000000001"\t\t# "core" enhanced port 0 lid 1 lmc 0']
+    lines += [f'[{i}]\t"S-{0x100000 + i:016x}"[1]\t\t# "leaf{i}" lid {i + 1} 4xNDR' for i in range(1, n + 1)]
+    for i in range(1, n + 1):
+        lines += ["", f'Switch\t1 "S-{0x100000 + i:016x}"\t\t# "leaf{i}" enhanced port 0 lid {i + 1} lmc 0',
+                  f'[1]\t"S-0000000000000001"[{i}]\t\t# "core" lid 1 4xNDR']
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("form", ["ibnetdiscover", "ibnetdiscover-p"])
+def test_c_reader_table_growth_inside_a_block(tmp_path, reader, form):
+    """Under the debugging allocator (freed memory overwritten), in a child process: the C reader reads a block
+    during which its GUID table grows several times, and builds the Python reader's graph."""
+    import subprocess
+    import sys
+
+    if reader != "c":
+        pytest.skip("the C reader's memory handling: runs once, in the C pass")
+    text = _wide_core(1500)
+    path = tmp_path / "fabric.txt"
+    path.write_text(text if form == "ibnetdiscover" else as_form(text, form))
+    code = ("import os, sys; sys.path.insert(0, sys.argv[2]); from test_fabric_lean import state; "
+            "from ncclctl.fabric import lean; c = lean.read_graph(sys.argv[1]); os.environ['NCCLCTL_PURE_PYTHON'] = '1'; "
+            "p = lean.read_graph(sys.argv[1]); assert c is not None and p is not None; "
+            "assert state(c) == state(p); print(len(c.switches))")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "NCCLCTL_PURE_PYTHON"}
+    r = subprocess.run([sys.executable, "-c", code, str(path), str(Path(__file__).parent)], capture_output=True,
+                       text=True, env={**env, "PYTHONMALLOC": "debug"}, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["1501"]
