@@ -767,7 +767,7 @@ static int finish_node(state *st, pnode *c) {
     c->desc = NULL;
     if (desc == NULL) return -1;
     if (c->kind == 'C') {
-        qsort(c->unlinked, (size_t)c->nun, sizeof(long), cmp_long);
+        if (c->nun > 1) qsort(c->unlinked, (size_t)c->nun, sizeof(long), cmp_long);
         Py_ssize_t m = 0;
         for (Py_ssize_t i = 0; i < c->nun; i++)
             if (m == 0 || c->unlinked[m - 1] != c->unlinked[i]) c->unlinked[m++] = c->unlinked[i];
