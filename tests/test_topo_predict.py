@@ -106,3 +106,32 @@ def test_cross_nic_0_and_a_graph_file(tmp_path):
     assert (ring["nchannels"], ring["bw_intra"], ring["type_inter"]) == (8, 40, "PHB")
     # typeinter PHB turns LL128 off on sm90 (tuning.cc)
     assert doc["graphs"]["allreduce"]["ring"]["LL128"]["enabled"] is False
+
+
+def test_probe_without_roce_qos_predicts_the_same():
+    """`topo predict --root` probes without the RoCE QoS/ECN/DCBX/LLDP facts (NCCL's model reads none of them):
+    on every GPU fixture, RoCE ones included, the prediction is the one made from the full probe, and the probe
+    really left those facts out."""
+    from ncclctl.nccl.predict import inputs_for_node, predict_xml, render_text
+    from ncclctl.nccl.version import DEFAULT
+    from ncclctl.probe import probe
+
+    compared = roce = 0
+    for host in sorted(HOSTS.iterdir()):
+        if not (host / "sys").is_dir():
+            continue
+        full, lean = probe(str(host)), probe(str(host), roce_qos=False)
+        if not full.gpus:
+            continue
+        assert all(nd.qos is None and nd.lldp is None and nd.ecn is None and nd.dcbx is None for nd in lean.netdevs)
+        roce += any(nd.qos is not None for nd in full.netdevs)
+        for nodes in (1, 2):
+            out = []
+            for node in (full, lean):
+                data, inputs, down = inputs_for_node(node, nodes=nodes, env={}, version=DEFAULT, gdr="auto",
+                                                     source=str(host), rail_ids=None)
+                pred = predict_xml(data, inputs=inputs, down=down, path=None)
+                out.append((json.dumps(pred.to_json(), sort_keys=True), render_text(pred)))
+            assert out[0] == out[1], host.name
+        compared += 1
+    assert compared >= 8 and roce >= 2

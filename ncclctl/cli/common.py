@@ -203,8 +203,9 @@ def usage(message: str, fix: Optional[str] = None) -> Exception:
     return UsageError(message, fix=fix)
 
 
-def load_node(root: Optional[str], model: Optional[str]):
-    """The node from --root (fixture or snapshot tar), --model (JSON), or the live host."""
+def load_node(root: Optional[str], model: Optional[str], *, roce_qos: bool = True):
+    """The node from --root (fixture or snapshot tar), --model (JSON), or the live host. ``roce_qos=False``: a probe
+    without the RoCE QoS/ECN/DCBX/LLDP facts (see :func:`ncclctl.probe.assemble.probe`)."""
     from ncclctl.probe import probe as do_probe
 
     if root is not None and model is not None:
@@ -217,8 +218,8 @@ def load_node(root: Optional[str], model: Optional[str]):
         from ncclctl.probe.archive import opened_root
 
         with opened_root(root) as tree:
-            return do_probe(tree)
-    return do_probe(None)
+            return do_probe(tree, roce_qos=roce_qos)
+    return do_probe(None, roce_qos=roce_qos)
 
 
 def read_xml(path: str) -> bytes:

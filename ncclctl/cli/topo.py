@@ -213,7 +213,8 @@ def topo_predict(
             inputs.notes.append(f"rail/plane ids from the fabric ({got.detail}) judge rail alignment only: NCCL sees "
                                 "the file's rail=/plane= (and NCCL_IB_HCA's), not the fabric")
     else:
-        node = load_node(root, model)
+        # NCCL's model reads no RoCE QoS; the rail ids from --fabric/--rail-map may need the ports' LLDP neighbours
+        node = load_node(root, model, roce_qos=fabric is not None or rail_map is not None)
         source = root or model or "this host"
         rail_ids = None
         if fabric is not None or rail_map is not None:

@@ -24,7 +24,6 @@ import io
 import os
 import posixpath
 import shutil
-import tempfile
 from typing import IO, Iterator
 
 from ncclctl.errors import InputError
@@ -210,6 +209,8 @@ def opened_root(path: str) -> Iterator[str]:
         return
     if not os.path.lexists(path):
         raise InputError("no such host root", path=path, fix="pass a fixture folder or a snapshot .tar.gz")
+    import tempfile  # (only a tar needs it: a folder root does not pay for the import)
+
     from ncclctl.errors import NcclctlError
 
     tmp = tempfile.mkdtemp(prefix="ncclctl-root-")

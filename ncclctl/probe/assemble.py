@@ -42,8 +42,13 @@ def probe(
     runner: Runner | None = None,
     nvml: NvmlSource | None = None,
     recorder: Recorder | None = None,
+    roce_qos: bool = True,
 ) -> Node:
-    """Probe the live host (``root`` None or ``/``) or a fixture directory into a Node."""
+    """Probe the live host (``root`` None or ``/``) or a fixture directory into a Node.
+
+    ``roce_qos=False`` leaves out the RoCE ports' QoS, ECN, DCBX and LLDP facts (their netdevs keep ``None`` there):
+    the lint rules and the rail ids from LLDP need them, NCCL's topology and its model do not (``topo predict``
+    without ``--fabric``/``--rail-map`` probes without them: fewer reads and parsers)."""
     live = root is None or root == "/"
     if not live and (isinstance(runner, LiveRunner) or isinstance(nvml, LiveNvml)):
         raise UsageError(
@@ -55,14 +60,15 @@ def probe(
         runner = LiveRunner() if live else RecordedRunner(host.root)
     if nvml is None:
         nvml = LiveNvml() if live else RecordedNvml(host.root)
-    return _Probe(host, runner, nvml).run()
+    return _Probe(host, runner, nvml, roce_qos=roce_qos).run()
 
 
 class _Probe:
-    def __init__(self, host: HostRoot, runner: Runner, nvml: NvmlSource) -> None:
+    def __init__(self, host: HostRoot, runner: Runner, nvml: NvmlSource, *, roce_qos: bool = True) -> None:
         self.host = host
         self.runner = runner
         self.nvml = nvml
+        self.roce_qos = roce_qos
         self.unavailable: list[Unavailable] = []
 
     # Helpers -------------------------------------------------------------------------------------
@@ -149,7 +155,7 @@ class _Probe:
         gpus, nvswitches = self.gpus(pci, nvml_doc)
         sysfs_netdevs = self.netdevs()
         nics = self.nics(pci, sysfs_netdevs)
-        netdevs = self.roce_state(nics, sysfs_netdevs)
+        netdevs = self.roce_state(nics, sysfs_netdevs) if self.roce_qos else tuple(sysfs_netdevs)
         facts = self.facts(kernel, nvml_doc, pci, gpus, nics, nvswitches)
         if host.denied:
             self.unavailable.append(
