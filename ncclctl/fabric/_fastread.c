@@ -371,13 +371,17 @@ static int link_tail(const char *p, const char *e, tlink *l) {
     return l->sl > 0 && p == e;
 }
 
+/* the far end, `[SHR]-<16 hex>"[port]` (after the opening quote) */
+static int remote_end(const char **p, const char *e, tlink *l) {
+    if (*p >= e || (**p != 'S' && **p != 'H' && **p != 'R')) return 0;
+    l->rk = *(*p)++;
+    return lit(p, e, "-", 1) && hexrun(p, e, 16, 16, 1, &l->rguid) && lit(p, e, "\"[", 2)
+           && digits(p, e, 9, &l->rport) && lit(p, e, "]", 1);
+}
+
 static int link_sw(const char *p, const char *e, tlink *l) {
     uint64_t g;
-    if (!lit(&p, e, "[", 1) || !digits(&p, e, 9, &l->port) || !lit(&p, e, "]\t\"", 3)) return 0;
-    if (p >= e || (*p != 'S' && *p != 'H' && *p != 'R')) return 0;
-    l->rk = *p++;
-    if (!lit(&p, e, "-", 1) || !hexrun(&p, e, 16, 16, 1, &l->rguid) || !lit(&p, e, "\"[", 2)
-        || !digits(&p, e, 9, &l->rport) || !lit(&p, e, "]", 1))
+    if (!lit(&p, e, "[", 1) || !digits(&p, e, 9, &l->port) || !lit(&p, e, "]\t\"", 3) || !remote_end(&p, e, l))
         return 0;
     if (p < e && *p == '(') {
         p++;
@@ -391,13 +395,10 @@ static int link_ca(const char *p, const char *e, tlink *l) {
     uint64_t g;
     long v;
     if (!lit(&p, e, "[", 1) || !digits(&p, e, 9, &l->port) || !lit(&p, e, "](", 2) || !hexrun(&p, e, 1, 16, 1, &g)
-        || !lit(&p, e, ") \t\"", 4))
+        || !lit(&p, e, ") \t\"", 4) || !remote_end(&p, e, l))
         return 0;
-    if (p >= e || (*p != 'S' && *p != 'H' && *p != 'R')) return 0;
-    l->rk = *p++;
-    if (!lit(&p, e, "-", 1) || !hexrun(&p, e, 16, 16, 1, &l->rguid) || !lit(&p, e, "\"[", 2)
-        || !digits(&p, e, 9, &l->rport) || !lit(&p, e, "]\t\t# lid ", 9) || !digits(&p, e, 9, &v)
-        || !lit(&p, e, " lmc ", 5) || !digits(&p, e, 9, &v) || !lit(&p, e, " ", 1))
+    if (!lit(&p, e, "\t\t# lid ", 8) || !digits(&p, e, 9, &v) || !lit(&p, e, " lmc ", 5) || !digits(&p, e, 9, &v)
+        || !lit(&p, e, " ", 1))
         return 0;
     return link_tail(p, e, l);
 }
