@@ -657,9 +657,9 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
     agg = g.aggregation
     fast = None
     if known_hosts is None and model_guids is None and host_guids is None:  # a fabric file alone
-        from ncclctl.fabric.lean import _accelerator
+        from ncclctl.fabric.lean import accelerator
 
-        fast = _accelerator()
+        fast = accelerator()
     res = fast.endpoints(g.hcas, links, agg, _NO_HOST, Endpoint) if fast is not None else None
     # linked ports the HCA's port list lacks (the ports form lists only unlinked ones), in link order, found with
     # C loops: none (the topology form), or one per HCA (the ports form), else by a loop

@@ -74,7 +74,7 @@ def read_graph(path: str) -> FabricGraph | None:
         return None
     del head
     if kind in ("ibnetdiscover", "ibnetdiscover-ports"):
-        fast = _accelerator()
+        fast = accelerator()
         if fast is not None:  # the same readers in C (ncclctl/fabric/_fastread.c), on the bytes: the same graph or None
             return _from_fast(fast.topology if kind == "ibnetdiscover" else fast.ports, data, path, kind)
     text = data.decode("ascii")
@@ -93,7 +93,7 @@ def read_graph(path: str) -> FabricGraph | None:
     return None
 
 
-def _accelerator() -> Any:
+def accelerator() -> Any:
     """The C readers (``ncclctl.fabric._fastread``), or None: not built (no compiler at install time) or turned off
     with ``NCCLCTL_PURE_PYTHON=1`` (the tests run both)."""
     import os

@@ -37,10 +37,10 @@ def reader(request, monkeypatch):
         if not _built():
             pytest.skip("the C accelerator is not built here (no compiler at install time): see test_accelerator_built")
         monkeypatch.delenv("NCCLCTL_PURE_PYTHON", raising=False)
-        assert lean._accelerator() is not None
+        assert lean.accelerator() is not None
     else:
         monkeypatch.setenv("NCCLCTL_PURE_PYTHON", "1")
-        assert lean._accelerator() is None
+        assert lean.accelerator() is None
     return request.param
 
 
@@ -439,7 +439,7 @@ def test_host_endpoints_c_and_python_agree(tmp_path, monkeypatch, reader, form, 
     assert c[0] and (not quirks or c[2])
     # the C loop took the fabric, except where a description is used twice (FAB012: the Python loop reports it)
     monkeypatch.delenv("NCCLCTL_PURE_PYTHON", raising=False)
-    fast = lean._accelerator()
+    fast = lean.accelerator()
     assert (fast.endpoints(g.hcas, g.hca_links, g.aggregation, G._NO_HOST, G.Endpoint) is None) == (quirks == 2)
     assert (quirks == 2) == any("FAB012" in f for f in c[4])
 
