@@ -569,3 +569,33 @@ def test_search_leaves_the_system_as_it_found_it():
     ring_and_tree(sysm)
     after = [(l.bw) for lst in sysm.nodes for n in lst for l in n.links] + [n.bw for n in sysm.nodes[NET]]
     assert after == before
+
+
+@pytest.mark.parametrize("fixture,nodes,gdr,env", [
+    ("dgx-h100", 2, True, {"NCCL_IB_HCA": RAILS}),  # crossNic pairing, budget spent: the memos skip most of it
+    ("dgx-h100", 1, True, {"NCCL_IB_HCA": RAILS}),  # one node: channels replayed (sameChannels)
+    ("dgx-a100", 1, True, {}),
+    ("hgx-h100-roce", 4, True, {}),
+    ("pcie-server", 2, True, {}),  # no NVSwitch: the first channel also tried in PCI order, on its own budget
+    ("pcie-server", 2, False, {}),
+    ("pcie-server-roce-lag", 2, False, {}),
+    ("grace-hopper", 2, True, {}),
+    ("dgx-a100", 2, False, {"NCCL_CROSS_NIC": "1"}),  # asymmetric NIC paths: the bandwidths left are in the key
+])
+def test_memos_are_exact(monkeypatch, fixture, nodes, gdr, env):
+    """The search's memos (channel starts and whole searches seen before) change neither the graphs nor the
+    budget left after each search (what steers ncclTopoCompute): the same search with them off takes every step
+    itself and ends the same."""
+    import ncclctl.nccl.search as search
+
+    def run():
+        sysm = system_for(fixture, env, gdr, nodes)
+        ring, tree = ring_and_tree(sysm)
+        return [(summary(g), channels(sysm, g)) for g in (ring, tree)], search.last_budgets(), search.last_steps()
+
+    memo_graphs, memo_budgets, memo_steps = run()
+    monkeypatch.setattr(search, "MEMO", False)
+    graphs, budgets, steps = run()
+    assert memo_graphs == graphs
+    assert memo_budgets == budgets
+    assert sum(memo_steps.values()) < sum(steps.values())  # the memos do skip work here

@@ -458,8 +458,10 @@ class _Search:
         self.steps = 0  # recursion steps taken (diagnostics)
         self.skipped = 0  # steps charged for channel starts found in the memo
         self.copies = 0
+        #: The budget left after each search (-1: stopped at the best graph possible): what steers ncclTopoCompute.
+        self.budgets: list[int] = []
         #: Channel starts already searched (see _memo_try); reset for every search (a new tmp graph).
-        self.memo: dict[tuple, int] | None = {}
+        self.memo: dict[tuple, int] | None = {} if MEMO else None
         self.links: list[Link] = [l for lst in system.nodes for n in lst for l in n.links]
         # The previous channel is read below a channel start when rings pair NICs (crossNic=2), and replayed
         # on a single node (and with sameChannels, by a forced replay, which is in the key anyway).
@@ -480,16 +482,18 @@ class _Search:
                graph.min_channels, graph.max_channels, graph.coll_net, time[0],
                self._type_class(graph.type_intra, self.intra_types),
                self._type_class(graph.type_inter, self.inter_types), self._state(graph))
-        left = self.searches.get(key)
+        left = self.searches.get(key) if MEMO else None
         if left is not None:
             self.skipped += time[0] - max(left, 0)
             time[0] = left
+            self.budgets.append(left)
             return
         copies = self.copies
         self.new_search(graph)
         self.rec(graph, save, time)
         if self.copies == copies and self._state(graph) == key[-1] and time[0] >= 0:
             self.searches[key] = time[0]
+        self.budgets.append(time[0])
 
     @staticmethod
     def _type_class(t: int, present: tuple[int, ...]) -> int:
@@ -795,17 +799,24 @@ class _Search:
         a better graph (the search budget is still charged, step for step).
 
         Exactness: NCCL's search is deterministic; the subtree below a channel start reads only the state in the
-        key (bandwidths left on links and NETs, hops so far, the channel's start and the previous channel where
-        replay or crossNic pairing looks at it) and the best graph so far, which only improves during a search.
+        key (bandwidths left on links and NETs, hops so far, the channel's start and what it reads of the previous
+        channel: its GPU order for a replay, the NET it entered on for crossNic pairing on an odd channel) and the
+        best graph so far, which only improves during a search.
         A subtree that found nothing better, left every bandwidth as it found it and completed within budget
         in ``S`` steps does the same again: NCCL would spend ``S`` steps (or run out of time inside it) and
         change nothing, which is what skipping it does."""
         nch = graph.n_channels
         ngpus = self.ngpus
-        prev = None
-        if nch > 0 and (forced == FORCED_ORDER_REPLAY or self.prev_matters):
-            prev = (tuple(graph.intra[(nch - 1) * ngpus:nch * ngpus]), graph.inter[2 * nch - 2],
-                    graph.inter[2 * nch - 1])
+        prev: tuple | int | None = None
+        if nch > 0:
+            if forced == FORCED_ORDER_REPLAY:  # the replay reads the previous channel's GPU order
+                prev = (tuple(graph.intra[(nch - 1) * ngpus:nch * ngpus]), graph.inter[2 * nch - 2],
+                        graph.inter[2 * nch - 1])
+            elif self.prev_matters and nch & 1:
+                # crossNic pairing: an odd channel must leave on the NET the previous one entered on (its own
+                # start was picked by rec_net from the previous channel's exit, and is in the key); an even
+                # channel reads nothing of the previous one
+                prev = graph.inter[2 * nch - 2]
         dirty = _DIRTY[0]
         if pre is not None and pre[0] == dirty and pre[1] is not None:
             state = pre[1]
@@ -1212,6 +1223,7 @@ def compute(system: System, graph: Graph, *, graph_file: bytes | None = None,
             graph.type_inter = PATH_DIS
         graph.n_channels = 1
     _LAST_STEPS[graph.id] = s_steps
+    _LAST_BUDGETS[graph.id] = tuple(s.budgets)
     return graph
 
 
@@ -1246,6 +1258,11 @@ def _pass1_options(tmp: Graph, graph: Graph, cc_min: int, try_same: int, min_typ
 
 #: Recursion steps the last :func:`compute` of each graph id took (diagnostics and benchmarks).
 _LAST_STEPS: dict[int, int] = {}
+#: The budget left after each search of the last :func:`compute` of each graph id, in order.
+_LAST_BUDGETS: dict[int, tuple[int, ...]] = {}
+#: Skip repeated channel starts and whole searches (``_Search._memo_try``, ``_Search.search``). Off only to
+#: check that the memos are exact (same graphs, same budget left after every search).
+MEMO = True
 
 
 def _c_int_param(v: int) -> int:
@@ -1481,6 +1498,11 @@ def ring_and_tree(system: System, *, graph_file: bytes | None = None,
 def last_steps() -> dict[int, int]:
     """Recursion steps the last :func:`compute` of each graph id took."""
     return dict(_LAST_STEPS)
+
+
+def last_budgets() -> dict[int, tuple[int, ...]]:
+    """The budget left after each search of the last :func:`compute` of each graph id (NCCL's ``time``)."""
+    return dict(_LAST_BUDGETS)
 
 
 def channel_summary(system: System, graph: Graph) -> list[dict]:
