@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import sys
 from operator import attrgetter
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ncclctl.errors import ExitCode, NcclctlError
 from ncclctl.nccl.paths import cpu_type, netdevs_policy
@@ -200,7 +200,8 @@ def sub_round(a: float, b: float) -> float:
     return f32(_roundf(f32(f32(a - b) * 1000.0)) / 1000.0)
 
 
-_SUB_CACHE: dict[tuple[float, float], float] = {}
+#: sub_round(a, b) by b, then by a (only the pairs that invert exactly; see _sub).
+_SUB_BY_B: dict[float, dict[float, float]] = {}
 _BW = attrgetter("bw")
 #: INTEL_P2P_OVERHEAD(bw) by bw.
 _PCI_OVERHEAD: dict[float, float] = {}
@@ -208,19 +209,30 @@ _PCI_OVERHEAD: dict[float, float] = {}
 _DIRTY = [0]
 
 
+def _sub_table(b: float) -> dict[float, float]:
+    """The remembered results of taking ``b`` off a bandwidth (see :func:`_sub`), by that bandwidth."""
+    t = _SUB_BY_B.get(b)
+    if t is None:
+        if len(_SUB_BY_B) > 1 << 12:
+            _SUB_BY_B.clear()
+        t = _SUB_BY_B[b] = {}
+    return t
+
+
 def _sub(a: float, b: float) -> float:
     """:func:`sub_round`, remembered: a search applies the same few (link bandwidth, channel bandwidth) pairs
     over and over. A pair whose result does not come back to ``a`` when ``b`` is given back is not remembered
     and counts in :data:`_DIRTY` each time it is used (the memo of search subtrees relies on exact give-backs)."""
-    r = _SUB_CACHE.get((a, b))
+    t = _sub_table(b)
+    r = t.get(a)
     if r is None:
         r = sub_round(a, b)
         if sub_round(r, -b) != a:
             _DIRTY[0] += 1
             return r
-        if len(_SUB_CACHE) > 1 << 16:
-            _SUB_CACHE.clear()
-        _SUB_CACHE[(a, b)] = r
+        if len(t) > 1 << 16:
+            t.clear()
+        t[a] = r
     return r
 
 
@@ -632,9 +644,11 @@ class _Search:
 
     # -- bandwidth accounting
 
-    def _edge(self, type1: int, index1: int, type2: int, index2: int) -> tuple:
-        """What ``ncclTopoFollowPath`` looks up for a pair of nodes, once: (path type, reverse path type,
-        prepared links, link count, destination node, intra-node)."""
+    def edge(self, type1: int, index1: int, type2: int, index2: int) -> tuple:
+        """What ``ncclTopoFollowPath`` looks up for a pair of nodes, once: (path type, reverse path type, how the
+        links are taken (0: plain, 1: plain with the Intel PCI overhead, 2: with reverse-direction costs), the
+        links (0: the links; 1: (link, is PCI) pairs; 2: :func:`_prepare_path`), link count, destination node,
+        intra-node)."""
         key = (type1, index1, type2, index2)
         e = self._edges.get(key)
         if e is None:
@@ -644,67 +658,106 @@ class _Search:
             rev = node2.paths.get(type1)
             rtype = rev[index1].type if rev is not None else PATH_DIS
             prepared = _prepare_path(path, node1)
-            simple = all(kind == 0 for _, _, _, kind in prepared[0])
-            e = self._edges[key] = (path.type, rtype, prepared, simple, len(prepared[0]), node2,
+            steps, overhead = prepared
+            links: Any
+            if any(kind for _, _, _, kind in steps):
+                mode, links = 2, prepared
+            elif overhead:
+                mode, links = 1, [(link, is_pci) for link, is_pci, _, _ in steps]
+            else:
+                mode, links = 0, [link for link, _, _, _ in steps]
+            e = self._edges[key] = (path.type, rtype, mode, links, len(steps), node2,
                                     type1 in (GPU, NVS) and type2 in (GPU, NVS))
         return e
 
-    def follow(self, graph: Graph, type1: int, index1: int, type2: int, index2: int, mult: float) -> Node | None:
-        """``ncclTopoFollowPath``: the node reached, or None when the path is of a worse type than the graph
-        allows or lacks bandwidth (then nothing is taken)."""
+    def follow(self, graph: Graph, type1: int, index1: int, type2: int, index2: int, mult: int) -> Node | None:
+        """``ncclTopoFollowPath`` (``mult`` 1: take, -1: give back; the only values NCCL's search uses): the node
+        reached, or None when the path is of a worse type than the graph allows or lacks bandwidth (then nothing
+        is taken). The search itself calls :meth:`take` and :meth:`give` with the edge it looked up once."""
         if type1 == -1:
             return self.nodes[type2][index2]
-        e = self._edges.get((type1, index1, type2, index2))
-        if e is None:
-            e = self._edge(type1, index1, type2, index2)
-        ptype, rtype, prepared, simple, count, node2, intra = e
+        e = self.edge(type1, index1, type2, index2)
+        if mult == 1:
+            return self.take(graph, e)
+        if mult != -1:
+            raise ValueError(f"followPath with mult={mult}: NCCL's search only takes (1) and gives back (-1)")
+        self.give(graph, e)
+        return e[5]
+
+    def take(self, graph: Graph, e: tuple) -> Node | None:
+        """``ncclTopoFollowPath(..., mult=1)`` on an :meth:`edge`: take the graph's bandwidth off every link of
+        the path and return the node reached; None (nothing taken) when the path type is worse than the graph
+        allows (both ways for trees) or a link lacks bandwidth."""
+        ptype, rtype, mode, links, count, node2, intra = e
         if intra:
             bw, typ = graph.bw_intra, graph.type_intra
         else:
             bw, typ = graph.bw_inter, graph.type_inter
-        if ptype >= PATH_DIS:
+        if ptype >= PATH_DIS or ptype > typ:
             return None
-        if mult == 1:
-            if ptype > typ:
-                return None
-            if rtype > typ and graph.pattern in _TREES:
-                return None
-        elif mult == -1:
-            bw = -bw
-        else:
-            bw = f32(bw * mult)
-        if simple:
-            steps, overhead = prepared
-            cache = _SUB_CACHE
+        if rtype > typ and graph.pattern in _TREES:
+            return None
+        if mode == 0:
+            sub = _SUB_BY_B.get(bw)
+            if sub is None:
+                sub = _sub_table(bw)
             i = 0
-            if overhead:
-                pci_bw = _PCI_OVERHEAD.get(bw)
-                if pci_bw is None:
-                    pci_bw = _PCI_OVERHEAD[bw] = f32(f32(bw * 6) / 5)
-                for link, is_pci, _, _ in steps:
-                    fw = pci_bw if is_pci else bw
-                    lb = link.bw
-                    if lb < fw:
-                        break
-                    r = cache.get((lb, fw))
-                    link.bw = _sub(lb, fw) if r is None else r
-                    i += 1
-            else:
-                for link, _, _, _ in steps:
-                    lb = link.bw
-                    if lb < bw:
-                        break
-                    r = cache.get((lb, bw))
-                    link.bw = _sub(lb, bw) if r is None else r
-                    i += 1
-            step = i
+            for link in links:
+                lb = link.bw
+                if lb < bw:
+                    break
+                r = sub.get(lb)
+                link.bw = _sub(lb, bw) if r is None else r
+                i += 1
+            if i < count:
+                for link in links[:i]:
+                    link.bw = _sub(link.bw, -bw)
+                return None
+        elif mode == 1:
+            pci_bw = _PCI_OVERHEAD.get(bw)
+            if pci_bw is None:
+                pci_bw = _PCI_OVERHEAD[bw] = f32(f32(bw * 6) / 5)  # INTEL_P2P_OVERHEAD
+            i = 0
+            for link, is_pci in links:
+                fw = pci_bw if is_pci else bw
+                lb = link.bw
+                if lb < fw:
+                    break
+                link.bw = _sub(lb, fw)
+                i += 1
+            if i < count:
+                for link, is_pci in links[:i]:
+                    link.bw = _sub(link.bw, -(pci_bw if is_pci else bw))
+                return None
         else:
-            step = _follow_path(prepared, count, bw)
-        if step < count:
-            _follow_path(prepared, step, -bw)
-            return None
-        graph.n_hops = int(graph.n_hops + mult * count)
+            step = _follow_path(links, count, bw)
+            if step < count:
+                _follow_path(links, step, -bw)
+                return None
+        graph.n_hops += count
         return node2
+
+    def give(self, graph: Graph, e: tuple) -> None:
+        """``ncclTopoFollowPath(..., mult=-1)``: give back what :meth:`take` took on the same edge (with the
+        graph's bandwidth as it was then)."""
+        _, _, mode, links, count, _, intra = e
+        bw = graph.bw_intra if intra else graph.bw_inter
+        if mode == 0:
+            nb = -bw
+            sub = _SUB_BY_B.get(nb)
+            if sub is None:
+                sub = _sub_table(nb)
+            for link in links:
+                lb = link.bw
+                r = sub.get(lb)
+                link.bw = _sub(lb, nb) if r is None else r
+        elif mode == 1:
+            pci_bw = _PCI_OVERHEAD[bw]
+            for link, is_pci in links:
+                link.bw = _sub(link.bw, -(pci_bw if is_pci else bw))
+        else:
+            _follow_path(links, count, -bw)
+        graph.n_hops -= count
 
     # -- ordering
 
@@ -846,12 +899,19 @@ class _Search:
     def _try_gpu(self, graph: Graph, save: Graph, step: int, back_to_net: int, back_to_first: int,
                  forced: int, time: list[int], type_: int, index: int, g: int) -> None:
         flag = 1 << graph.n_channels
-        gpu = self.follow(graph, type_, index, GPU, g, 1)
+        if type_ == -1:  # a channel's first GPU without a NET: no path to take
+            start = self.gpus[g]
+            start.used ^= flag
+            self.rec_gpu(graph, save, g, step, back_to_net, back_to_first, forced, time)
+            start.used ^= flag
+            return
+        e = self.edge(type_, index, GPU, g)
+        gpu = self.take(graph, e)
         if gpu is not None:
             gpu.used ^= flag
             self.rec_gpu(graph, save, g, step, back_to_net, back_to_first, forced, time)
             gpu.used ^= flag
-            self.follow(graph, type_, index, GPU, g, -1)
+            self.give(graph, e)
 
     def check_net(self, graph: Graph, start: Node, n: int, step: int) -> bool:
         """``ncclTopoSearchCheckNet``: may the channel that entered on ``start`` leave on NET ``n``?"""
@@ -910,14 +970,15 @@ class _Search:
                         if step == 0:
                             next_back = 1
                         graph.bw_inter = f32(graph.bw_inter / 2)
-                    net = self.follow(graph, GPU, g, NET, n, 1)
+                    e = self.edge(GPU, g, NET, n)
+                    net = self.take(graph, e)
                     graph.bw_inter = save_bw
                     if net is not None:
                         graph.inter[graph.n_channels * 2 + 1] = net.id
                         self.rec_gpu(graph, save, g, step, next_back, back_to_first, forced, time)
                         if pattern == PATTERN_BALANCED_TREE:
                             graph.bw_inter = f32(graph.bw_inter / 2)
-                        self.follow(graph, GPU, g, NET, n, -1)
+                        self.give(graph, e)
                         graph.bw_inter = save_bw
         elif pattern == PATTERN_NVLS or pattern == PATTERN_COLLNET_DIRECT:
             raise NotModelled(f"the {PATTERN_NAMES[pattern]} search pattern is not modelled")
@@ -933,10 +994,10 @@ class _Search:
                 self._try_gpu(graph, save, step + 1, back_to_net, back_to_first, forced, time, GPU, g, ng)
         elif step == back_to_first:
             p = self.gpu_of_rank(graph.intra[graph.n_channels * ngpus])
-            first = self.follow(graph, GPU, g, GPU, p, 1)
-            if first is not None:
+            e = self.edge(GPU, g, GPU, p)
+            if self.take(graph, e) is not None:
                 self.rec_gpu(graph, save, p, step + 1, back_to_net, -1, forced, time)
-                self.follow(graph, GPU, g, GPU, p, -1)
+                self.give(graph, e)
         else:
             self.rec_gpu(graph, save, g, ngpus, -1, -1, forced, time)
 
