@@ -8,7 +8,9 @@ formatting. ``subject`` names what the finding is about: a host, a device (``mlx
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from ncclctl.record import record
 
 
 class Severity(str, enum.Enum):
@@ -21,7 +23,7 @@ class Severity(str, enum.Enum):
         return {"info": 0, "warning": 1, "error": 2}[self.value]
 
 
-@dataclass(frozen=True)
+@record
 class Finding:
     rule: str
     severity: Severity

@@ -11,10 +11,11 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Optional, Union
 
 from ncclctl.errors import InputError
+from ncclctl.record import record
 
 MODEL_SCHEMA_VERSION = 1
 
@@ -23,7 +24,7 @@ MODEL_SCHEMA_VERSION = 1
 # CPU / NUMA
 
 
-@dataclass(frozen=True)
+@record
 class NumaNode:
     id: int
     #: Kernel CPU-list syntax, e.g. ``0-55,112-167``; empty for memory-only nodes (GH200 GPU memory).
@@ -41,7 +42,7 @@ class NumaNode:
         return len(parse_cpulist(self.cpulist)) if self.cpulist else 0
 
 
-@dataclass(frozen=True)
+@record
 class Cpu:
     #: NCCL spelling: ``x86_64``, ``arm64`` or ``ppc64``.
     arch: str
@@ -75,7 +76,7 @@ class Cpu:
 # PCIe
 
 
-@dataclass(frozen=True)
+@record
 class PciDevice:
     bdf: str
     #: ``root_port``, ``switch_upstream``, ``switch_downstream``, ``bridge`` or ``endpoint``;
@@ -127,7 +128,7 @@ class PciDevice:
 # GPUs and NVLink
 
 
-@dataclass(frozen=True)
+@record
 class NvLink:
     link: int
     active: bool
@@ -139,14 +140,14 @@ class NvLink:
     p2p_supported: bool | None = None
 
 
-@dataclass(frozen=True)
+@record
 class C2c:
     count: int
     #: Per-link bandwidth as NVML reports it (``NVML_FI_DEV_C2C_LINK_GET_MAX_BW``, MB/s).
     max_bw: int | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Gpu:
     index: int
     bdf: str
@@ -176,7 +177,7 @@ class Gpu:
         return tuple(link for link in self.nvlinks if link.active)
 
 
-@dataclass(frozen=True)
+@record
 class NvSwitch:
     bdf: str
     device: str
@@ -187,7 +188,7 @@ class NvSwitch:
 # RDMA NICs and netdevs
 
 
-@dataclass(frozen=True)
+@record
 class Gid:
     index: int
     #: Full 8x4-hex form as sysfs prints it.
@@ -213,7 +214,7 @@ class Gid:
         return ".".join(str((raw >> s) & 0xFF) for s in (24, 16, 8, 0))
 
 
-@dataclass(frozen=True)
+@record
 class IbPort:
     num: int
     #: ``ACTIVE``, ``DOWN``, ``INIT``, ``ARMED``...
@@ -243,7 +244,7 @@ class IbPort:
         return self.state == "ACTIVE"
 
 
-@dataclass(frozen=True)
+@record
 class Nic:
     #: RDMA device name (``mlx5_0``, ``ibp26s0``, ``mlx5_bond_0``).
     name: str
@@ -265,7 +266,7 @@ class Nic:
         return self.ports[0].link_layer if self.ports else None
 
 
-@dataclass(frozen=True)
+@record
 class Qos:
     #: Where the values came from: ``mlnx_qos``, ``dcb``, ``sysfs``.
     source: str
@@ -276,14 +277,14 @@ class Qos:
     dcbx_mode: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Ecn:
     #: Per priority 0..7: notification point / reaction point enabled (``None`` = unknown).
     np_enabled: tuple[bool | None, ...]
     rp_enabled: tuple[bool | None, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Dcbx:
     """lldpad's IEEE DCBX PFC state for a port (``lldptool -t -i IF -V PFC``, and ``-n`` for the switch's TLV)."""
 
@@ -296,7 +297,7 @@ class Dcbx:
     peer_pfc: tuple[int, ...] | None = None
 
 
-@dataclass(frozen=True)
+@record
 class LldpNeighbor:
     chassis_name: str | None = None
     chassis_id: str | None = None
@@ -304,7 +305,7 @@ class LldpNeighbor:
     port_descr: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class NetDev:
     name: str
     mtu: int | None = None
@@ -328,13 +329,13 @@ class NetDev:
 # Host facts used by lint
 
 
-@dataclass(frozen=True)
+@record
 class ConfFile:
     path: str
     text: str
 
 
-@dataclass(frozen=True)
+@record
 class HostFacts:
     kernel: str | None = None
     cmdline: str | None = None
@@ -358,7 +359,7 @@ class HostFacts:
     graph_file: ConfFile | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Unavailable:
     """Something the probe could not see, and why (the node is still usable)."""
 
@@ -367,7 +368,7 @@ class Unavailable:
     detail: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Node:
     hostname: str
     cpu: Cpu

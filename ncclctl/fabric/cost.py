@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
+
+from ncclctl.record import record
 
 #: NCCL tuning constants (src/graph/tuning.cc, ncclTunerConstantsDefaults; Ring, Simple protocol), microseconds.
 NCCL_BASE_LATENCY_US = 8.4
@@ -33,7 +35,7 @@ NCCL_NET_LATENCY_US = 14.0
 NCCL_NVLINK_LATENCY_US = 3.4
 
 
-@dataclass(frozen=True)
+@record
 class CostParams:
     #: All-reduce message size S in bytes.
     message_bytes: int = 1 << 30

@@ -28,6 +28,7 @@ from ncclctl.errors import InputError, ParseError
 from ncclctl.fabric.rules import RULES
 from ncclctl.findings import Finding
 from ncclctl.parsers.ibnetdiscover import LANE_GBPS, FabricPort
+from ncclctl.record import record
 
 #: Kinds of fabric input, as ``detect_kind`` names them.
 KINDS = {
@@ -762,7 +763,7 @@ def _extra_ports(keys, hcas_get) -> dict[str, tuple[int, ...]]:
     return {guid: tuple(ports) for guid, ports in out.items()}
 
 
-@dataclass(frozen=True)
+@record
 class UnknownHca:
     """An HCA whose node description names no (inventory) host: ``why`` is ``default`` (not '<host> <hca>': the
     firmware's description, rdma-ndd not running), ``localhost`` (the host's name was unset when rdma-ndd ran) or

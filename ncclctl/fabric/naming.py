@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
 from functools import lru_cache
 from operator import itemgetter
+
+from ncclctl.record import record
 
 #: a number with the letters glued before it (``A09``, ``c01``, ``g000``, ``04``): one field of a name. The letters
 #: belong to the field, so ``A09-...`` and ``B09-...`` (two rows of racks) share a template.
@@ -50,7 +51,7 @@ def with_number(name: str, index: int, text: str) -> str:
     return _FIELD.sub(repl, name)
 
 
-@dataclass(frozen=True)
+@record
 class NameField:
     """The digit run ``index`` of names with ``template`` numbers the labels: ``printed[label]`` is the number as
     the names print it (``"04"``), ``label_of[value]`` the label a number stands for."""

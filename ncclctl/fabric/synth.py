@@ -26,8 +26,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from ncclctl.record import record
 
-@dataclass(frozen=True)
+
+@record
 class SynthSpec:
     nodes: int
     rails: int = 8

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ncclctl.findings import Finding, Severity, sort_key
 from ncclctl.registry import Hit, Rule, all_rules
+from ncclctl.record import record
 
 if TYPE_CHECKING:  # the node context pulls the node model: imported where a lint runs, not by every config load
     from ncclctl.lint.context import Ctx
 
 
-@dataclass(frozen=True)
+@record
 class RuleConfig:
     severity: Severity | None = None
     options: tuple[tuple[str, Any], ...] = ()
@@ -28,7 +29,7 @@ class RuleConfig:
     disabled: bool | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Config:
     """A resolved ``.ncclctl.yaml``. ``rules`` maps rule ids to overrides; ``ignores`` are (host glob, rule ids)."""
 

@@ -18,13 +18,14 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ncclctl.findings import Finding, Severity, sort_key
 from ncclctl.lint.rules_fleet import FleetCtx, fleet_facts
+from ncclctl.record import record
 
 
 # --------------------------------------------------------------------------------------------------
 # Running a fleet
 
 
-@dataclass(frozen=True)
+@record
 class Source:
     """One host to lint: its snapshot (folder or .tar.gz) or node-model JSON; ``name`` from an inventory."""
 

@@ -10,7 +10,6 @@ the node-level helpers that tests call directly).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable
 
 from ncclctl.findings import Severity
@@ -19,6 +18,7 @@ from ncclctl.registry import Hit, Option, rule
 from ncclctl.model import Gpu, Nic, Node, PciDevice
 from ncclctl.nccl.settings import resolve
 from ncclctl.nccl.values import PATH_LEVELS, disables_p2p, read_level
+from ncclctl.record import record
 
 E = Severity.ERROR
 W = Severity.WARNING
@@ -40,7 +40,7 @@ def nccl_rank(path_type: str) -> int:
     return _NCCL_RANK[path_type]
 
 
-@dataclass(frozen=True)
+@record
 class Level:
     """An effective NCCL distance limit: ``name`` (a NCCL path type) and where it came from."""
 
@@ -178,7 +178,7 @@ def acs_bridges(node: Node, a: str, b: str) -> list[PciDevice]:
     return out
 
 
-@dataclass(frozen=True)
+@record
 class P2pPair:
     a: str  # bdf
     b: str
@@ -212,7 +212,7 @@ def p2p_pairs(node: Node) -> list[P2pPair]:
     return pairs
 
 
-@dataclass(frozen=True)
+@record
 class AcsProblem:
     bridge: PciDevice
     pairs: tuple[P2pPair, ...]
@@ -436,7 +436,7 @@ def iommu_translating(ctx: Ctx, opts: dict) -> Iterable[Hit]:
 # PCIe links (host-facts.md 1.3, 7.3)
 
 
-@dataclass(frozen=True)
+@record
 class Link:
     """The PCIe link above ``dev`` (between it and its parent port, or the root bus when it has none)."""
 

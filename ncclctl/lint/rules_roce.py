@@ -17,7 +17,6 @@ port when unset; none when ``NCCL_IB_DISABLE`` is set). A traffic class set thro
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
 from typing import Iterable
 
 from ncclctl.findings import Severity
@@ -26,6 +25,7 @@ from ncclctl.registry import Hit, Option, rule
 from ncclctl.model import Gid, IbPort, NetDev, Nic
 from ncclctl.nccl.params import c_int
 from ncclctl.nccl.values import ib_tc_for_dscp
+from ncclctl.record import record
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 
@@ -45,7 +45,7 @@ def _cache(ctx: Ctx) -> dict:
 # What NCCL marks
 
 
-@dataclass(frozen=True)
+@record
 class Marking:
     """NCCL's RoCE marking on this host: traffic class byte, its DSCP, the SL (VLAN PCP when tagged)."""
 
@@ -81,7 +81,7 @@ def marking(ctx: Ctx) -> Marking:
     return c["marking"]
 
 
-@dataclass(frozen=True)
+@record
 class RocePort:
     nic: Nic
     port: IbPort
@@ -123,7 +123,7 @@ def _dscp_map(nd: NetDev) -> tuple[dict[int, int], str]:
     return {d: d >> 3 for d in range(64)}, "default map DSCP>>3"
 
 
-@dataclass(frozen=True)
+@record
 class Landing:
     prio: int
     how: str
@@ -525,7 +525,7 @@ def gid_in_range(family: str, prefix: bytes | None, prefixlen: int, raw: bytes) 
     return prefixlen == 0
 
 
-@dataclass(frozen=True)
+@record
 class GidChoice:
     index: int
     gid: Gid | None  # None: the slot is empty (all-zero GID)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ncclctl.logs.lines import parse_head, split_warn_head, strip_launcher
+from ncclctl.record import record
 
 #: Unrecognised NCCL lines kept as examples (all are counted).
 MAX_EXAMPLES = 20
@@ -33,7 +34,7 @@ MAX_WARNS = 50
 MAX_APP_ERRORS = 20
 
 
-@dataclass(frozen=True)
+@record
 class Ev:
     """Where a fact was read: the input, the line number, the line (cut at 400 characters)."""
 

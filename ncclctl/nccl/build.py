@@ -24,6 +24,7 @@ from ncclctl.errors import InputError
 from ncclctl.nccl.params import strtoul
 from ncclctl.nccl import system as s
 from ncclctl.nccl.system import CPU, DEV, GPU, NET, NIC, NVS, PCI, Node, Params, System, connect, f32
+from ncclctl.record import record
 
 
 # --------------------------------------------------------------------------------------------------
@@ -106,7 +107,7 @@ def bus_id_to_int(busid: str) -> int:
 # --------------------------------------------------------------------------------------------------
 # The network plugin's view
 
-@dataclass(frozen=True)
+@record
 class PluginDev:
     """One device as NCCL's IB plugin reports it (``ncclNetProperties_t``)."""
 
@@ -125,7 +126,7 @@ class PluginDev:
     plane: int = -1
 
 
-@dataclass(frozen=True)
+@record
 class Plugin:
     """What the net plugin knows that a topology file does not: whether GPUDirect RDMA is possible (``nvidia_peermem``
     loaded or DMA-BUF usable) and which ports are usable (ACTIVE, of the right link layer)."""

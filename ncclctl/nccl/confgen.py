@@ -25,7 +25,6 @@ The settings:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from ncclctl.errors import InputError, UsageError
 from ncclctl.model import NetDev, Node
@@ -34,6 +33,7 @@ from ncclctl.nccl.version import DEFAULT, Version
 from ncclctl.plan.paths import natural_key
 from ncclctl.plan.railids import RailIds, emit_note, fusion_crosses_rails, written
 from ncclctl.plan.rails import RailPlan, plan_rails
+from ncclctl.record import record
 
 #: NCCL skips '#' lines in conf files from this release on (earlier ones set a variable named '#...').
 COMMENTS_SINCE = Version(2, 26, 0)
@@ -54,7 +54,7 @@ _SKIP_KINDS = {"loopback", "veth", "macvlan", "macvtap", "ipvlan", "tun", "tap",
 _KIND_ORDER = {"bond": 0, "team": 0, "physical": 1, "virtual": 2, "bridge": 3, "vlan": 4}
 
 
-@dataclass(frozen=True)
+@record
 class Setting:
     name: str
     value: str
@@ -62,7 +62,7 @@ class Setting:
     reason: str
 
 
-@dataclass(frozen=True)
+@record
 class ConfPlan:
     settings: tuple[Setting, ...]
     #: What could not be decided and was left out, or needs a look.

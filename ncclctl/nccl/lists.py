@@ -20,17 +20,17 @@ How NCCL finds a variable's value (environment, then the user's conf file, then 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable
 
 from ncclctl.nccl.params import c_atoi
+from ncclctl.record import record
 
 #: MAX_IB_DEVS (src/include/net_ib/common.h: 32 since 2.18.5, 16 before) and MAX_IFS (src/include/socket.h).
 MAX_IB_HCA_ENTRIES = 32
 MAX_IFNAME_ENTRIES = 16
 
 
-@dataclass(frozen=True)
+@record
 class HcaEntry:
     name: str
     port: int | None  # None: every port (absent, empty or -1); 0 or another negative number matches no port
@@ -40,7 +40,7 @@ class HcaEntry:
     text: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class HcaSpec:
     exclude: bool
     exact: bool

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+
+from ncclctl.record import record
 
 #: ``LONG_MIN`` / ``LONG_MAX`` (64-bit ``long``, the same as ``long long`` on Linux).
 LONG_MIN = -(1 << 63)
@@ -41,7 +42,7 @@ _HEX = "0123456789abcdefABCDEF"
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
-@dataclass(frozen=True)
+@record
 class CInt:
     """What ``strtol(s, &end, base)`` does with ``s``."""
 

@@ -990,8 +990,18 @@ class _Search:
             else:
                 sort_net = 0 if back_to_net == -1 else 1 if back_to_net == step + 1 else -1
                 nxt = self.next_gpu_sort(graph, g, sort_net)
+            # _try_gpu from GPU g, inlined (the innermost loop of the search)
+            flag = 1 << graph.n_channels
+            edge = self.edge
+            take = self.take
             for ng in nxt:
-                self._try_gpu(graph, save, step + 1, back_to_net, back_to_first, forced, time, GPU, g, ng)
+                e = edge(GPU, g, GPU, ng)
+                gpu = take(graph, e)
+                if gpu is not None:
+                    gpu.used ^= flag
+                    self.rec_gpu(graph, save, ng, step + 1, back_to_net, back_to_first, forced, time)
+                    gpu.used ^= flag
+                    self.give(graph, e)
         elif step == back_to_first:
             p = self.gpu_of_rank(graph.intra[graph.n_channels * ngpus])
             e = self.edge(GPU, g, GPU, p)

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import builtins
 import functools
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Protocol, Sequence
 
 from ncclctl.nccl.params import param_int
 from ncclctl.nccl.version import DEFAULT, Version
+from ncclctl.record import record
 
 if TYPE_CHECKING:
     from ncclctl.model import Node
@@ -51,7 +51,7 @@ class ConfSource(Protocol):
 # Conf files
 
 
-@dataclass(frozen=True)
+@record
 class ConfLine:
     """One line of a conf file as ``setEnvFile`` reads it."""
 
@@ -102,7 +102,7 @@ def read_conf(text: str, path: str, version: Version = DEFAULT) -> tuple[ConfLin
 # Resolution
 
 
-@dataclass(frozen=True)
+@record
 class Setting:
     """One definition of a variable: from the process environment, or a conf file line."""
 
@@ -122,7 +122,7 @@ class Setting:
         return "the environment" if self.from_env else f"{self.source}:{self.line}"
 
 
-@dataclass(frozen=True)
+@record
 class Resolved:
     """Every definition NCCL would meet, in the order it applies them (environment, user file, /etc/nccl.conf)."""
 

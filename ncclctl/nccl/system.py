@@ -16,6 +16,7 @@ from typing import Mapping
 
 from ncclctl.nccl.params import param_int
 from ncclctl.nccl.version import DEFAULT, Version
+from ncclctl.record import record
 
 _F32 = struct.Struct("f")
 
@@ -137,7 +138,7 @@ class Node:
         return f"<{NODE_TYPE_STR[self.type]} {self.label or hex(self.id)}>"
 
 
-@dataclass(frozen=True)
+@record
 class Params:
     """The NCCL_* settings NCCL sees (environment over conf files, already merged) and the release modelled.
 

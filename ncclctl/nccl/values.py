@@ -15,10 +15,10 @@ Each with the release that changed it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from ncclctl.nccl.params import c_int
 from ncclctl.nccl.version import DEFAULT, Version
+from ncclctl.record import record
 
 # --------------------------------------------------------------------------------------------------
 # NCCL_P2P_LEVEL / NCCL_NET_GDR_LEVEL (graph/paths.cc:ncclGetLevel, topoPathTypeStr in graph/topo.cc)
@@ -37,7 +37,7 @@ def level_names(version: Version = DEFAULT) -> tuple[str, ...]:
     return tuple(n for n, since in PATH_LEVELS if version >= since)
 
 
-@dataclass(frozen=True)
+@record
 class LevelRead:
     #: The level NCCL uses; None when it ignores the value (and keeps its default), or for a legacy number
     #: outside NCCL's table (negative after the ``int`` cast: NCCL then reads past ``levelsOldToNew``).
@@ -87,7 +87,7 @@ def _available(table: tuple[tuple[str, Version, Version | None], ...], version: 
     return tuple(n for n, since, until in table if version >= since and (until is None or version <= until))
 
 
-@dataclass(frozen=True)
+@record
 class ListProblem:
     #: ``element``, ``prefix``, ``no-prefix``, ``empty``.
     kind: str
@@ -158,7 +158,7 @@ def ib_tc_for_dscp(dscp: int) -> int:
 # Integer settings whose value NCCL (or the verbs provider below it) masks or clamps
 
 
-@dataclass(frozen=True)
+@record
 class ValueRange:
     """What NCCL does with an integer setting outside the range it can use.
 

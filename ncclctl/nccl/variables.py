@@ -11,10 +11,10 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import re
-from dataclasses import dataclass
 from typing import Iterable, Literal
 
 from ncclctl.nccl.version import Version, parse
+from ncclctl.record import record
 
 # --------------------------------------------------------------------------------------------------
 # Known variables: name, first release that reads it, last release that reads it ("-": still read), and how
@@ -337,7 +337,7 @@ REPLACED_BY: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class VarInfo:
     name: str
     since: Version

@@ -40,12 +40,12 @@ import os
 import stat
 import tempfile
 import time
-from dataclasses import dataclass
 
 from ncclctl.errors import InputError
+from ncclctl.record import record
 
 
-@dataclass(frozen=True)
+@record
 class WriteResult:
     """What :func:`emit` did (or, in check mode, would do)."""
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from ncclctl.errors import InputError
+from ncclctl.record import record
 
 _FIX = "see schemas/inventory.schema.json"
 _HOST_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
@@ -29,7 +29,7 @@ _HOST_KEYS = {"snapshot", "model", "group"}
 _TOP_KEYS = {"version", "fabric", "hosts"}
 
 
-@dataclass(frozen=True)
+@record
 class InventoryHost:
     name: str
     snapshot: str | None = None  # path as seen from the current directory
@@ -48,7 +48,7 @@ class InventoryHost:
         return load_snapshot(self.snapshot)
 
 
-@dataclass(frozen=True)
+@record
 class Inventory:
     path: str
     hosts: tuple[InventoryHost, ...]

@@ -26,7 +26,6 @@ DSCPs are always numeric in JSON.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from ncclctl.parsers._common import (
     dec,
@@ -38,6 +37,7 @@ from ncclctl.parsers._common import (
     split_lines,
     strip_ansi,
 )
+from ncclctl.record import record
 
 __all__ = ["DSCP_NAMES", "DcbApp", "DcbPfc", "parse_dcb_app", "parse_dcb_pfc"]
 
@@ -68,7 +68,7 @@ _PCP_RE = re.compile(r"(?P<pcp>[0-7])(?P<dei>nd|de)", re.ASCII)
 _HEX_RE = re.compile(r"(?:0[xX])?[0-9a-fA-F]{1,4}", re.ASCII)
 
 
-@dataclass(frozen=True)
+@record
 class DcbPfc:
     #: Number of traffic classes that may use PFC; None when not printed.
     pfc_cap: int | None
@@ -86,7 +86,7 @@ class DcbPfc:
         return tuple(i for i, on in enumerate(self.prio_pfc) if on)
 
 
-@dataclass(frozen=True)
+@record
 class DcbApp:
     #: ``(dscp, prio)`` pairs, sorted; one DSCP may map to several priorities.
     dscp_prio: tuple[tuple[int, int], ...]

@@ -15,9 +15,10 @@ Three line shapes exist, all printed with ``echo``:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ncclctl.parsers._common import perr, run_parser, split_lines, strip_ansi
+from ncclctl.record import record
 
 __all__ = ["Ibdev2NetdevEntry", "parse_ibdev2netdev"]
 
@@ -40,7 +41,7 @@ _VERBOSE_RE = re.compile(
 )
 
 
-@dataclass(frozen=True)
+@record
 class Ibdev2NetdevEntry:
     ibdev: str
     port: int

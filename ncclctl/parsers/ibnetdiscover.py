@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import gc
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 
 from ncclctl.errors import ParseError
 
@@ -38,6 +38,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not imported at run time
     from collections.abc import Iterable, Iterator
 from ncclctl.parsers._common import as_text, paste_text
+from ncclctl.record import record
 
 _FIX = "pass the unmodified output of 'ibnetdiscover' (or 'ibnetdiscover -p')"
 
@@ -75,7 +76,7 @@ LANE_GBPS = {"SDR": 2.5, "DDR": 5.0, "QDR": 10.0, "FDR10": 10.0, "FDR": 14.0, "E
              "NDR": 100.0, "XDR": 200.0}
 
 
-@dataclass(frozen=True)
+@record
 class FabricPort:
     """One port of a node and what is cabled to it.
 
@@ -110,7 +111,7 @@ class FabricPort:
         return int(self.width[:-1]) * LANE_GBPS[self.speed]
 
 
-@dataclass(frozen=True)
+@record
 class FabricNode:
     kind: str  # switch | ca | router
     guid: str  # 16 lower-case hex digits, no 0x
@@ -128,7 +129,7 @@ class FabricNode:
     unlinked: tuple[FabricPort, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Fabric:
     nodes: tuple[FabricNode, ...]
     #: The output form it was read from: ibnetdiscover, ibnetdiscover-p, iblinkinfo or iblinkinfo-line.

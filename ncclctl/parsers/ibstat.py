@@ -36,7 +36,7 @@ whether a line belongs to the CA or to the current port.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ncclctl.errors import NcclctlError
 from ncclctl.parsers._common import (
@@ -52,6 +52,7 @@ from ncclctl.parsers._common import (
     split_lines,
     strip_ansi,
 )
+from ncclctl.record import record
 
 __all__ = ["IbstatCa", "IbstatCas", "IbstatPort", "parse_ibstat"]
 
@@ -102,7 +103,7 @@ _CA_REQUIRED = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class IbstatPort:
     """One ``Port N:`` block."""
 
@@ -135,7 +136,7 @@ class IbstatPort:
         return bool(self.cap_mask & 0x2)
 
 
-@dataclass(frozen=True)
+@record
 class IbstatCa:
     """One CA (or switch/router) block.
 

@@ -20,9 +20,10 @@ its ``state`` line is left out and said in :attr:`IbstatusOutput.notes`; what ca
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ncclctl.parsers._common import cut_here, paste_body, perr, run_parser, split_lines, strip_ansi
+from ncclctl.record import record
 
 __all__ = ["IbstatusOutput", "IbstatusPort", "parse_ibstatus"]
 
@@ -35,7 +36,7 @@ _KEYS = {"default gid": "gid", "base lid": "base_lid", "sm lid": "sm_lid", "stat
          "phys state": "phys_state", "rate": "rate", "link_layer": "link_layer"}
 
 
-@dataclass(frozen=True)
+@record
 class IbstatusPort:
     device: str
     port: int
@@ -56,7 +57,7 @@ class IbstatusPort:
     line: int = field(default=0, compare=False)
 
 
-@dataclass(frozen=True)
+@record
 class IbstatusOutput:
     ports: tuple[IbstatusPort, ...]
     #: what the output lacked: a port block cut before its state, lines the paste elided

@@ -38,7 +38,7 @@ printed on stderr: ``No IB devices found`` (treated as an empty result), ``Faile
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ncclctl.parsers._common import (
     dec,
@@ -52,6 +52,7 @@ from ncclctl.parsers._common import (
     split_lines,
     strip_ansi,
 )
+from ncclctl.record import record
 
 __all__ = [
     "DevinfoGid",
@@ -106,7 +107,7 @@ _PORT_KEYS = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@record
 class DevinfoGid:
     index: int
     #: As printed: 8 groups of 4 hex digits (IB / RoCE v1) or compressed ``inet_ntop`` (RoCE v2).
@@ -115,7 +116,7 @@ class DevinfoGid:
     roce_version: str | None
 
 
-@dataclass(frozen=True)
+@record
 class DevinfoPort:
     num: int
     #: ``PORT_ACTIVE``, ``PORT_DOWN``, ``PORT_INIT``, ``PORT_ARMED`` (or ``invalid state``).
@@ -153,7 +154,7 @@ class DevinfoPort:
         return int(self.active_width[:-1]) if self.active_width else None
 
 
-@dataclass(frozen=True)
+@record
 class DevinfoHca:
     name: str
     #: ``InfiniBand`` (also for RoCE), ``iWARP``, ``usNIC``, ...

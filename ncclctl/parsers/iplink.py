@@ -23,7 +23,7 @@ colours. Indentation is not relied upon: a line is a new link iff it looks like 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ncclctl.parsers._common import (
     dec,
@@ -34,6 +34,7 @@ from ncclctl.parsers._common import (
     split_lines,
     strip_ansi,
 )
+from ncclctl.record import record
 
 __all__ = ["IpLink", "parse_ip_link_json", "parse_ip_link_text"]
 
@@ -57,7 +58,7 @@ _ADDR_STOP = frozenset(
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
+@record
 class IpLink:
     ifindex: int
     #: Interface name without the ``@parent`` suffix.

@@ -34,7 +34,7 @@ ids carry their subtype as a prefix (lldpad lldp_mand_clif.c): ``MAC: 1c:34:da:.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ncclctl.parsers._common import (
     dec,
@@ -46,6 +46,7 @@ from ncclctl.parsers._common import (
     split_lines,
     strip_ansi,
 )
+from ncclctl.record import record
 
 __all__ = ["LldpNeighbor", "LldptoolPfc", "parse_lldpctl_json", "parse_lldptool_neighbor", "parse_lldptool_pfc"]
 
@@ -53,7 +54,7 @@ _JSON_FIX = "pass the unedited output of `lldpctl -f json`"
 _PFC_FIX = "pass the unedited output of `lldptool -t -i <if> -V PFC` (add -n for the peer's TLV)"
 
 
-@dataclass(frozen=True)
+@record
 class LldpNeighbor:
     #: Local interface the neighbour was seen on.
     interface: str
@@ -74,7 +75,7 @@ class LldpNeighbor:
     line: int = field(default=0, compare=False)
 
 
-@dataclass(frozen=True)
+@record
 class LldptoolPfc:
     willing: bool
     macsec_bypass: bool | None

@@ -25,10 +25,11 @@ says what was elided.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ncclctl.parsers._common import cut_here, ELISION_RE, paste_body, perr, run_parser, split_lines, strip_ansi
 from ncclctl.sysfs import GEN_SPEED_STRING, link_speed_gen
+from ncclctl.record import record
 
 __all__ = ["ACS_FLAGS", "LspciDevice", "LspciOutput", "parse_lspci"]
 
@@ -47,7 +48,7 @@ ACS_FLAGS = {"SrcValid": 0x01, "TransBlk": 0x02, "ReqRedir": 0x04, "CmpltRedir":
              "EgressCtrl": 0x20, "DirectTrans": 0x40}
 
 
-@dataclass(frozen=True)
+@record
 class LspciDevice:
     #: ``0000:40:01.1`` (the domain added when lspci left it out)
     bdf: str
@@ -76,7 +77,7 @@ class LspciDevice:
             "Root Port", "Downstream Port", "Upstream Port")
 
 
-@dataclass(frozen=True)
+@record
 class LspciOutput:
     devices: tuple[LspciDevice, ...]
     notes: tuple[str, ...] = ()

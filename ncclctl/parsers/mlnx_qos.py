@@ -30,9 +30,10 @@ Lines are recognised by keyword, not by position or indentation.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ncclctl.parsers._common import dec, last_line, perr, run_parser, split_lines, strip_ansi
+from ncclctl.record import record
 
 __all__ = ["MlnxQos", "MlnxQosTc", "parse_mlnx_qos"]
 
@@ -53,7 +54,7 @@ _RATE_RE = re.compile(r"(?P<num>[0-9]{1,9}(?:\.[0-9]{1,6})?)[ \t]*Gbps", re.ASCI
 _TC_PRIO_RE = re.compile(r"priority:[ \t]*(?P<p>[0-9]{1,3})", re.ASCII)
 
 
-@dataclass(frozen=True)
+@record
 class MlnxQosTc:
     #: Traffic class number; None when mlnx_qos lost the ``tc: N ratelimit: ...`` prefix.
     tc: int | None
@@ -70,7 +71,7 @@ class MlnxQosTc:
     line: int = field(default=0, compare=False)
 
 
-@dataclass(frozen=True)
+@record
 class MlnxQos:
     #: ``OS controlled`` or ``Firmware controlled`` as printed; None if the line is missing.
     dcbx_mode: str | None

@@ -15,9 +15,10 @@ and :attr:`NvlinkStatus.notes` says what was elided.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ncclctl.parsers._common import cut_here, ELISION_RE, paste_body, perr, run_parser, split_lines, strip_ansi
+from ncclctl.record import record
 
 __all__ = ["NvlinkGpu", "NvlinkLink", "NvlinkStatus", "parse_nvlink_status"]
 
@@ -26,7 +27,7 @@ _GPU_RE = re.compile(r"GPU (?P<idx>[0-9]{1,4}): (?P<name>.*?)(?: \(UUID: (?P<uui
 _LINK_RE = re.compile(r"Link (?P<link>[0-9]{1,3}): (?:(?P<gbs>[0-9]{1,4}(?:\.[0-9]{1,4})?) ?GB/s|(?P<state><[a-z ]+>))")
 
 
-@dataclass(frozen=True)
+@record
 class NvlinkLink:
     link: int
     #: per-direction GB/s of an active link; None when inactive
@@ -35,7 +36,7 @@ class NvlinkLink:
     line: int = field(default=0, compare=False)
 
 
-@dataclass(frozen=True)
+@record
 class NvlinkGpu:
     index: int
     name: str
@@ -48,7 +49,7 @@ class NvlinkGpu:
         return tuple(lk.link for lk in self.links if not lk.active)
 
 
-@dataclass(frozen=True)
+@record
 class NvlinkStatus:
     gpus: tuple[NvlinkGpu, ...]
     notes: tuple[str, ...] = ()

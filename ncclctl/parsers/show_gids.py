@@ -19,9 +19,10 @@ with ``ls``, so indexes come out in string order (0 1 10 11 ... 2 ...).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ncclctl.parsers._common import dec, perr, run_parser, split_lines, strip_ansi
+from ncclctl.record import record
 
 __all__ = ["ShowGid", "parse_show_gids"]
 
@@ -33,7 +34,7 @@ _VER_RE = re.compile(r"[vV][0-9]{1,2}", re.ASCII)
 _TRAILER_RE = re.compile(r"n_gids_found=(?P<n>[0-9]{1,9})", re.ASCII)
 
 
-@dataclass(frozen=True)
+@record
 class ShowGid:
     #: RDMA device (first DEV column).
     dev: str

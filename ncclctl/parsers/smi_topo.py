@@ -30,9 +30,10 @@ rejected rather than guessed.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ncclctl.parsers._common import last_line, paste_body, perr, run_parser, split_lines, strip_ansi
+from ncclctl.record import record
 
 __all__ = ["SmiP2p", "SmiTopo", "parse_nvidia_smi_p2p", "parse_nvidia_smi_topo"]
 
@@ -57,7 +58,7 @@ _NIC_LEGEND_RE = re.compile(r"(?P<label>NIC[0-9]{1,4}):[ \t]*(?P<dev>\S+)", re.A
 _LEGEND_ENTRY_RE = re.compile(r"(?P<key>\S+)[ \t]*=[ \t]*(?P<text>.*)")
 
 
-@dataclass(frozen=True)
+@record
 class SmiTopo:
     #: Device column labels: ``GPU0``.., ``NIC0``.. (or ``mlx5_0``.. on old drivers).
     labels: tuple[str, ...]
@@ -348,7 +349,7 @@ def _parse(text: str, source: str) -> SmiTopo:
     )
 
 
-@dataclass(frozen=True)
+@record
 class SmiP2p:
     """``nvidia-smi topo -p2p r|w|n|a|p``: whether GPU peer-to-peer read/write/NVLink/atomics work, per pair."""
 

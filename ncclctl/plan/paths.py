@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from ncclctl.record import record
 
 if TYPE_CHECKING:  # ncclctl.model is a large import; the fabric commands need only natural_key from here
     from ncclctl.model import Gpu, Nic, Node
@@ -109,7 +110,7 @@ def gpu_nic_type(node: Node, g: Gpu, n: Nic) -> str:
     return pcie_path_type(node, g.bdf, n.bdf) or "SYS"
 
 
-@dataclass(frozen=True)
+@record
 class Matrix:
     labels: tuple[str, ...]
     cells: tuple[tuple[str, ...], ...]

@@ -37,6 +37,7 @@ from ncclctl.errors import InputError
 from ncclctl.model import Node
 from ncclctl.nccl.version import Version
 from ncclctl.plan.rails import RailPlan
+from ncclctl.record import record
 
 #: NCCL reads rail/plane ids (topology ``<net>`` attributes, NCCL_IB_HCA fields, NCCL_NET_MERGE_POLICY) from here on.
 RAIL_IDS_SINCE = Version(2, 30, 7)
@@ -44,7 +45,7 @@ RAIL_IDS_SINCE = Version(2, 30, 7)
 SOURCES = ("fabric", "inventory", "subnet", "pcie")
 
 
-@dataclass(frozen=True)
+@record
 class RailId:
     rail: int
     plane: int | None = None

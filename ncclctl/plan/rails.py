@@ -13,15 +13,15 @@ node GPU k is on rail k, the convention rail-optimized fabrics are cabled by.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from ncclctl.errors import InputError
 from ncclctl.model import Node
 from ncclctl.plan.paths import natural_key, pcie_path_type, pcie_rank
 from ncclctl.model import IbPort, Nic
+from ncclctl.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Rail:
     rail: int
     nic: str
@@ -42,7 +42,7 @@ class Rail:
         return f"{self.nic}:{self.port}"
 
 
-@dataclass(frozen=True)
+@record
 class RailPlan:
     rails: tuple[Rail, ...]
     #: NICs with an active port that were left out (storage, in-band, too far from every GPU).
@@ -61,7 +61,7 @@ class RailPlan:
         return "=" + ",".join(r.hca for r in self.rails) if self.rails else ""
 
 
-@dataclass(frozen=True)
+@record
 class _Port:
     nic: Nic
     port: IbPort

@@ -8,16 +8,16 @@ import selectors
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
 from typing import Protocol
 
 from ncclctl.errors import UsageError
 from ncclctl.probe.hostroot import HostRoot
+from ncclctl.record import record
 
 DEFAULT_TIMEOUT = 5.0
 
 
-@dataclass(frozen=True)
+@record
 class CommandResult:
     argv: tuple[str, ...]
     #: stdout when the command ran and exited 0, else None.

@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import importlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Iterable
 
 from ncclctl.findings import Severity
+from ncclctl.record import record
 
 
-@dataclass(frozen=True)
+@record
 class Family:
     """A rule family: the id prefix, its name, the scope of its rules and the module that registers them."""
 
@@ -90,7 +91,7 @@ SEVERITY_NAMES = ("error", "warning", "info")
 OPTION_TYPES = (bool, int, float, str, list)
 
 
-@dataclass(frozen=True)
+@record
 class Option:
     """A typed rule option. ``type`` is one of bool, int, float, str, list (a list of strings)."""
 
@@ -151,7 +152,7 @@ def _show(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
-@dataclass(frozen=True)
+@record
 class RuleDoc:
     """What the rule finds, why it hurts NCCL, how it is detected, how to fix it (plain text, a few sentences each)."""
 
@@ -161,7 +162,7 @@ class RuleDoc:
     fix: str
 
 
-@dataclass(frozen=True)
+@record
 class Hit:
     """One thing a check found. ``subject``: a device (``mlx5_0``, ``GPU3``, ``0000:17:00.0``), a netdev, or a
     file path (then ``line`` may be set). ``severity`` only when the check itself grades (else the rule's)."""
@@ -179,7 +180,7 @@ def no_check(ctx: object, opts: object) -> Iterable[Hit]:
     raise TypeError("a table rule has no check function: its validator creates its findings by id")
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     id: str
     slug: str

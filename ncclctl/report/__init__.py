@@ -20,10 +20,10 @@ no timestamps.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ncclctl.findings import Finding, Severity
+from ncclctl.record import record
 
 FORMATS = ("text", "json", "sarif", "junit", "nagios")
 
@@ -63,7 +63,7 @@ def summary_line(subject: str, c: dict[str, int], notes: Iterable[str] = ()) -> 
     return f"{subject}: {count_phrase(c)}" + (f" ({tail})" if tail else "")
 
 
-@dataclass(frozen=True)
+@record
 class Report:
     """One run's findings and what every format needs to render them.
 

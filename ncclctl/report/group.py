@@ -15,10 +15,10 @@ group.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from ncclctl.findings import Finding
+from ncclctl.record import record
 
 #: Device names a finding may name besides its subject and still be grouped with its likes.
 MAX_VARYING = 2
@@ -34,7 +34,7 @@ _DEVICE = re.compile(
 )
 
 
-@dataclass(frozen=True)
+@record
 class Group:
     """Findings that say the same thing about different devices (or lines): ``members[0]`` is shown."""
 

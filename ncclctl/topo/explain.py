@@ -10,18 +10,18 @@ to. Output is deterministic: changes in key order, consequences sorted by bus id
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ncclctl.topo.interpret import TopoView
 from ncclctl.topo.ncclxml import XmlNode
+from ncclctl.record import record
 
 
 # --------------------------------------------------------------------------------------------------
 # Where things are in one file
 
 
-@dataclass(frozen=True)
+@record
 class _Place:
     kind: str  # GPU, NIC, switch, device
     numa: str | None  # numaid of the enclosing <cpu>

@@ -21,6 +21,7 @@ from ncclctl.model import Gpu, IbPort, Nic, Node, PciDevice
 from ncclctl.nccl.version import DEFAULT, Version
 from ncclctl.plan.paths import natural_key
 from ncclctl.sysfs import GEN_SPEED_STRING, link_speed_gen
+from ncclctl.record import record
 
 if TYPE_CHECKING:
     from ncclctl.plan.railids import RailIds
@@ -78,7 +79,7 @@ def _check_value(name: str, value: str) -> str:
 # Attribute builders
 
 
-@dataclass(frozen=True)
+@record
 class Options:
     nccl_version: Version = DEFAULT
     #: Only the cpu/pci skeleton: GPU and NIC <pci> elements without <gpu>/<nic> children. NCCL matches them by
@@ -163,7 +164,7 @@ def ib_pci_busid(bdf: str) -> str:
     return bdf[:-4] + "00.0"
 
 
-@dataclass(frozen=True)
+@record
 class NetDev:
     """One NCCL net device: an ACTIVE port of an RDMA NIC, as the IB plugin enumerates it."""
 
@@ -364,14 +365,14 @@ def _sort(el: El) -> None:
 # Virtual machines: synthesized switches
 
 
-@dataclass(frozen=True)
+@record
 class VirtualSwitch:
     gpus: tuple[int, ...]
     nics: tuple[str, ...]
     numa: int | None = None
 
 
-@dataclass(frozen=True)
+@record
 class VirtualLayout:
     name: str
     switches: tuple[VirtualSwitch, ...]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from ncclctl.nccl.version import DEFAULT, Version
 from ncclctl.topo.ncclxml import ParseResult, XmlNode
+from ncclctl.record import record
 
 if TYPE_CHECKING:  # pragma: no cover
     from ncclctl.findings import Finding
@@ -191,7 +192,7 @@ def model(root: XmlNode, *, version: Version = DEFAULT, env: Mapping[str, str] |
 # What NCCL decides per GPU
 
 
-@dataclass(frozen=True)
+@record
 class NetUse:
     """One NET a GPU uses, as NCCL's model decides it."""
 

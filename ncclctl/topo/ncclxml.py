@@ -46,6 +46,7 @@ from ncclctl.errors import InputError
 from ncclctl.findings import Severity
 from ncclctl.nccl.params import c_int
 from ncclctl.nccl.version import DEFAULT, Version, parse
+from ncclctl.record import record
 
 Kind = Literal["topology", "graph"]
 
@@ -131,7 +132,7 @@ class XmlNode:
         return text if len(text) <= limit else text[: limit - 4] + " ...>"
 
 
-@dataclass(frozen=True)
+@record
 class XmlDiagnostic:
     """Something the reader found: ``fatal`` ones are where NCCL stops with ``ncclInternalError``."""
 
@@ -145,7 +146,7 @@ class XmlDiagnostic:
     nccl_message: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class IgnoredElement:
     """An element NCCL skips together with its subtree (INFO ``Ignoring element``, or silently)."""
 
