@@ -467,6 +467,7 @@ class _Search:
         self._pci_bw: dict[int, int] = {}
         self._edges: dict[tuple[int, int, int, int], tuple] = {}
         self._sorted: dict[tuple[int, int], list[tuple[int, tuple[int, int]]]] = {}
+        self._nvs_near: dict[tuple[int, int], tuple[int, ...]] = {}
         self.steps = 0  # recursion steps taken (diagnostics)
         self.skipped = 0  # steps charged for channel starts found in the memo
         self.copies = 0
@@ -765,28 +766,13 @@ class _Search:
         """``ncclTopoSearchNextGpuSort``: the GPUs to try after GPU ``g0``, best first; on NVSwitch systems only
         the ring neighbours (next, then previous; the reverse for split/balanced trees)."""
         flag = 1 << graph.n_channels
-        ngpus = self.ngpus
         gpus = self.gpus
         if self.has_nvs:
-            # NCCL sorts all candidates, then moves the neighbours it prefers to the front one after the other
-            # and keeps only those: the order of the others never matters.
-            prev_gpu = (g0 - 1 + ngpus) % ngpus
-            next_gpu = (g0 + 1) % ngpus
-            first: tuple[int, ...]
-            if graph.pattern == PATTERN_RING:
-                first = (next_gpu, prev_gpu)
-            elif graph.pattern in (PATTERN_SPLIT_TREE, PATTERN_BALANCED_TREE):
-                first = (prev_gpu, next_gpu)
-            else:
-                first = (next_gpu,)
-            if next_gpu == prev_gpu:
-                first = first[:1]
-            paths = gpus[g0].paths[GPU]
-            out: list[int] = []
-            for fg in first:
-                if fg != g0 and paths[fg].links and not gpus[fg].used & flag:
-                    out.insert(0, fg)
-            return out
+            key = (g0, graph.pattern)
+            near = self._nvs_near.get(key)
+            if near is None:
+                near = self._nvs_near[key] = self._nvs_neighbours(g0, graph.pattern)
+            return [g for g in near if not gpus[g].used & flag]
         n = self.net_of_id(graph.inter[graph.n_channels * 2]) if sort_net else -1
         order = self._sorted.get((g0, n))
         if order is None:
@@ -795,6 +781,26 @@ class _Search:
         if sort_net == -1 and cand and all(sig == cand[0][1] for _, sig in cand):
             return [g for g, _ in reversed(cand)]
         return [g for g, _ in cand]
+
+    def _nvs_neighbours(self, g0: int, pattern: int) -> tuple[int, ...]:
+        """On NVSwitch systems: the ring neighbours of ``g0`` NCCL tries, in its order. NCCL sorts all candidates,
+        then moves the neighbours it prefers to the front one after the other (next, then previous; the reverse
+        for split/balanced trees) and keeps only those: the order of the others never matters."""
+        ngpus = self.ngpus
+        prev_gpu = (g0 - 1 + ngpus) % ngpus
+        next_gpu = (g0 + 1) % ngpus
+        first: tuple[int, ...]
+        if pattern == PATTERN_RING:
+            first = (next_gpu, prev_gpu)
+        elif pattern in (PATTERN_SPLIT_TREE, PATTERN_BALANCED_TREE):
+            first = (prev_gpu, next_gpu)
+        else:
+            first = (next_gpu,)
+        if next_gpu == prev_gpu:
+            first = first[:1]
+        paths = self.gpus[g0].paths[GPU]
+        # each one moved to the front: the last moved comes first
+        return tuple(reversed([fg for fg in first if fg != g0 and paths[fg].links]))
 
     def _order(self, g0: int, n: int) -> list[tuple[int, tuple[int, int]]]:
         """The GPUs reachable from ``g0`` in ``cmpScore`` order (NET bandwidth to ``n``, the GPU's PCI bandwidth,
@@ -960,26 +966,7 @@ class _Search:
         pattern = graph.pattern
         if step == back_to_net:
             if self.inter:
-                start = self.nets[self.net_of_id(graph.inter[graph.n_channels * 2])]
-                for n in self.select_nets(graph.type_inter, g):
-                    if not self.check_net(graph, start, n, step):
-                        continue
-                    next_back = -1
-                    save_bw = graph.bw_inter
-                    if pattern == PATTERN_BALANCED_TREE:
-                        if step == 0:
-                            next_back = 1
-                        graph.bw_inter = f32(graph.bw_inter / 2)
-                    e = self.edge(GPU, g, NET, n)
-                    net = self.take(graph, e)
-                    graph.bw_inter = save_bw
-                    if net is not None:
-                        graph.inter[graph.n_channels * 2 + 1] = net.id
-                        self.rec_gpu(graph, save, g, step, next_back, back_to_first, forced, time)
-                        if pattern == PATTERN_BALANCED_TREE:
-                            graph.bw_inter = f32(graph.bw_inter / 2)
-                        self.give(graph, e)
-                        graph.bw_inter = save_bw
+                self.rec_net_out(graph, save, g, step, back_to_first, forced, time)
         elif pattern == PATTERN_NVLS or pattern == PATTERN_COLLNET_DIRECT:
             raise NotModelled(f"the {PATTERN_NAMES[pattern]} search pattern is not modelled")
         elif step < ngpus - 1:
@@ -990,18 +977,8 @@ class _Search:
             else:
                 sort_net = 0 if back_to_net == -1 else 1 if back_to_net == step + 1 else -1
                 nxt = self.next_gpu_sort(graph, g, sort_net)
-            # _try_gpu from GPU g, inlined (the innermost loop of the search)
-            flag = 1 << graph.n_channels
-            edge = self.edge
-            take = self.take
             for ng in nxt:
-                e = edge(GPU, g, GPU, ng)
-                gpu = take(graph, e)
-                if gpu is not None:
-                    gpu.used ^= flag
-                    self.rec_gpu(graph, save, ng, step + 1, back_to_net, back_to_first, forced, time)
-                    gpu.used ^= flag
-                    self.give(graph, e)
+                self._try_gpu(graph, save, step + 1, back_to_net, back_to_first, forced, time, GPU, g, ng)
         elif step == back_to_first:
             p = self.gpu_of_rank(graph.intra[graph.n_channels * ngpus])
             e = self.edge(GPU, g, GPU, p)
@@ -1010,6 +987,32 @@ class _Search:
                 self.give(graph, e)
         else:
             self.rec_gpu(graph, save, g, ngpus, -1, -1, forced, time)
+
+    def rec_net_out(self, graph: Graph, save: Graph, g: int, step: int, back_to_first: int, forced: int,
+                    time: list[int]) -> None:
+        """The part of ``ncclTopoSearchRecGpu`` at ``backToNet``: leave through each NET GPU ``g`` may use, in
+        turn. (Apart from rec_gpu, whose every call pays for the size of its frame.)"""
+        pattern = graph.pattern
+        start = self.nets[self.net_of_id(graph.inter[graph.n_channels * 2])]
+        for n in self.select_nets(graph.type_inter, g):
+            if not self.check_net(graph, start, n, step):
+                continue
+            next_back = -1
+            save_bw = graph.bw_inter
+            if pattern == PATTERN_BALANCED_TREE:
+                if step == 0:
+                    next_back = 1
+                graph.bw_inter = f32(graph.bw_inter / 2)
+            e = self.edge(GPU, g, NET, n)
+            net = self.take(graph, e)
+            graph.bw_inter = save_bw
+            if net is not None:
+                graph.inter[graph.n_channels * 2 + 1] = net.id
+                self.rec_gpu(graph, save, g, step, next_back, back_to_first, forced, time)
+                if pattern == PATTERN_BALANCED_TREE:
+                    graph.bw_inter = f32(graph.bw_inter / 2)
+                self.give(graph, e)
+                graph.bw_inter = save_bw
 
     def rec_net(self, graph: Graph, save: Graph, back_to_net: int, back_to_first: int, time: list[int]) -> None:
         """``ncclTopoSearchRecNet``: start a channel from each NET in turn (the NET's bandwidth is reserved on
