@@ -25,6 +25,7 @@ class Severity(str, enum.Enum):
 
 @record
 class Finding:
+    """One problem a rule found: rule id, severity, message, what it is about, where, the fix and the evidence."""
     rule: str
     severity: Severity
     message: str

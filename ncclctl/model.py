@@ -26,6 +26,7 @@ MODEL_SCHEMA_VERSION = 1
 
 @record
 class NumaNode:
+    """A NUMA node: its CPUs and its distances to the others (``/sys/devices/system/node``)."""
     id: int
     #: Kernel CPU-list syntax, e.g. ``0-55,112-167``; empty for memory-only nodes (GH200 GPU memory).
     cpulist: str
@@ -44,6 +45,7 @@ class NumaNode:
 
 @record
 class Cpu:
+    """The host's CPUs as NCCL classifies them (arch, vendor, family/model) and how many there are."""
     #: NCCL spelling: ``x86_64``, ``arm64`` or ``ppc64``.
     arch: str
     #: CPUID vendor string (``GenuineIntel``, ``AuthenticAMD``); Arm: implementer, e.g. ``0x41``.
@@ -78,6 +80,7 @@ class Cpu:
 
 @record
 class PciDevice:
+    """One PCI function: where it sits in the tree, its ids, link speed/width, NUMA node, IOMMU group and ACS."""
     bdf: str
     #: ``root_port``, ``switch_upstream``, ``switch_downstream``, ``bridge`` or ``endpoint``;
     #: bridges are told apart by position in the sysfs tree (sysfs has no port type).
@@ -130,6 +133,7 @@ class PciDevice:
 
 @record
 class NvLink:
+    """One NVLink of a GPU and what is at its far end."""
     link: int
     active: bool
     #: ``gpu``, ``nvswitch``, ``cpu`` (IBM NPU) or ``unknown``.
@@ -142,6 +146,7 @@ class NvLink:
 
 @record
 class C2c:
+    """A GPU's chip-to-chip links to its CPU (Grace Hopper), as NVML reports them."""
     count: int
     #: Per-link bandwidth as NVML reports it (``NVML_FI_DEV_C2C_LINK_GET_MAX_BW``, MB/s).
     max_bw: int | None = None
@@ -149,6 +154,7 @@ class C2c:
 
 @record
 class Gpu:
+    """One GPU: PCI place, NUMA node, compute capability, NVLinks/C2C, PCIe generation/width, MIG, fabric state."""
     index: int
     bdf: str
     name: str
@@ -179,6 +185,7 @@ class Gpu:
 
 @record
 class NvSwitch:
+    """An NVSwitch seen on the PCI bus (HGX baseboards expose them as bridge functions)."""
     bdf: str
     device: str
     numa_node: int | None = None
@@ -190,6 +197,7 @@ class NvSwitch:
 
 @record
 class Gid:
+    """One entry of a port's GID table (``/sys/class/infiniband/<dev>/ports/<n>/gids``)."""
     index: int
     #: Full 8x4-hex form as sysfs prints it.
     gid: str
@@ -216,6 +224,7 @@ class Gid:
 
 @record
 class IbPort:
+    """One port of an RDMA device: state, rate, link layer, LIDs and GIDs."""
     num: int
     #: ``ACTIVE``, ``DOWN``, ``INIT``, ``ARMED``...
     state: str
@@ -246,6 +255,7 @@ class IbPort:
 
 @record
 class Nic:
+    """An RDMA device (``/sys/class/infiniband/<name>``): PCI function, GUIDs, firmware, board, ports, netdevs."""
     #: RDMA device name (``mlx5_0``, ``ibp26s0``, ``mlx5_bond_0``).
     name: str
     bdf: str | None
@@ -268,6 +278,7 @@ class Nic:
 
 @record
 class Qos:
+    """A RoCE port's QoS settings: trust mode, PFC per priority, DSCP mapping (from mlnx_qos, dcb or sysfs)."""
     #: Where the values came from: ``mlnx_qos``, ``dcb``, ``sysfs``.
     source: str
     trust: str | None = None
@@ -279,6 +290,7 @@ class Qos:
 
 @record
 class Ecn:
+    """A RoCE port's ECN (DCQCN) switches per priority."""
     #: Per priority 0..7: notification point / reaction point enabled (``None`` = unknown).
     np_enabled: tuple[bool | None, ...]
     rp_enabled: tuple[bool | None, ...]
@@ -299,6 +311,7 @@ class Dcbx:
 
 @record
 class LldpNeighbor:
+    """The switch port at the far end of a netdev, as LLDP reports it."""
     chassis_name: str | None = None
     chassis_id: str | None = None
     port_id: str | None = None
@@ -307,6 +320,7 @@ class LldpNeighbor:
 
 @record
 class NetDev:
+    """A network interface: MTU, state, address, type, speed, bond/parent, its port's RoCE QoS, ECN, DCBX, LLDP."""
     name: str
     mtu: int | None = None
     operstate: str | None = None
@@ -331,12 +345,14 @@ class NetDev:
 
 @record
 class ConfFile:
+    """A configuration file read from the host (path and text), e.g. ``/etc/nccl.conf``."""
     path: str
     text: str
 
 
 @record
 class HostFacts:
+    """Host-wide facts: kernel and command line, modules, drivers, peer memory, IOMMU, NCCL environment, conf files."""
     kernel: str | None = None
     cmdline: str | None = None
     modules: tuple[str, ...] = ()
@@ -370,6 +386,7 @@ class Unavailable:
 
 @record
 class Node:
+    """A GPU host: CPUs, NUMA nodes, the PCI tree, GPUs, NVSwitches, RDMA NICs, netdevs and host facts."""
     hostname: str
     cpu: Cpu
     numa: tuple[NumaNode, ...] = ()

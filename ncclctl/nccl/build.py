@@ -32,6 +32,7 @@ from ncclctl.record import record
 
 @dataclass(eq=False)
 class X:
+    """A node of the mutable XML tree NCCL edits before it builds the system."""
     name: str
     attrs: dict[str, str]
     subs: list["X"] = field(default_factory=list)
@@ -851,6 +852,7 @@ class _Builder:
 
 @dataclass
 class Built:
+    """The system NCCL builds from a topology, with the plugin's devices and the job's GPUs."""
     system: System
     #: The plugin's devices after filtering and fusion, by NCCL dev index: (name, dev, speed Mb/s, members).
     nets: list[tuple[str, int, int, tuple[str, ...]]]

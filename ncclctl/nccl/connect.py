@@ -151,6 +151,7 @@ class _TopoRanks:
 
 @dataclass
 class Tree:
+    """A rank's place in one tree channel (``ncclTree``): the rank above and up to three below."""
     up: int = -1
     down: list[int] = field(default_factory=lambda: [-1, -1, -1])
 

@@ -32,6 +32,7 @@ MAX_IFNAME_ENTRIES = 16
 
 @record
 class HcaEntry:
+    """One entry of an NCCL_IB_HCA-style list: device name, port, rail/plane, as written."""
     name: str
     port: int | None  # None: every port (absent, empty or -1); 0 or another negative number matches no port
     rail: int | None = None
@@ -42,6 +43,7 @@ class HcaEntry:
 
 @record
 class HcaSpec:
+    """An NCCL_IB_HCA-style list as NCCL parses it: exclude (``^``), exact (``=``), entries."""
     exclude: bool
     exact: bool
     entries: tuple[HcaEntry, ...]

@@ -39,6 +39,7 @@ class Inputs:
 
 @dataclass
 class Prediction:
+    """What NCCL will do on a node: its system, the NETs each GPU uses, GPUDirect RDMA, channels, tuning, caveats."""
     inputs: Inputs
     built: Built
     system: System

@@ -109,6 +109,7 @@ _PORT_KEYS = frozenset(
 
 @record
 class DevinfoGid:
+    """One GID line of ``ibv_devinfo -v``."""
     index: int
     #: As printed: 8 groups of 4 hex digits (IB / RoCE v1) or compressed ``inet_ntop`` (RoCE v2).
     gid: str
@@ -118,6 +119,7 @@ class DevinfoGid:
 
 @record
 class DevinfoPort:
+    """One port block of ``ibv_devinfo -v``."""
     num: int
     #: ``PORT_ACTIVE``, ``PORT_DOWN``, ``PORT_INIT``, ``PORT_ARMED`` (or ``invalid state``).
     state: str
@@ -156,6 +158,7 @@ class DevinfoPort:
 
 @record
 class DevinfoHca:
+    """One ``hca_id`` block of ``ibv_devinfo -v``: the device and its ports."""
     name: str
     #: ``InfiniBand`` (also for RoCE), ``iWARP``, ``usNIC``, ...
     transport: str

@@ -60,6 +60,7 @@ _ADDR_STOP = frozenset(
 
 @record
 class IpLink:
+    """One interface of ``ip -d link show`` (or ``ip -j -d link``)."""
     ifindex: int
     #: Interface name without the ``@parent`` suffix.
     ifname: str

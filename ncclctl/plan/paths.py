@@ -112,6 +112,7 @@ def gpu_nic_type(node: Node, g: Gpu, n: Nic) -> str:
 
 @record
 class Matrix:
+    """The GPU/NIC path matrix in ``nvidia-smi topo -m`` form, with CPU/NUMA affinity and the NIC legend."""
     labels: tuple[str, ...]
     cells: tuple[tuple[str, ...], ...]
     cpu_affinity: tuple[str, ...]

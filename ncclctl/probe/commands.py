@@ -19,6 +19,7 @@ DEFAULT_TIMEOUT = 5.0
 
 @record
 class CommandResult:
+    """What one command gave: its output, or why there is none."""
     argv: tuple[str, ...]
     #: stdout when the command ran and exited 0, else None.
     stdout: str | None

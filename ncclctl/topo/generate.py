@@ -38,6 +38,7 @@ NVSWITCH_CLASS = "0x068000"
 
 @dataclass
 class El:
+    """An element of the topology being written: name, attributes in NCCL's order, children."""
     name: str
     attrs: list[tuple[str, str]]
     children: list["El"] = field(default_factory=list)
@@ -81,6 +82,7 @@ def _check_value(name: str, value: str) -> str:
 
 @record
 class Options:
+    """How to write the topology: NCCL version, minimal skeleton, which NICs, rail/plane ids on the NETs."""
     nccl_version: Version = DEFAULT
     #: Only the cpu/pci skeleton: GPU and NIC <pci> elements without <gpu>/<nic> children. NCCL matches them by
     #: bus id and fills the devices itself (the form cloud providers ship).
@@ -367,6 +369,7 @@ def _sort(el: El) -> None:
 
 @record
 class VirtualSwitch:
+    """A PCIe switch made up for a VM (the GPUs and NICs that share it), as cloud topology files declare them."""
     gpus: tuple[int, ...]
     nics: tuple[str, ...]
     numa: int | None = None
@@ -374,6 +377,7 @@ class VirtualSwitch:
 
 @record
 class VirtualLayout:
+    """A VM's made-up switches and their link speed/width (a cloud provider's topology file layout)."""
     name: str
     switches: tuple[VirtualSwitch, ...]
     link_speed: str | None = None

@@ -165,6 +165,7 @@ class IgnoredElement:
 
 @dataclass
 class ParseResult:
+    """What NCCL's XML reader makes of a file: the kept tree, the fatal error if it stops, and every diagnostic."""
     kind: Kind
     version: Version
     roots: list[XmlNode]
@@ -362,6 +363,7 @@ class _Raw:
 
 @dataclass
 class _Frame:
+    """An open element while reading: the kept node (if any) and which children it takes."""
     head: XmlNode | None  # kept node (None at top level or for an ignored element)
     head_name: str | None  # None only at top level
     head_pos: int
