@@ -5,6 +5,8 @@ import sys
 
 import pytest
 
+from conftest import REPO
+
 HEAVY = ("lxml", "yaml", "pynvml", "ncclctl.probe", "ncclctl.topo", "jsonschema", "pydantic",
          "ncclctl.registry", "ncclctl.lint", "ncclctl.report", "ncclctl.fabric")
 
@@ -58,3 +60,47 @@ def test_a_command_imports_only_its_own_module(command, module):
     (and the shared one), and ``--help`` none."""
     assert _cli_modules(["--help"]) == {"ncclctl.cli.common"}
     assert _cli_modules([command, "--help"]) == {"ncclctl.cli.common", module}
+
+
+_EXIT = """
+import atexit, os, sys, threading, time
+marker = sys.argv[1]
+what = sys.argv[2]
+
+class Gone:
+    def __del__(self, _open=open, _path=marker + ".teardown"):  # runs only when the interpreter tears itself down
+        with _open(_path, "w") as fh:
+            fh.write("x")
+
+keep = Gone()
+if what == "atexit":
+    atexit.register(lambda: open(marker + ".atexit", "w").write("x"))
+elif what == "thread":
+    def late():
+        time.sleep(0.3)
+        open(marker + ".thread", "w").write("x")
+    threading.Thread(target=late).start()
+sys.argv = ["ncclctl", *sys.argv[3:]]
+from ncclctl.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("what", ["nothing", "atexit", "thread"])
+def test_console_script_exit(tmp_path, what):
+    """The console script ends the process at once when nothing is left to run at exit (no interpreter teardown:
+    ~10-15 ms of every command), and exits the usual way when something is: an atexit callback, another thread.
+    Output and exit code are the same either way."""
+    marker = str(tmp_path / "m")
+    args = ["topo", "predict", "--root", str(REPO / "fixtures" / "hosts" / "dgx-h100"), "-N", "2", "--format", "json"]
+    got = subprocess.run([sys.executable, "-c", _EXIT, marker, what, *args], capture_output=True, text=True,
+                         timeout=60, cwd=REPO)
+    ref = subprocess.run([sys.executable, "-m", "ncclctl", *args], capture_output=True, text=True, timeout=60,
+                         cwd=REPO)
+    assert (got.returncode, got.stdout, got.stderr) == (ref.returncode, ref.stdout, ref.stderr)
+    assert ref.stdout.strip().startswith("{")
+    torn_down = (tmp_path / "m.teardown").exists()
+    if what == "nothing":
+        assert not torn_down  # ended at once
+    else:
+        assert torn_down and (tmp_path / f"m.{what}").exists()
