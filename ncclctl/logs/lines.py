@@ -37,15 +37,6 @@ _LAUNCHER = re.compile(
     r"))+")
 
 
-_DIGITS = re.compile(r"(\d+)")
-
-
-def natural_key(name: str) -> tuple:
-    """``gpu2`` before ``gpu10`` (as :func:`ncclctl.plan.paths.natural_key`, which imports the node model: a
-    one-rank log is read in well under 200 ms only without it)."""
-    return tuple((int(p) if len(p) < 50 else 10**50) if p.isdigit() else p for p in _DIGITS.split(name))
-
-
 def strip_launcher(line: str) -> str:
     """``line`` without launcher prefixes, timestamps or quote marks at its start (and without surrounding blanks)."""
     m = _LAUNCHER.match(line)
@@ -91,4 +82,4 @@ def split_warn_head(head: str) -> tuple[str, str]:
     return head[:m.start(1)].rstrip(), m.group(1)
 
 
-__all__ = ["INFO", "NO_PREFIX", "TRACE", "WARN", "natural_key", "parse_head", "split_warn_head", "strip_launcher"]
+__all__ = ["INFO", "NO_PREFIX", "TRACE", "WARN", "parse_head", "split_warn_head", "strip_launcher"]

@@ -10,9 +10,10 @@ import sys
 
 import pytest
 
-from ncclctl.logs.lines import natural_key, parse_head, split_warn_head, strip_launcher
+from ncclctl.logs.lines import parse_head, split_warn_head, strip_launcher
 from ncclctl.logs.parse import read_logs, read_text, warn_kind
 from ncclctl.logs.show import summary
+from ncclctl.plan.paths import natural_key
 
 from conftest import REPO, run_cli
 
@@ -132,6 +133,11 @@ def test_truncated_and_hostile_inputs_never_raise(tmp_path):
     p.write_bytes(gz[: len(gz) // 2])
     ls = read_logs([str(p)])
     assert any("ends early" in n for n in ls.sources[0].notes)
+    # a host name with a superscript digit (str.isdigit says yes, int() says no) sorts, never crashes
+    p = tmp_path / "sup.log"
+    p.write_text("node1\u00b2:1:2 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+                 "node2:3:4 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n", encoding="utf-8")
+    assert "node1\u00b2" in json.dumps(summary(read_logs([str(p)])), ensure_ascii=False)
     p = tmp_path / "bin.log"
     p.write_bytes(bytes(range(256)) * 50 + b"\n" + b"x" * 200_000 + b" NCCL INFO Channel 00/0 : 1[0] -> 2[1] via P2P\n")
     ls = read_logs([str(p)])
