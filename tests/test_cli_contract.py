@@ -40,6 +40,28 @@ def test_no_help_line_is_cut_and_placeholders_are_readable():
         assert first.replace("{", "").replace("}", "").endswith(placeholder), (args, first)  # typer: {REQUIRED}
 
 
+def test_a_group_built_for_one_command_has_that_command_as_the_whole_group_has_it():
+    """``ncclctl topo predict ...`` builds the topo group with predict alone (start-up): the command must be the one
+    the whole group holds (same options, arguments, help), and a word that is not a command gets the whole group."""
+    for name in COMMANDS:
+        whole = load_command(name)
+        subs = getattr(whole, "commands", None)
+        if not subs:
+            continue
+        for sub, full in subs.items():
+            one = load_command(name, sub)
+            assert list(one.commands) == [sub], (name, sub)
+            alone = one.commands[sub]
+            assert [(p.name, p.opts, p.secondary_opts, p.required, p.default, getattr(p, "help", None))
+                    for p in alone.params] == [(p.name, p.opts, p.secondary_opts, p.required, p.default,
+                                                getattr(p, "help", None)) for p in full.params], (name, sub)
+            assert (alone.help, alone.short_help, alone.hidden) == (full.help, full.short_help, full.hidden)
+        for word in ("--help", "no-such-command", None):
+            assert list(load_command(name, word).commands) == list(subs), (name, word)
+    typo = run_cli("topo", "predcit")
+    assert typo.returncode == 2 and "Did you mean 'predict'?" in typo.stderr
+
+
 def test_every_format_choice_is_in_the_one_vocabulary():
     for name in COMMANDS:
         cmd = load_command(name)
