@@ -671,24 +671,11 @@ class _Search:
                                     type1 in (GPU, NVS) and type2 in (GPU, NVS))
         return e
 
-    def follow(self, graph: Graph, type1: int, index1: int, type2: int, index2: int, mult: int) -> Node | None:
-        """``ncclTopoFollowPath`` (``mult`` 1: take, -1: give back; the only values NCCL's search uses): the node
-        reached, or None when the path is of a worse type than the graph allows or lacks bandwidth (then nothing
-        is taken). The search itself calls :meth:`take` and :meth:`give` with the edge it looked up once."""
-        if type1 == -1:
-            return self.nodes[type2][index2]
-        e = self.edge(type1, index1, type2, index2)
-        if mult == 1:
-            return self.take(graph, e)
-        if mult != -1:
-            raise ValueError(f"followPath with mult={mult}: NCCL's search only takes (1) and gives back (-1)")
-        self.give(graph, e)
-        return e[5]
-
     def take(self, graph: Graph, e: tuple) -> Node | None:
-        """``ncclTopoFollowPath(..., mult=1)`` on an :meth:`edge`: take the graph's bandwidth off every link of
-        the path and return the node reached; None (nothing taken) when the path type is worse than the graph
-        allows (both ways for trees) or a link lacks bandwidth."""
+        """``ncclTopoFollowPath(..., mult=1)`` on an :meth:`edge` (NCCL's search calls it with 1 and -1 only: see
+        :meth:`give`): take the graph's bandwidth off every link of the path and return the node reached; None
+        (nothing taken) when the path type is worse than the graph allows (both ways for trees) or a link lacks
+        bandwidth."""
         ptype, rtype, mode, links, count, node2, intra = e
         if intra:
             bw, typ = graph.bw_intra, graph.type_intra
