@@ -158,12 +158,14 @@ def _read(path: str, spec: Kind, shown: str, limit: int | None, nofollow: bool, 
             raise not_regular(shown, st.st_mode, spec)
         if limit is None and st.st_size > spec.cap:  # a sparse file of 2 GiB is refused before reading
             raise too_big(shown, st.st_size, spec)
-        # os.read in 64 KiB steps: sysfs files are tiny, and asking for a 1 MiB buffer per read costs an
-        # mmap/munmap each time.
+        # Read to end of file, whatever the first read returned: procfs hands out one page per read and reports
+        # st_size 0, sysfs reports 4096 for every attribute, and a file may grow while it is read, so a short read
+        # is never taken for the end (issue 25: /proc/cpuinfo and /proc/modules were cut after their first page).
+        # The first read asks for 64 KiB (sysfs files are tiny, and a 1 MiB buffer per read costs an mmap/munmap
+        # each time); a regular file over 1 MiB is read in one call (no pieces to join, half the copying).
         want = cap if limit is not None else cap + 1
-        # (a regular file over 1 MiB is read in one call: no pieces to join, half the copying and the memory)
         first = os.read(fd, min(65536 if st.st_size <= (1 << 20) else st.st_size + 1, want))
-        if len(first) < 65536 or len(first) >= want:
+        if not first or len(first) >= want:
             data = first
         else:
             chunks = [first]
@@ -174,7 +176,7 @@ def _read(path: str, spec: Kind, shown: str, limit: int | None, nofollow: bool, 
                     break
                 chunks.append(chunk)
                 total += len(chunk)
-            data = b"".join(chunks)
+            data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     finally:
         os.close(fd)
     if limit is None and len(data) > spec.cap:
