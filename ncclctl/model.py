@@ -108,6 +108,9 @@ class PciDevice:
     #: Bridges: how many bytes of PCI config space could be read (4096 as root; 64 or 256 otherwise, which
     #: hides the extended capabilities such as ACS); ``None`` when not read.
     config_bytes: int | None = None
+    #: ``local_cpus`` (the cpumap of the CPUs near the device), read for endpoints whose ``numa_node`` is -1: a
+    #: VM without NUMA information still says which CPUs a GPU's threads belong on.
+    local_cpus: str | None = None
 
     @property
     def acs_unknown(self) -> bool:
@@ -337,6 +340,16 @@ class NetDev:
     ecn: Ecn | None = None
     lldp: LldpNeighbor | None = None
     dcbx: Dcbx | None = None
+    #: The kernel's interface index (``/sys/class/net/X/ifindex``): the order ``getifaddrs`` lists interfaces in.
+    ifindex: int | None = None
+    #: ``/sys/class/net/X/flags`` (``IFF_UP`` is 0x1). With ``operstate``, whether the interface is RUNNING.
+    flags: int | None = None
+    #: The address families the interface has an address of, as NCCL's socket code counts them: ``inet`` (IPv4),
+    #: ``inet6`` (IPv6 other than loopback). None: not recorded (an older snapshot, or procfs not readable).
+    inet: tuple[str, ...] | None = None
+    #: The last component of ``/sys/class/net/X/device`` resolved: a PCI bus id, or a non-PCI device (``virtio2``,
+    #: a vmbus id); None where the interface has no device (virtual interfaces).
+    device_name: str | None = None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -373,6 +386,20 @@ class HostFacts:
     #: read through the host root so a snapshot carries it; None when unset, relative, missing or unreadable.
     topo_file: ConfFile | None = None
     graph_file: ConfFile | None = None
+    #: The NCCL libraries a job could load (:mod:`ncclctl.probe.ncclib`); None: not looked for (an older snapshot).
+    nccl_libraries: tuple[NcclLibrary, ...] | None = None
+
+
+@record
+class NcclLibrary:
+    """An NCCL library found on the host, and the release its own banner says it is."""
+    path: str
+    #: ``2.28.9`` (with a suffix where the build has one); None when no banner was found in it.
+    version: str | None = None
+    #: The CUDA release it was built for (``13.0``).
+    cuda: str | None = None
+    #: Where it was found: ``LD_LIBRARY_PATH``, ``ld.so.conf``, ``system``, ``python: torch``...
+    where: str | None = None
 
 
 @record

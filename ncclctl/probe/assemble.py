@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from ncclctl.errors import InputError, NcclctlError, UsageError
 from ncclctl.model import (
-    C2c, ConfFile, Cpu, Dcbx, Ecn, Gid, Gpu, HostFacts, IbPort, LldpNeighbor, NetDev, Nic, Node, NumaNode, NvLink,
-    NvSwitch, PciDevice, Qos, Unavailable,
+    C2c, ConfFile, Cpu, Dcbx, Ecn, Gid, Gpu, HostFacts, IbPort, LldpNeighbor, NcclLibrary, NetDev, Nic, Node, NumaNode,
+    NvLink, NvSwitch, PciDevice, Qos, Unavailable,
 )
 from ncclctl import sysfs as V
 from ncclctl.probe.commands import CommandResult, LiveRunner, RecordedRunner, Runner
@@ -149,7 +149,7 @@ class _Probe:
         hostname = host.read_value("/proc/sys/kernel/hostname") or "unknown"
         kernel = host.read_value("/proc/sys/kernel/osrelease")
         numa = self.numa()
-        cpu = self.cpu()
+        cpu = self._cut_procfs(self.cpu(), numa)
         pci = self.pci()
         nvml_doc = self.nvml.collect()
         gpus, nvswitches = self.gpus(pci, nvml_doc)
@@ -193,6 +193,26 @@ class _Probe:
             dist = self.value(f"{d}/distance", lambda s: tuple(int(x) for x in s.split()), what="NUMA distances") or ()
             nodes.append(NumaNode(id=n, cpulist=cpulist, cpumap=cpumap, distances=dist))
         return tuple(nodes)
+
+    def _cut_procfs(self, cpu: Cpu, numa: tuple[NumaNode, ...]) -> Cpu:
+        """A snapshot taken by an ncclctl whose reader stopped at the first short read (before issue 25) holds the
+        first page of each procfs file: /proc/cpuinfo lists fewer processors than the NUMA nodes' CPU lists. Then
+        the CPU count is taken from sysfs, and what else comes from procfs (/proc/modules: the GPUDirect module
+        checks) is said to be untrusted."""
+        if self.host.live or not numa:
+            return cpu
+        in_numa = sum(len(V.parse_cpulist(n.cpulist)) for n in numa if n.cpulist)
+        if in_numa <= cpu.logical_cpus:
+            return cpu
+        self.unavailable.append(Unavailable(
+            source="procfs", reason="cut at its first page",
+            detail=f"/proc/cpuinfo lists {cpu.logical_cpus} processors, the NUMA nodes "
+                   f"{in_numa}: the snapshot's procfs files were cut by an ncclctl older than issue 25's fix "
+                   "(CPU count taken from sysfs; /proc/modules may be missing modules, so module checks such as "
+                   "GPUDirect RDMA's peer memory are not trusted); re-capture the host with 'ncclctl snapshot'"))
+        from dataclasses import replace  # noqa: PLC0415
+
+        return replace(cpu, logical_cpus=in_numa)
 
     def cpu(self) -> Cpu:
         text = self.host.read_text("/proc/cpuinfo")
@@ -320,6 +340,8 @@ class _Probe:
             acs_cap=acs_cap,
             acs_ctrl=acs_ctrl,
             config_bytes=config_bytes,
+            local_cpus=(self.value(f"{d}/local_cpus", lambda s: (V.parse_cpumap(s), s)[1], what="cpumap")
+                        if numa == -1 and role == "endpoint" else None),
         )
 
     # GPUs ----------------------------------------------------------------------------------------
@@ -483,6 +505,7 @@ class _Probe:
         links = self.command(("ip", "-j", "-d", "link", "show"), parse_ip_link_json)
         for link in links or ():
             kinds[link.ifname] = link
+        families = self._address_families()
         out = []
         for name in host.listdir(base):
             d = f"{base}/{name}"
@@ -503,13 +526,35 @@ class _Probe:
                 operstate=host.read_value(f"{d}/operstate"),
                 address=host.read_value(f"{d}/address"),
                 type=self.value(f"{d}/type", V.parse_int, what="ARPHRD type"),
-                speed_mbps=self.value(f"{d}/speed", V.parse_int, what="link speed") if bdf else None,
+                # Every interface but the loopback: NCCL's socket transport reads the speed of whichever it uses
+                # (a bond's is its slaves' sum); unreadable (virtio, some VFs) is None.
+                speed_mbps=self.value(f"{d}/speed", V.parse_int, what="link speed") if name != "lo" else None,
+                ifindex=self.value(f"{d}/ifindex", V.parse_int, what="interface index"),
+                flags=self.value(f"{d}/flags", lambda v: int(v, 16), what="interface flags"),
+                inet=None if families is None else tuple(
+                    f for f, names in (("inet", families[0]), ("inet6", families[1])) if name in names
+                    or (f == "inet" and name == "lo")),
+                device_name=device.rsplit("/", 1)[-1] if device else None,
                 bdf=bdf,
                 kind=kind,
                 master=getattr(info, "master", None) if info is not None else None,
                 parent=getattr(info, "link", None) if info is not None else None,
             ))
         return out
+
+    def _address_families(self) -> tuple[frozenset[str], frozenset[str]] | None:
+        """(interfaces with an IPv4 address, with an IPv6 address other than ::1) from procfs, or None when
+        neither file is there (an older snapshot, a host tree without them)."""
+        from ncclctl.parsers.procnet import parse_if_inet6, parse_route  # noqa: PLC0415
+
+        route = self.host.read_text("/proc/net/route")
+        inet6 = self.host.read_text("/proc/net/if_inet6")
+        if route is None and inet6 is None:
+            return None
+        v4 = parse_route(route, source=self.host.display("/proc/net/route")) if route is not None else frozenset()
+        v6 = (parse_if_inet6(inet6, source=self.host.display("/proc/net/if_inet6")) if inet6 is not None
+              else frozenset())
+        return v4, v6
 
     # RDMA ----------------------------------------------------------------------------------------
 
@@ -787,7 +832,28 @@ class _Probe:
             fabric_manager=fm,
             topo_file=topo_file,
             graph_file=graph_file,
+            nccl_libraries=self._nccl_libraries(),
         )
+
+    def _nccl_libraries(self) -> tuple[NcclLibrary, ...] | None:
+        """Live: the libraries found (:mod:`ncclctl.probe.ncclib`); a snapshot: its ``nccl.json``, or None."""
+        from ncclctl.probe import ncclib  # noqa: PLC0415
+
+        if self.host.live:
+            import os  # noqa: PLC0415
+
+            return tuple(ncclib.find_libraries(dict(os.environ)))  # the loader's variables, not just NCCL_*
+        raw = self.host.read_bytes("/nccl.json", kind="nvml")
+        if raw is None:
+            return None
+        import json  # noqa: PLC0415
+
+        shown = self.host.display("/nccl.json")
+        try:
+            doc = json.loads(raw)
+        except ValueError as exc:
+            raise InputError(f"not JSON: {exc}", path=shown, fix="re-capture the host with 'ncclctl snapshot'") from None
+        return ncclib.from_doc(doc, shown)
 
     def _nccl_file(self, env: tuple[tuple[str, str], ...], conf_files: list[ConfFile], name: str) -> ConfFile | None:
         """The file ``name`` (NCCL_TOPO_FILE, NCCL_GRAPH_FILE) points at, found with NCCL's own precedence and

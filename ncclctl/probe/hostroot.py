@@ -81,6 +81,8 @@ class HostRoot:
                 path=root,
                 fix="pass a fixture directory written by 'ncclctl snapshot -o DIR'",
             )
+        if not self.live:
+            _check_host_marks(self.root, root)
 
     # Path helpers --------------------------------------------------------------------------------
 
@@ -318,3 +320,29 @@ class HostRoot:
             raise InputError("recorded environment must be a JSON object of strings", path=path,
                              fix='write it as {"NCCL_IB_HCA": "=mlx5_0", ...}')
         return data
+
+
+#: What every captured host has at least one of: a snapshot's manifest, the kernel's two trees, or one of the
+#: recorded sources (a partial capture: NVML answers, command outputs, the environment).
+HOST_MARKS = ("manifest.json", "proc", "sys", "nvml.json", "cmd", "env.json")
+
+
+def _check_host_marks(real: str, shown: str) -> None:
+    """Refuse a root that holds none of a host's marks (a typo, a parent folder, an empty folder): in a Slurm
+    prolog or an NHC check it would otherwise read as a healthy host with nothing on it."""
+    if any(os.path.lexists(os.path.join(real, m)) for m in HOST_MARKS):
+        return
+    try:
+        children = sorted(os.listdir(real))
+    except OSError:
+        children = []
+    hosts = [c for c in children if os.path.isfile(os.path.join(real, c, "manifest.json"))]
+    if hosts:
+        listed = ", ".join(hosts[:5]) + (f" and {len(hosts) - 5} more" if len(hosts) > 5 else "")
+        raise InputError(f"not a host root but a folder of {len(hosts)} host(s): {listed}", path=shown,
+                         fix=f"pass one of them (--root {os.path.join(shown, hosts[0])}), or check them all with "
+                             f"'ncclctl fleet lint {shown}'")
+    raise InputError("not a host root: it holds none of manifest.json, proc/, sys/, nvml.json, cmd/, env.json"
+                     + (" (the folder is empty)" if not children else ""), path=shown,
+                     fix="pass a folder written by 'ncclctl snapshot -o DIR' (or its .tar.gz), or drop --root to "
+                         "check this host")

@@ -555,12 +555,69 @@ def redact_files(files: dict[str, bytes], links: dict[str, str], node) -> dict[s
             continue
         texts[path] = data.decode("latin-1")  # byte-for-byte: every byte is one character
         red.learn_text(texts[path])
+    for path in texts:  # addresses in the kernel's hexadecimal forms: learned before any is mapped
+        if _is_proc_net(path, "route"):
+            red.ipv4.update(a for a in _route_addrs(texts[path]) if a)
     out = {}
     for path, data in files.items():
         if path.endswith("/config"):
             out[path] = red.config(data)
+        elif _is_proc_net(path, "route"):
+            out[path] = _redact_route(red, texts[path]).encode("latin-1")
+        elif path == "/nccl.json":  # library paths: a user's home folder names the user
+            out[path] = re.sub(r"/home/[^/\"]+/", "/home/user/", red.text(texts[path])).encode("latin-1")
+        elif _is_proc_net(path, "if_inet6"):
+            out[path] = _redact_if_inet6(red, texts[path]).encode("latin-1")
         elif path in texts:
             out[path] = red.text(texts[path]).encode("latin-1")
         else:
             out[path] = data
     return out
+
+
+def _le_hex(word: str) -> int | None:
+    """``/proc/net/route``'s address column (the address's bytes in host order, printed as %08X): the address."""
+    if len(word) != 8 or any(c not in "0123456789abcdefABCDEF" for c in word):
+        return None
+    return int.from_bytes(bytes.fromhex(word)[::-1], "big")
+
+
+def _route_addrs(text: str):
+    for line in text.splitlines()[1:]:
+        cols = line.split("\t")
+        for i in (1, 2):
+            if len(cols) > i:
+                a = _le_hex(cols[i].strip())
+                if a is not None:
+                    yield a
+
+
+def _redact_route(red: Redactor, text: str) -> str:
+    """Destination and gateway mapped like every other IPv4 address (prefix-preserving, so a local address still
+    falls in its redacted subnet); masks, flags and interface names kept."""
+    lines = text.split("\n")
+    for n in range(1, len(lines)):
+        cols = lines[n].split("\t")
+        for i in (1, 2):
+            if len(cols) > i:
+                a = _le_hex(cols[i].strip())
+                if a is not None:
+                    mapped = red.ip4(a) if a else 0
+                    cols[i] = cols[i].replace(cols[i].strip(), mapped.to_bytes(4, "big")[::-1].hex().upper())
+        lines[n] = "\t".join(cols)
+    return "\n".join(lines)
+
+
+def _redact_if_inet6(red: Redactor, text: str) -> str:
+    lines = text.split("\n")
+    for n, line in enumerate(lines):
+        word = line.split(" ", 1)[0]
+        if len(word) == 32 and all(c in "0123456789abcdefABCDEF" for c in word):
+            lines[n] = red.ip6(bytes.fromhex(word)).hex() + line[32:]
+    return "\n".join(lines)
+
+
+def _is_proc_net(path: str, name: str) -> bool:
+    """``/proc/net/NAME`` as the snapshot stores it: /proc/net is a link to self/net, itself a link to the pid."""
+    parts = path.strip("/").split("/")
+    return len(parts) >= 3 and parts[0] == "proc" and parts[-2] == "net" and parts[-1] == name

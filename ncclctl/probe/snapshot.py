@@ -118,6 +118,11 @@ def write_tree(dest: str, node: Node, recorder: Recorder, runner: RecordingRunne
             files[f"/cmd/{name}.txt"] = res.partial.encode()
         elif res.reason != "not captured":
             files[f"/cmd/{name}.err"] = (res.reason or "failed").encode() + b"\n"
+    libs = node.facts.nccl_libraries
+    if libs is not None and "/nccl.json" not in files:
+        from ncclctl.probe.ncclib import to_doc
+
+        files["/nccl.json"] = (json.dumps(to_doc(libs), indent=2, sort_keys=True) + "\n").encode()
     if nvml_doc is not None and nvml_doc.get("init") != "NotCaptured":
         files["/nvml.json"] = (json.dumps(nvml_doc, indent=2, sort_keys=True) + "\n").encode()
     unavailable = [{"source": u.source, "reason": u.reason, **({"detail": u.detail} if u.detail else {})}
