@@ -135,8 +135,11 @@ class Plugin:
     gdr: bool = True
     #: Names of ports known to be down (not ACTIVE): the plugin does not list them.
     down: frozenset[tuple[str, int]] = frozenset()
-    #: The plugin's name in NCCL's messages.
+    #: The plugin's name in NCCL's messages: ``IB`` or ``Socket``.
     name: str = "IB"
+    #: The Socket plugin's devices (:class:`ncclctl.nccl.transport.SocketDev`), in its order, when ``name`` is
+    #: ``Socket``: NCCL takes them from the interfaces, not from the topology file.
+    socket: tuple = ()
 
 
 #: NCCL_NET_MERGE_POLICY and NCCL_IB_HCA's ``:rail:plane`` fields are read from this release on.
@@ -226,6 +229,8 @@ def plugin_devices(top: X, params: Params, plugin: Plugin, notes: list[str]) -> 
     PCI path order (``ncclIbCompareDevs``), then NCCL's fusion of devices at most NCCL_NET_MERGE_LEVEL apart."""
     from ncclctl.nccl.lists import hca_selects
 
+    if plugin.name != "IB":  # Socket, or no plugin the model follows ("none", "external": no device)
+        return _socket_devices(top, plugin, notes)
     nets = [n for n in top.find_all("net") if n.get("name")]
     # The ibv port: the XML holds NCCL's port = ibv port + the number of earlier devices on the same card.
     ports: list[tuple[X, str, int]] = []
@@ -265,7 +270,40 @@ def plugin_devices(top: X, params: Params, plugin: Plugin, notes: list[str]) -> 
     return devs
 
 
-def _populate(top: X, devs: list[PluginDev], params: Params, notes: list[str]) -> None:
+def _socket_devices(top: X, plugin: Plugin, notes: list[str]) -> list[PluginDev]:
+    """The Socket plugin's devices placed in the XML as ``ncclTopoFillNet`` places them: the ``<net>`` of that name
+    when the file has one, else a new ``<nic><net>`` under the first CPU (a device whose PCI function is not in the
+    file: NCCL would read its PCI path from sysfs, which a file does not carry). ``<net>`` elements of other names
+    are not the plugin's: NCCL does not keep them. No fusion: the Socket plugin has no ``makeVDevice``."""
+    by_name: dict[str, X] = {}
+    for n in top.find_all("net"):
+        name = n.get("name")
+        if name and name not in by_name:
+            by_name[name] = n
+    devs = []
+    for sd in plugin.socket:
+        node = by_name.get(sd.name)
+        if node is None:
+            cpu = next(iter(top.find_all("cpu")), None)
+            if cpu is None:
+                cpu = X("cpu", {"numaid": "0"}, [], top)
+                top.subs.append(cpu)
+                notes.append("the topology has no <cpu>: NCCL adds one for the socket device")
+            nic = next((c for c in cpu.subs if c.name == "nic"), None)
+            if nic is None:
+                nic = X("nic", {}, [], cpu)
+                cpu.subs.append(nic)
+            node = X("net", {"name": sd.name}, [], nic)
+            nic.subs.append(node)
+            if sd.busid is not None:
+                notes.append(f"{sd.name}: its PCI device {sd.busid} is not in the topology file; placed under the "
+                             "first CPU")
+        devs.append(PluginDev(name=sd.name, port=0, speed=sd.speed, guid=sd.dev, gdr=False, xml=(node,)))
+    return devs
+
+
+def _populate(top: X, devs: list[PluginDev], params: Params, notes: list[str], *,
+              socket: bool = False) -> None:
     """``ncclTopoPopulateNics`` for the physical devices, then ``ncclTopoMakeVNics``/``UpdateVNics``/populate the
     virtual ones (NCCL's IB plugin implements makeVDevice)."""
     for i, d in enumerate(devs):
@@ -280,12 +318,12 @@ def _populate(top: X, devs: list[PluginDev], params: Params, notes: list[str]) -
         if d.plane != -1:
             _init(node, "plane", str(d.plane))
         _init(node, "guid", f"{d.guid:#x}")
-        _init(node, "maxconn", str(s.MAXCHANNELS * 2048))
+        _init(node, "maxconn", str(65536 if socket else s.MAXCHANNELS * 2048))
         _init(node, "gdr", "1" if d.gdr else "0")
         node.attrs["net"] = "1"
     level = _merge_level(params)
     n_phys = len(devs)
-    if n_phys == 0:
+    if n_phys == 0 or socket:
         return
     merge_nics = params.get("IB_MERGE_NICS", 1)
     rail_policy = merge_policy_rail(params)
@@ -886,7 +924,7 @@ def build(root, params: Params, plugin: Plugin | None = None, *, gpus: tuple[int
             raise InputError(f"GPU dev {', '.join(map(str, missing))} is not in the topology file",
                              fix="name GPUs by their dev attribute")
     devs = plugin_devices(top, params, plugin, notes)
-    _populate(top, devs, params, notes)
+    _populate(top, devs, params, notes, socket=plugin.name == "Socket")
     # Each local rank keeps its own GPU and the plugin's NICs, trims, and the ranks' trees are fused in rank order
     # (ncclTopoGetSystem: ncclTopoTrimXml, then ncclTopoFuseXml per local rank): a GPU whose PCI branch holds no
     # NIC joins the tree only with its own rank, after the branches rank 0 brought, which decides NCCL's GPU order.
@@ -906,7 +944,7 @@ def build(root, params: Params, plugin: Plugin | None = None, *, gpus: tuple[int
         _trim(top)
         fused = top
     top = fused
-    system = System(params=params)
+    system = System(params=params, transport=plugin.name)
     b = _Builder(system)
     for sub in top.subs:
         if sub.name == "cpu":

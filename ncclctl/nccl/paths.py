@@ -283,6 +283,8 @@ def check_gdr(system: System, rank: int, n: int, read: int) -> tuple[int, str]:
     g = system.gpu_by_rank(rank)
     gpu = system.nodes[GPU][g]
     if net.gdr == 0:
+        if system.transport == "Socket":
+            return GDR_DISABLE, f"{net.name} is a socket device: NCCL's Socket transport sends from host memory"
         return GDR_DISABLE, f"{net.name} has no GPUDirect RDMA support (nvidia_peermem not loaded, no DMA-BUF)"
     if gpu.gdr == 0:
         return GDR_DISABLE, "the GPU has no GPUDirect RDMA support"

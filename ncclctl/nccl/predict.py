@@ -35,6 +35,11 @@ class Inputs:
     graph_path: str | None = None
     #: NET name -> (rail, plane, source) NCCL does not see (``--fabric`` with a FILE): rail alignment only.
     known_ids: dict[str, tuple[int | None, int | None, str]] = field(default_factory=dict)
+    #: The net plugin NCCL uses (:class:`ncclctl.nccl.transport.Transport`); None: the IB plugin, from a file alone.
+    transport: Any = None
+    #: The NCCL libraries found on the node (:class:`ncclctl.model.NcclLibrary`); None: not known (a file, or a
+    #: snapshot older than the search).
+    node_nccl: Any = None
 
 
 @dataclass
@@ -66,6 +71,12 @@ class Prediction:
             "settings": {k: {"value": v, "from": self.inputs.env_origin.get(k, "--env")}
                          for k, v in sorted(self.inputs.env.items())},
             "gpudirect_rdma": {"available": self.inputs.gdr, "why": self.inputs.gdr_why},
+            "node_nccl": (None if self.inputs.node_nccl is None else
+                          [{"path": lib.path, "version": lib.version, "cuda": lib.cuda, "where": lib.where}
+                           for lib in self.inputs.node_nccl]),
+            "transport": (None if self.inputs.transport is None else
+                          {"name": self.inputs.transport.name, "why": self.inputs.transport.why,
+                           "notes": list(self.inputs.transport.notes)}),
             "nets": [{"dev": n.dev, "name": n.name, "speed_gbps": round(n.bw * 8, 1), "gdr": bool(n.gdr),
                       "port": n.port, "fused": n.name.split("+") if "+" in n.name else [],
                       "rail": None if n.rail == s.UNDEF else n.rail,
@@ -79,7 +90,7 @@ class Prediction:
                 "rank": g.rank, "dev": g.dev, "busid": g.label, "sm": g.sm,
                 "nets_used": self.local_nets[sysm.gpu_by_rank(g.rank)],
                 "paths_to_nets": {nets[i].name: {"type": s.PATH_TYPE_STR[p.type], "bw": round(p.bw, 2),
-                                                 "hops": p.count} for i, p in enumerate(g.paths[NET])},
+                                                 "hops": p.count} for i, p in enumerate(g.paths.get(NET, ()))},
                 "paths_to_gpus": {str(gpus[i].dev): {"type": s.PATH_TYPE_STR[p.type], "bw": round(p.bw, 2)}
                                   for i, p in enumerate(g.paths[GPU]) if gpus[i] is not g},
                 "gdr": {name: {"read": GDR_MODE_STR[r[0]], "read_why": r[1], "write": GDR_MODE_STR[w[0]],
@@ -118,7 +129,14 @@ def predict_tree(root, *, inputs: Inputs, down: frozenset[tuple[str, int]] = fro
     from ncclctl.errors import InputError
 
     params = Params(env=inputs.env, version=inputs.version)
-    built = build(root, params, Plugin(gdr=inputs.gdr, down=down))
+    tr = inputs.transport
+    if tr is not None and tr.name == "Socket":
+        plugin = Plugin(gdr=inputs.gdr, down=down, name="Socket", socket=tr.socket)
+    elif tr is not None and tr.name in ("none", "external"):
+        plugin = Plugin(gdr=inputs.gdr, down=down, name=tr.name, socket=())
+    else:
+        plugin = Plugin(gdr=inputs.gdr, down=down)
+    built = build(root, params, plugin)
     sysm = built.system
     if not sysm.nodes[GPU]:
         raise InputError("the topology file has no GPU NCCL can use", path=path,
@@ -231,7 +249,8 @@ def _channels(pred: Prediction) -> None:
                               **({"why_off": tun.why_off[(a, p)]} if (a, p) in tun.why_off else {})}
                           for p, bw, on in zip(PROTOS, tun.bandwidth[a], tun.enabled[a])}
                       for a in ("ring", "tree")},
-        "best": {"algorithm": algo, "protocol": proto, "gbps": round(best, 2)},
+        # One rank: NCCL launches a local copy/reduce (ncclLaunchOneRank), no algorithm or protocol is chosen.
+        "best": (None if inp.nodes * ngpus == 1 else {"algorithm": algo, "protocol": proto, "gbps": round(best, 2)}),
     }
 
 
@@ -369,7 +388,8 @@ def _render_channels(p: Prediction) -> list[str]:
         out.append(f"{key.capitalize()} graph ({src}): {g['nchannels']} channels x {g['bw_intra']:g}/{g['bw_inter']:g} "
                    f"GB/s intra/inter, {g['type_intra']}/{g['type_inter']}, pattern {g['pattern']}, "
                    f"crossNic {g['crossnic']}")
-        for c, ch in enumerate(g["channels"]):
+        lines = []
+        for ch in g["channels"]:
             line = " ".join(str(d) for d in ch["gpus"])
             if "net_in" in ch:
                 def end(e: dict) -> str:
@@ -379,11 +399,24 @@ def _render_channels(p: Prediction) -> list[str]:
                 line = f"{end(ch['net_in'])} -> GPU {line} -> {end(ch['net_out'])}"
             else:
                 line = f"GPU {line}"
-            out.append(f"  channel {c:>2}: {line}")
+            lines.append(line)
+        c = 0
+        while c < len(lines):  # identical consecutive channels on one line ("channels  0-31")
+            last = c
+            while last + 1 < len(lines) and lines[last + 1] == lines[c]:
+                last += 1
+            label = f"channel {c:>2}" if last == c else f"channels {c:>2}-{last}"
+            out.append(f"  {label}: {lines[c]}")
+            c = last + 1
     out.append(f"Channels after connect: {gd['channels']}" + (f" ({'; '.join(gd['channel_steps'])})"
                                                            if gd["channel_steps"] else ""))
     if gd["rail_aligned"]:
         out += _render_alignment(gd, p.inputs.nodes)
+    if p.inputs.nodes * len(p.system.nodes[GPU]) == 1:
+        out.append("One rank: NCCL runs no ring or tree and no protocol; each collective is a local copy or "
+                   "reduction on the GPU (ncclLaunchOneRank): nothing crosses NVLink, PCIe peers or the network")
+        out.append("")
+        return out
     for algo in ("ring", "tree"):
         parts = []
         for proto, v in gd["allreduce"][algo].items():
@@ -433,8 +466,11 @@ def render_text(p: Prediction) -> str:
     gpus = sysm.nodes[GPU]
     nets = sysm.nodes[NET]
     inp = p.inputs
-    out = [f"NCCL {inp.version} on {inp.source}: {inp.nodes} node{'s' if inp.nodes != 1 else ''} x "
-           f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''}"]
+    out = [f"NCCL {inp.version} (the release modelled) on {inp.source}: {inp.nodes} "
+           f"node{'s' if inp.nodes != 1 else ''} x {len(gpus)} GPU{'s' if len(gpus) != 1 else ''}"]
+    line = node_nccl_line(inp)
+    if line:
+        out.append(line)
     if inp.env:
         out.append("Settings: " + ", ".join(f"{k}={v}" + (f" ({inp.env_origin[k]})" if k in inp.env_origin else "")
                                             for k, v in sorted(inp.env.items())))
@@ -442,14 +478,29 @@ def render_text(p: Prediction) -> str:
         out.append("Settings: NCCL defaults (no NCCL_* variable set)")
     out.append(f"GPUDirect RDMA: {'available' if inp.gdr else 'not available'} ({inp.gdr_why})")
     out.append("")
-    if nets:
+    tr = inp.transport
+    if tr is not None:
+        out.append(f"Network transport: {tr.name if tr.name not in ('none', 'external') else 'none modelled'} "
+                   f"({tr.why})")
+    if nets and sysm.transport == "Socket":
+        out.append("Network devices as NCCL numbers them (Socket plugin: host memory, no fusion):")
+        for n in nets:
+            sd = next((d for d in (tr.socket if tr is not None else ()) if d.name == n.name), None)
+            extra = ("  (speed unreadable: NCCL defaults to 10 Gb/s)" if sd is not None and sd.speed_defaulted
+                     else "") + (f"  ({sd.attach_note})" if sd is not None and sd.attach_note else "")
+            out.append(f"  dev {n.dev}  {n.name:<16} {n.bw * 8:g} Gb/s  GDR no{extra}")
+    elif nets:
         out.append("Network devices as NCCL numbers them (IB plugin, after NCCL_IB_HCA and NIC fusion):")
         for n in nets:
             ids = "".join(f"  {k} {v}" for k, v in (("rail", n.rail), ("plane", n.plane)) if v != s.UNDEF)
             out.append(f"  dev {n.dev}  {n.name:<16} {n.bw * 8:g} Gb/s  GDR {'yes' if n.gdr else 'no'}{ids}")
+    elif tr is not None:
+        out.append("Network devices: none" + (" (NCCL cannot connect nodes)" if inp.nodes > 1 else
+                                              " (a single-node job needs none)"))
     else:
-        out.append("Network devices: none (NCCL uses sockets between nodes, or the job is single-node)")
-    for note in inp.notes + p.built.notes:
+        out.append("Network devices: none in the file (NCCL would use its Socket plugin's interfaces between nodes, "
+                   "which a topology file does not name; give --root to model them)")
+    for note in inp.notes + p.built.notes + list(tr.notes if tr is not None else ()):
         out.append(f"  note: {note}")
     out.append("")
     if nets:
@@ -489,6 +540,25 @@ def render_text(p: Prediction) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def node_nccl_line(inp: Inputs) -> str | None:
+    """What the node itself runs, against the release modelled."""
+    libs = inp.node_nccl
+    if libs is None:
+        return None
+    if not libs:
+        return ("The node's NCCL: no libnccl.so found (LD_LIBRARY_PATH, ld.so.conf, system and CUDA folders, Python "
+                "environments): a container image brings its own")
+    versions = sorted({lib.version for lib in libs if lib.version}, key=lambda v: [int(x) for x in v.split(".")[:3]
+                                                                                 if x.isdigit()])
+    found = "; ".join(f"{lib.version or 'unknown release'} at {lib.path} ({lib.where})" for lib in libs[:4])
+    line = f"The node's NCCL: {found}" + (f" and {len(libs) - 4} more" if len(libs) > 4 else "")
+    modelled = str(inp.version)
+    if versions and modelled not in versions:
+        line += (f". The model is of {modelled}: pass --nccl-version {versions[-1]} to model the node's release "
+                 "(ncclctl follows NCCL's code of its newest known release and the differences it knows of older ones)")
+    return line
+
+
 def parse_env(pairs: list[str] | None) -> dict[str, str]:
     """``--env KEY=VAL`` options (a bare ``KEY=`` sets an empty value, which NCCL treats as unset for integers)."""
     from ncclctl.errors import UsageError
@@ -519,15 +589,27 @@ def inputs_for_node(node, *, nodes: int, env: dict[str, str], version: Version, 
     resolved = resolve(node, version)
     merged: dict[str, str] = {}
     origin: dict[str, str] = {}
+    from ncclctl.nccl.variables import helper_variable
+
+    ignored: list[str] = []
     for name in resolved.names():
         st = resolved.effective(name)
         if st is not None and name.startswith("NCCL_"):
+            if helper_variable(name):  # NCCL_VERSION, NCCL_HOME...: set by images and modules, never read by NCCL
+                ignored.append(f"{name}={st.value}")
+                continue
             merged[name] = st.value
             origin[name] = st.where
     for k, v in env.items():
         merged[k] = v
         origin[k] = "--env"
     notes: list[str] = []
+    if ignored:
+        notes.append(f"not NCCL settings (install or packaging variables NCCL does not read): {', '.join(ignored)}")
+    from ncclctl.nccl.transport import transport_for_node
+
+    tr = transport_for_node(node, merged)
+    socket = tr.socket if tr.name == "Socket" else ()
     topo = node.facts.topo_file
     if "NCCL_TOPO_FILE" in merged and topo is not None:
         data = topo.text.encode()
@@ -539,7 +621,7 @@ def inputs_for_node(node, *, nodes: int, env: dict[str, str], version: Version, 
         if "NCCL_TOPO_FILE" in merged:
             notes.append(f"NCCL_TOPO_FILE={merged['NCCL_TOPO_FILE']} is set but its file could not be read from the "
                          "host: predicted from the detected hardware")
-        data = generate_for(node, nccl_version=version, rail_ids=rail_ids)[0]
+        data = generate_for(node, nccl_version=version, rail_ids=rail_ids, socket=socket)[0]
         if rail_ids is not None:
             from ncclctl.plan.railids import emit_note
 
@@ -568,5 +650,6 @@ def inputs_for_node(node, *, nodes: int, env: dict[str, str], version: Version, 
             notes.append(f"NCCL_GRAPH_FILE={merged['NCCL_GRAPH_FILE']} is set but its file could not be read from the "
                          "host: NCCL's own search is shown")
     inputs = Inputs(source=source, nodes=nodes, env=merged, env_origin=origin, gdr=on, gdr_why=why, version=version,
-                    notes=notes, graph_file=graph_file, graph_path=graph_path)
+                    notes=notes, graph_file=graph_file, graph_path=graph_path, transport=tr,
+                    node_nccl=node.facts.nccl_libraries)
     return data, inputs, down

@@ -168,6 +168,8 @@ class System:
     params: Params = field(default_factory=Params)
     #: What the model could not follow (unknown values NCCL would read differently, features not modelled).
     caveats: list[str] = field(default_factory=list)
+    #: The net plugin whose devices are the NETs: ``IB`` or ``Socket`` (``none``/``external``: no NET modelled).
+    transport: str = "IB"
 
     def index(self, node: Node) -> int:
         lst = self.nodes[node.type]

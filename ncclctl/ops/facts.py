@@ -39,6 +39,14 @@ SECTIONS = ("hostname", "kernel", "virtual_machine", "cpu", "gpu", "gpus", "nics
             "lint", "versions", "unavailable")
 
 
+def _transport(node: Node) -> dict:
+    from ncclctl.nccl.transport import node_transport
+    from ncclctl.nccl.version import DEFAULT
+
+    tr = node_transport(node, DEFAULT)
+    return {"name": tr.name, "why": tr.why, "interfaces": [sd.name for sd in tr.socket]}
+
+
 def document(node: Node, *, source: dict, lint: bool = True) -> dict:
     """The facts of one probed node (pure, apart from running the lint rules over it)."""
     from ncclctl.nccl.settings import effective_setting
@@ -104,6 +112,10 @@ def document(node: Node, *, source: dict, lint: bool = True) -> dict:
             "conf_files": sorted(c.path for c in f.conf_files),
             "effective": {name.lower(): effective_setting(node, name) for name in nccl_names},
             "virtual_topology_file": f.virtual_topology.path if f.virtual_topology else None,
+            "libraries": (None if f.nccl_libraries is None else
+                          [{"path": lib.path, "version": lib.version, "cuda": lib.cuda, "where": lib.where}
+                           for lib in f.nccl_libraries]),
+            "transport": _transport(node),
         },
         "lint": _lint_summary(node, source) if lint else {"ran": False, "error": None, "summary": None,
                                                           "rules": None},

@@ -147,8 +147,8 @@ def _single_node_note(data: bytes, inputs, down, graph: bytes) -> str | None:
     one = replace(inputs, nodes=1, notes=[])
     own = predict_xml(data, inputs=one, down=down)
     loaded = predict_xml(data, inputs=replace(one, graph_file=graph, graph_path="<graph>"), down=down)
-    if not own.graphs or not loaded.graphs:
-        return None
+    if not own.graphs or not loaded.graphs or own.graphs["best"] is None or loaded.graphs["best"] is None:
+        return None  # (one rank: no ring or tree runs, a graph file changes nothing)
     a, b = own.graphs["best"]["gbps"], loaded.graphs["best"]["gbps"]
     ro, rl = own.graphs["ring"], loaded.graphs["ring"]
     if b >= a * 0.999 and rl["nchannels"] >= ro["nchannels"]:
@@ -206,6 +206,9 @@ def plan_graph(node: Node, *, compute_nics: tuple[str, ...] | None = None, nodes
                          fix="check the NICs (ncclctl rails, ncclctl topo predict)")
     own_data = _strip_ranks(graphs_to_xml(own.system, [own.ring, own.tree]))
     own_sum = _summary(own)
+    if own.graphs["best"] is None:
+        raise InputError("one rank: NCCL runs no ring or tree (each collective is a local copy), so a graph file "
+                         "changes nothing", fix="give the job's node count with -N (a graph file matters from 2 ranks)")
     own_best = own.graphs["best"]["gbps"]
     for n in own.built.notes:
         if "fuses" in n:

@@ -92,6 +92,9 @@ class Options:
     #: ``"mlx5_0:1"`` (ibv port) -> (rail, plane or None): written as ``<net rail= plane=>`` (NCCL 2.30.7+ only;
     #: the caller passes them only for a target that reads them).
     rail_ids: tuple[tuple[str, int, int | None], ...] = ()
+    #: The Socket plugin's devices (:class:`ncclctl.nccl.transport.SocketDev`) when NCCL uses sockets: written as
+    #: NCCL's detection writes them (under their PCI function, else under the first CPU).
+    socket: tuple = ()
 
 
 def _speed_string(gen: int | None, opts: Options, where: str) -> str:
@@ -141,8 +144,17 @@ def _cpu_attrs(node: Node, numa: int) -> list[tuple[str, str]]:
     cpu = node.cpu
     numa_node = next((n for n in node.numa if n.id == numa), None)
     attrs = [("numaid", str(numa))]
-    if numa_node is not None and numa_node.cpumap:
-        affinity = numa_node.cpumap
+    affinity = numa_node.cpumap if numa_node is not None else None
+    if numa < 0 and not affinity:
+        # No NUMA node: NCCL finds no cpumap ("Affinity for GPU N is empty, ignoring") and leaves the GPU's threads
+        # unbound. The GPUs' own local_cpus say where they belong (the same mask for every GPU of such a VM).
+        masks = {d.local_cpus for g in node.gpus if (d := node.pci_device(g.bdf)) is not None
+                 and (d.numa_node is None or d.numa_node < 0) and d.local_cpus}
+        if len(masks) == 1:
+            affinity = masks.pop()
+        elif not masks and len(node.numa) == 1 and node.numa[0].cpumap:
+            affinity = node.numa[0].cpumap  # one NUMA node: every CPU is local to every device
+    if affinity:
         if len(affinity) > MAX_VALUE_LEN:
             raise InputError(f"NUMA node {numa}'s cpumap is {len(affinity)} characters, beyond NCCL's 253-character limit",
                              fix="NCCL cannot take this affinity from a file; generate without it is not supported yet")
@@ -274,6 +286,8 @@ def generate(node: Node, opts: Options = Options(), *, layout: "VirtualLayout | 
         root = _virtual(node, layout, opts)
     else:
         root = _bare_metal(node, opts)
+    if not opts.minimal:
+        _socket_nets(root, opts)
     n = root.count()
     if n > MAX_ELEMENTS:
         raise InputError(
@@ -281,6 +295,39 @@ def generate(node: Node, opts: Options = Options(), *, layout: "VirtualLayout | 
             fix="use --minimal, or restrict the NICs with --nics (storage NICs rarely belong in the file)",
         )
     return serialize(root)
+
+
+def _socket_net_el(sd) -> El:
+    # gdr="0" is what the Socket plugin always reports (host memory only): unlike gdr="1" it cannot enable
+    # anything NCCL would not detect itself.
+    attrs = [("name", sd.name), ("dev", str(sd.dev)), ("speed", str(sd.speed)), ("port", "0"),
+             ("guid", f"{sd.dev:#x}"), ("maxconn", "65536"), ("gdr", "0")]
+    return El("net", [(k, _check_value(k, v)) for k, v in attrs])
+
+
+def _socket_nets(root: El, opts: Options) -> None:
+    """The socket devices not placed under their PCI function go under the first CPU, as ``ncclTopoFillNet``
+    attaches a device that is not a PCI function (or whose function the layout does not hold)."""
+    placed = {c.attrs[0][1] for c in _walk(root) if c.name == "net" and c.attrs}
+    rest = [sd for sd in opts.socket if sd.name not in placed]
+    if not rest:
+        return
+    cpu = next((c for c in root.children if c.name == "cpu"), None)
+    if cpu is None:
+        return
+    nic = next((c for c in cpu.children if c.name == "nic"), None)
+    if nic is None:
+        nic = El("nic", [])
+        cpu.children.append(nic)
+    nic.children.extend(_socket_net_el(sd) for sd in rest)
+
+
+def _walk(el: El):
+    stack = [el]
+    while stack:
+        e = stack.pop()
+        yield e
+        stack.extend(e.children)
 
 
 def _endpoints(node: Node, opts: Options) -> tuple[list[Gpu], dict[str, list[NetDev]], list[NetDev]]:
@@ -345,6 +392,20 @@ def _bare_metal(node: Node, opts: Options) -> El:
             raise InputError(f"{busid} is both a GPU and a NIC", fix="report this host layout as a bug")
         elements[busid] = el
         attach(dev, el)
+    if not opts.minimal:
+        for sd in opts.socket:
+            sdev = node.pci_device(sd.busid) if sd.busid else None
+            if sdev is None:
+                continue  # placed under the first CPU by _socket_nets
+            holder = elements.get(sdev.bdf)
+            if holder is None:
+                holder = elements[sdev.bdf] = El("pci", _pci_attrs(node, sdev, opts))
+                attach(sdev, holder)
+            nic = next((c for c in holder.children if c.name == "nic"), None)
+            if nic is None:
+                nic = El("nic", [])
+                holder.children.append(nic)
+            nic.children.append(_socket_net_el(sd))
     system = El("system", [("version", "1")])
     for numa in sorted(cpus):
         system.children.append(cpus[numa])
@@ -567,8 +628,8 @@ def _leaf_attrs(node: Node, busid: str, dev: PciDevice | None, layout: VirtualLa
 
 def generate_for(node: Node, *, nccl_version: Version = DEFAULT, minimal: bool = False,
                  nics: tuple[str, ...] | None = None, spec: str | None = None,
-                 profile: str | None = None, rail_ids: "RailIds | None" = None
-                 ) -> tuple[bytes, VirtualLayout | None, str | None]:
+                 profile: str | None = None, rail_ids: "RailIds | None" = None,
+                 socket: tuple | None = None) -> tuple[bytes, VirtualLayout | None, str | None]:
     """``ncclctl topo generate``: the file for ``node`` with the layout chosen from ``spec`` (a YAML file read
     through the input door), ``profile``, or, on a flat-PCIe VM, the ``pairs`` profile. ``(bytes, layout or None for
     bare metal, a note for the user or None)``."""
@@ -578,8 +639,16 @@ def generate_for(node: Node, *, nccl_version: Version = DEFAULT, minimal: bool =
         ids = written(rail_ids, nccl_version)
     else:
         ids = None
+    if socket is None:
+        from ncclctl.nccl.transport import node_transport
+
+        tr = node_transport(node, nccl_version)
+        socket = tr.socket if tr.name == "Socket" else ()
+    if socket:
+        nics = ()  # the IB plugin is not in use: NCCL's detection holds only the socket devices
     opts = Options(nccl_version=nccl_version, minimal=minimal, nics=nics,
-                   rail_ids=tuple((k, v.rail, v.plane) for k, v in sorted(ids.ids.items())) if ids else ())
+                   rail_ids=tuple((k, v.rail, v.plane) for k, v in sorted(ids.ids.items())) if ids else (),
+                   socket=socket)
     layout, message = None, None
     if rail_ids is not None:
         why = emit_note(rail_ids, nccl_version)
@@ -596,8 +665,13 @@ def generate_for(node: Node, *, nccl_version: Version = DEFAULT, minimal: bool =
         layout = load_spec(read_text(spec, "spec"), path=spec)
     elif profile is not None:
         layout = profile_layout(node, profile, opts.nics)
-    elif node.is_virtual and node.gpus:
+    elif node.is_virtual and node.gpus and net_devices(node, opts.nics):
         layout = profile_layout(node, "pairs", opts.nics)
         message = ("flat PCIe (virtual machine) detected: pairing GPU i with NIC i under virtual switches; use "
                    "--profile or --spec to choose the layout") + (f"; {message}" if message else "")
+    elif node.is_virtual and node.gpus:
+        message = ("flat PCIe (virtual machine) with no RDMA NIC: the GPUs are written where the VM shows them"
+                   + (f", NCCL's socket device{'s' if len(socket) != 1 else ''} "
+                      + ", ".join(sd.name for sd in socket) if socket else "")
+                   + "; no pairing to do") + (f"; {message}" if message else "")
     return generate(node, opts, layout=layout), layout, message

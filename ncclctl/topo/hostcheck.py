@@ -39,6 +39,10 @@ def check_against_host(view: TopoView, node: Node, path: str) -> list[Finding]:
     nets = net_devices(node)
     host_nets = {nd.nic.name: nd for nd in nets}
     all_rdma = {n.name for n in node.nics}
+    from ncclctl.nccl.transport import node_transport
+
+    tr = node_transport(node, view.result.version) if any(n.name not in all_rdma for n in view.nets if n.name) else None
+    socket_names = {sd.name for sd in tr.socket} if tr is not None and tr.name == "Socket" else set()
 
     for cpu in view.cpus:
         if cpu.numaid is None or cpu.numaid < 0:
@@ -116,6 +120,8 @@ def check_against_host(view: TopoView, node: Node, path: str) -> list[Finding]:
         if n.name is None:
             continue
         line = n.node.line
+        if n.name not in all_rdma and n.name in socket_names:
+            continue  # a device of NCCL's Socket transport on this host (the transport NCCL uses here)
         if n.name not in all_rdma:
             out.append(_finding("NTH001", f"<net name=\"{n.name}\"> is not an RDMA device of this host "
                                 f"({', '.join(sorted(all_rdma, key=natural_key)) or 'none'})", path, line))
@@ -319,6 +325,25 @@ def confirmed_values(view: TopoView, node: Node) -> frozenset[tuple[int, int, st
             try:
                 if int(guid, 16) == int(nd.nic.sys_image_guid, 16):
                     out.add((*where, "guid"))
+            except ValueError:
+                pass
+    socket: dict = {}
+    if any(n.name and n.name not in host_nets for n in view.nets):
+        from ncclctl.nccl.transport import node_transport
+
+        tr = node_transport(node, view.result.version)
+        socket = {sd.name: sd for sd in tr.socket} if tr.name == "Socket" else {}
+    for n in view.nets:
+        sd = socket.get(n.name or "")
+        if sd is None:
+            continue
+        where = (n.node.line, n.node.column)
+        # What the Socket plugin reports for it (transport/net_socket.cc): speed, port 0, guid = its index,
+        # maxconn 65536, no GPUDirect RDMA.
+        for attr, want in (("speed", sd.speed), ("port", 0), ("guid", sd.dev), ("maxconn", 65536), ("gdr", 0)):
+            try:
+                if int((n.attrs.get(attr) or "x").strip(), 0) == want:
+                    out.add((*where, attr))
             except ValueError:
                 pass
     return frozenset(out)

@@ -25,6 +25,7 @@ EXPECTED = {
     "dgx-h100-port-down": set(),
     "dgx-h100-x8-link": set(),
     "grace-hopper": {("GDR002", "info", "gh200-node-05")},
+    "h200-vm-socket": set(),
     "hgx-h100-roce": set(),
     "hgx-h100-roce-pfc-off": set(),
     "pcie-server": {("GDR002", "info", "pcie-srv-03")},

@@ -27,6 +27,7 @@ EXPECTED = {
     "dgx-h100-port-down": set(),
     "dgx-h100-x8-link": set(),
     "grace-hopper": set(),
+    "h200-vm-socket": set(),
     "hgx-h100-roce": set(),
     "hgx-h100-roce-pfc-off": set(),
     "pcie-server": set(),

@@ -34,6 +34,7 @@ EXPECTED = {
     "dgx-h100-port-down": {("IB001", "error", "mlx5_3")},
     "dgx-h100-x8-link": set(),
     "grace-hopper": set(),
+    "h200-vm-socket": set(),
     "hgx-h100-roce": set(),
     "hgx-h100-roce-pfc-off": set(),
     "pcie-server": set(),

@@ -48,6 +48,8 @@ GOLDEN: dict[str, set[tuple[str, str]]] = {
     "dgx-h100-port-down": {("NCCL011", "/etc/nccl.conf")},
     "dgx-h100-x8-link": set(),
     "grace-hopper": set(),
+    # The container's NCCL_VERSION label: NCCL ignores it (info).
+    "h200-vm-socket": {("NCCL006", "NCCL_VERSION")},
     "hgx-h100-roce": set(),
     "hgx-h100-roce-pfc-off": set(),
     "pcie-server": set(),

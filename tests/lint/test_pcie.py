@@ -29,6 +29,7 @@ EXPECTED = {
     "dgx-h100-port-down": set(),
     "dgx-h100-x8-link": {("PCI003", "error", "0000:52:00.0")},
     "grace-hopper": set(),
+    "h200-vm-socket": set(),
     "hgx-h100-roce": set(),
     "hgx-h100-roce-pfc-off": set(),
     "pcie-server": {("PCI001", "error", "0000:18:00.0"), ("PCI001", "error", "0000:18:04.0"),

@@ -37,6 +37,7 @@ EXPECTED = {
     "dgx-h100-port-down": set(),
     "dgx-h100-x8-link": set(),
     "grace-hopper": set(),
+    "h200-vm-socket": set(),
     "hgx-h100-roce": set(),
     "hgx-h100-roce-pfc-off": {("ROCE001", "error", nd) for nd in RAILS}
     | {("ROCE003", "error", "ens6np0"), ("ROCE004", "warning", "ens6np0")},
