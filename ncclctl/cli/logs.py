@@ -29,6 +29,7 @@ def log_show(
     from ncclctl.logs.parse import read_logs
 
     ls = read_logs(logs)
+    require_nccl_lines(ls, logs)
     if fmt == Format.json:
         out(dumps({"schema_version": JSON_SCHEMA_VERSION, **show.summary(ls)}))
     else:
@@ -61,6 +62,7 @@ def log_check(
     only = select_rules(rule, ("log",), "ncclctl log check")
     cfg_path, cfg = load_config(config)
     ls = read_logs(logs)
+    require_nccl_lines(ls, logs)
     models, notes = ({}, []) if root is None and inventory is None else predict_models(ls, root=root,
                                                                                         inventory=inventory)
     options = {r.id: cfg.options(r) for r in rules_of(scope="log")}
@@ -75,6 +77,22 @@ def log_check(
                                                               "hosts", "processes", "ranks")}),
                              ("config", cfg_path)))
     emit_report(rep, fmt, show_info)
+
+
+def require_nccl_lines(ls, logs: List[str]) -> None:
+    """Input with no NCCL line is not a clean run: it is not a log of one (exit 3, with what it is)."""
+    from ncclctl.errors import InputError
+
+    if ls.nccl_lines:
+        return
+    n = len(ls.sources)
+    what = (f"none of the {n} files holds an NCCL line" if n > 1 else
+            "no NCCL line (no 'NCCL INFO' or 'NCCL WARN' line)")
+    if n == 0:
+        what = "no file to read"
+    raise InputError(f"not an NCCL log: {what}", path=logs[0] if len(logs) == 1 else ", ".join(logs),
+                     fix="give the output of a job run with NCCL_DEBUG=INFO (and NCCL_DEBUG_SUBSYS=INIT,GRAPH,ENV,"
+                         "NET,TUNING for the most), or an nccl-tests output ('ncclctl perf check' reads its table)")
 
 
 def _header(doc: dict, models: dict, notes: list[str]) -> str:

@@ -254,14 +254,15 @@ class Checker:
                     c.append(f"NCCL_IB_DISABLE={s[0]}")
         if not hosts:
             return
-        sev = E if self.multi_host else W
+        sev = E if self.multi_host else I
         groups: dict[tuple[str, ...], list[str]] = {}
         for h in hosts:
             groups.setdefault(tuple(dict.fromkeys(causes[h])), []).append(h)
         for cs, hs in sorted(groups.items(), key=lambda kv: kv[1][0]):
             msg = f"{hostlist(hs)}: NCCL uses TCP sockets between nodes (network Socket)"
             if not self.multi_host:
-                msg += " (one host in the log: fine for a single-node job)"
+                msg += (" (one node in the log: this job sends nothing over the network; a job across nodes "
+                        "would use sockets)")
             msg += ("; cause: " + "; ".join(cs)) if cs else ""
             self.add("LOG002", msg, [e for h in hs for e in hosts[h]][:6], severity=sev, hosts=hs)
 
@@ -390,9 +391,15 @@ class Checker:
                      "sysfs ('Could not find real path'): a VM, container or WSL without the PCIe tree",
                      [ev for _, ev in real[:3]], hosts={p.host for p, _ in real})
         if vm:
-            self.add("LOG009", f"{hostlist({p.host for p, _ in vm})}: a network device is not on a PCI path NCCL can "
-                     "read (Hyper-V vmbus or virtio): NCCL attaches it to the first CPU and loses GPU locality",
-                     [ev for _, ev in vm[:3] if ev is not None], severity=W, hosts={p.host for p, _ in vm})
+            socket_only = all(p.network == "Socket" for p, _ in vm)
+            msg = (f"{hostlist({p.host for p, _ in vm})}: a network device is not on a PCI path NCCL can read "
+                   "(Hyper-V vmbus or virtio): NCCL attaches it to the first CPU and loses GPU locality")
+            if not self.multi_host:
+                msg += " (one node in the log: the network is not used by this job)"
+            elif socket_only:
+                msg += " (the Socket transport stages through host memory anyway: locality changes little)"
+            self.add("LOG009", msg, [ev for _, ev in vm[:3] if ev is not None],
+                     severity=W if self.multi_host and not socket_only else I, hosts={p.host for p, _ in vm})
 
     # LOG010 ---------------------------------------------------------------
     def nic_underused(self) -> None:

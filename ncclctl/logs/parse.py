@@ -736,7 +736,11 @@ class Parser:
             return True
         m = _GDR_HCA.match(msg)
         if m:
-            proc.gdr_hca.setdefault(m.group(4), (m.group(2) == "Enabled", m.group(5) or "", ev))
+            # NET/Socket prints "GPU Direct RDMA Disabled" for every interface of every socket run: the Socket
+            # transport sends from host memory by design (transport/net_socket.cc: NCCL_PTR_HOST only). It says
+            # nothing of the host's GPUDirect RDMA; the socket transport itself is LOG002's subject.
+            if m.group(1).lower() != "socket":
+                proc.gdr_hca.setdefault(m.group(4), (m.group(2) == "Enabled", m.group(5) or "", ev))
             return True
         if "GPU Direct RDMA" in msg:
             return self._gdr_gpu(proc, dev, msg, ev)
