@@ -17,8 +17,11 @@ from ncclctl.nccl.version import Version, parse
 from ncclctl.record import record
 
 # --------------------------------------------------------------------------------------------------
-# Known variables: name, first release that reads it, last release that reads it ("-": still read), and how
-# its value is parsed: int (NCCL_PARAM: strtoll base 0), typed (2.30 param registry: its own parser), str.
+# Known variables: name, first release that reads it, last release that reads it ("-": still read), how its
+# value is parsed: int (NCCL_PARAM: strtoll base 0), typed (2.30 param registry: its own parser), str; and flags
+# (comma-separated, optional): plugin (read by a plugin in NCCL's source tree: the inspector, the example profiler
+# and tuner, not by libnccl), sensitive (NCCL's registry marks it SENSITIVE). tools/nccl_extract.py compares the
+# table with a released library.
 
 _TABLE = """
 NCCL_AGG_ALLOC_MODE                                       2.10.3  2.12.12 str
@@ -63,7 +66,6 @@ NCCL_GDRCOPY_FLUSH_ENABLE                                 2.9.6   -       int
 NCCL_GDRCOPY_SYNC_ENABLE                                  2.12.7  -       int
 NCCL_GDRCOPY_TAIL_ENABLE                                  2.9.6   2.11.4  int
 NCCL_GDR_FLUSH_DISABLE                                    2.3.5   -       int
-NCCL_GIN_CONNECTION_RAIL                                  2.30.7  -       str
 NCCL_GIN_COUNTER_POOL_SIZE                                2.28.7  2.29.7  int
 NCCL_GIN_ENABLE                                           2.28.7  -       int
 NCCL_GIN_ERROR_QUERY_SEC                                  2.28.7  -       int
@@ -143,21 +145,21 @@ NCCL_IGNORE_COLLNET_MISMATCH                              2.30.3  -       int
 NCCL_IGNORE_CPU_AFFINITY                                  2.4.6   -       int
 NCCL_IGNORE_DISABLED_P2P                                  2.12.7  -       int
 NCCL_IGNORE_NET_MISMATCH                                  2.30.3  -       int
-NCCL_INSPECTOR_COLL_POOL_SIZE                             2.30.3  -       str
-NCCL_INSPECTOR_COMM_POOL_SIZE                             2.30.3  -       str
-NCCL_INSPECTOR_DUMP_COLL_RING_SIZE                        2.30.3  -       str
-NCCL_INSPECTOR_DUMP_DIR                                   2.28.3  -       str
-NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES                        2.30.3  -       str
-NCCL_INSPECTOR_DUMP_P2P_RING_SIZE                         2.30.3  -       str
-NCCL_INSPECTOR_DUMP_THREAD_ENABLE                         2.28.3  -       str
-NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS          2.28.3  -       str
-NCCL_INSPECTOR_DUMP_VERBOSE                               2.28.3  -       str
-NCCL_INSPECTOR_ENABLE                                     2.28.3  -       str
-NCCL_INSPECTOR_ENABLE_P2P                                 2.30.3  -       str
-NCCL_INSPECTOR_P2P_POOL_SIZE                              2.30.3  -       str
-NCCL_INSPECTOR_POOL_GROW                                  2.30.3  -       str
-NCCL_INSPECTOR_PROM_DUMP                                  2.29.3  -       str
-NCCL_INSPECTOR_REQUIRE_KERNEL_TIMING                      2.30.3  -       str
+NCCL_INSPECTOR_COLL_POOL_SIZE                             2.30.3  -       str plugin
+NCCL_INSPECTOR_COMM_POOL_SIZE                             2.30.3  -       str plugin
+NCCL_INSPECTOR_DUMP_COLL_RING_SIZE                        2.30.3  -       str plugin
+NCCL_INSPECTOR_DUMP_DIR                                   2.28.3  -       str plugin
+NCCL_INSPECTOR_DUMP_MIN_SIZE_BYTES                        2.30.3  -       str plugin
+NCCL_INSPECTOR_DUMP_P2P_RING_SIZE                         2.30.3  -       str plugin
+NCCL_INSPECTOR_DUMP_THREAD_ENABLE                         2.28.3  -       str plugin
+NCCL_INSPECTOR_DUMP_THREAD_INTERVAL_MICROSECONDS          2.28.3  -       str plugin
+NCCL_INSPECTOR_DUMP_VERBOSE                               2.28.3  -       str plugin
+NCCL_INSPECTOR_ENABLE                                     2.28.3  -       str plugin
+NCCL_INSPECTOR_ENABLE_P2P                                 2.30.3  -       str plugin
+NCCL_INSPECTOR_P2P_POOL_SIZE                              2.30.3  -       str plugin
+NCCL_INSPECTOR_POOL_GROW                                  2.30.3  -       str plugin
+NCCL_INSPECTOR_PROM_DUMP                                  2.29.3  -       str plugin
+NCCL_INSPECTOR_REQUIRE_KERNEL_TIMING                      2.30.3  -       str plugin
 NCCL_IPC_USE_ABSTRACT_SOCKET                              2.29.2  -       int
 NCCL_L1_SHARED_MEMORY_CARVEOUT                            2.12.10 -       int
 NCCL_LAUNCH_MODE                                          2.3.5   -       str
@@ -239,23 +241,23 @@ NCCL_P2P_SCHEDULE_GROUP_SIZE                              2.28.7  -       int
 NCCL_P2P_USE_CUDA_MEMCPY                                  2.13.4  -       int
 NCCL_PARAM_DUMP_ALL                                       2.30.3  -       typed
 NCCL_PAT_ENABLE                                           2.23.4  -       int
-NCCL_PROFILER_CE_POLLER_INTERVAL_MICROSECONDS             2.29.3  -       str
-NCCL_PROFILER_CE_TIMING                                   2.29.3  -       str
+NCCL_PROFILER_CE_POLLER_INTERVAL_MICROSECONDS             2.29.3  -       str plugin
+NCCL_PROFILER_CE_TIMING                                   2.29.3  -       str plugin
 NCCL_PROFILER_PLUGIN                                      2.23.4  -       str
-NCCL_PROFILE_CE_BATCH_POOL_SIZE                           2.29.3  -       str
-NCCL_PROFILE_CE_COLL_POOL_SIZE                            2.29.3  -       str
-NCCL_PROFILE_CE_SYNC_POOL_SIZE                            2.29.3  -       str
-NCCL_PROFILE_COLL_API_POOL_SIZE                           2.28.3  -       str
-NCCL_PROFILE_COLL_POOL_SIZE                               2.23.4  -       str
-NCCL_PROFILE_DUMP_FILE                                    2.23.4  -       str
-NCCL_PROFILE_EVENT_MASK                                   2.23.4  -       str
-NCCL_PROFILE_GROUP_API_POOL_SIZE                          2.28.3  -       str
-NCCL_PROFILE_GROUP_POOL_SIZE                              2.23.4  -       str
-NCCL_PROFILE_KERNEL_LAUNCH_POOL_SIZE                      2.28.3  -       str
-NCCL_PROFILE_P2P_API_POOL_SIZE                            2.28.3  -       str
-NCCL_PROFILE_P2P_POOL_SIZE                                2.23.4  -       str
-NCCL_PROFILE_PROXY_CTRL_POOL_SIZE                         2.23.4  -       str
-NCCL_PROFILE_PROXY_DETACH_POOL_SIZE                       2.23.4  -       str
+NCCL_PROFILE_CE_BATCH_POOL_SIZE                           2.29.3  -       str plugin
+NCCL_PROFILE_CE_COLL_POOL_SIZE                            2.29.3  -       str plugin
+NCCL_PROFILE_CE_SYNC_POOL_SIZE                            2.29.3  -       str plugin
+NCCL_PROFILE_COLL_API_POOL_SIZE                           2.28.3  -       str plugin
+NCCL_PROFILE_COLL_POOL_SIZE                               2.23.4  -       str plugin
+NCCL_PROFILE_DUMP_FILE                                    2.23.4  -       str plugin
+NCCL_PROFILE_EVENT_MASK                                   2.23.4  -       str plugin
+NCCL_PROFILE_GROUP_API_POOL_SIZE                          2.28.3  -       str plugin
+NCCL_PROFILE_GROUP_POOL_SIZE                              2.23.4  -       str plugin
+NCCL_PROFILE_KERNEL_LAUNCH_POOL_SIZE                      2.28.3  -       str plugin
+NCCL_PROFILE_P2P_API_POOL_SIZE                            2.28.3  -       str plugin
+NCCL_PROFILE_P2P_POOL_SIZE                                2.23.4  -       str plugin
+NCCL_PROFILE_PROXY_CTRL_POOL_SIZE                         2.23.4  -       str plugin
+NCCL_PROFILE_PROXY_DETACH_POOL_SIZE                       2.23.4  -       str plugin
 NCCL_PROGRESS_APPENDOP_FREQ                               2.16.5  -       int
 NCCL_PROTO                                                2.5.6   -       str
 NCCL_PROXY_APPEND_BATCH_SIZE                              2.16.2  -       int
@@ -311,7 +313,7 @@ NCCL_TOPO_DUMP_FILE_RANK                                  2.6.4   -       int
 NCCL_TOPO_FILE                                            2.6.4   -       str
 NCCL_TOPO_SPLIT_MLOPART                                   2.30.7  -       int
 NCCL_TREE_THRESHOLD                                       2.4.2   2.4.8   int
-NCCL_TUNER_CONFIG_FILE                                    2.27.5  -       str
+NCCL_TUNER_CONFIG_FILE                                    2.27.5  -       str plugin
 NCCL_TUNER_PLUGIN                                         2.19.1  -       str
 NCCL_UID_STAGGER_RATE                                     2.23.4  -       int
 NCCL_UID_STAGGER_THRESHOLD                                2.23.4  -       int
@@ -341,10 +343,13 @@ REPLACED_BY: dict[str, str] = {
 class VarInfo:
     name: str
     since: Version
-    #: The last release that reads it; None: still read by 2.30.7.
+    #: The last release that reads it; None: still read by the newest release in the table.
     until: Version | None
     #: ``int`` (strtoll base 0), ``typed`` (its own parser) or ``str``.
     kind: str
+    #: The table's flags column: ``plugin`` (read by a plugin in NCCL's source tree, not by libnccl),
+    #: ``sensitive`` (NCCL's registry marks it SENSITIVE: its value is a secret).
+    flags: frozenset[str] = frozenset()
 
 
 def _load_table() -> dict[str, VarInfo]:
@@ -352,12 +357,31 @@ def _load_table() -> dict[str, VarInfo]:
     for row in _TABLE.split("\n"):
         if not row.strip():
             continue
-        name, since, until, kind = row.split()
-        out[name] = VarInfo(name, parse(since), None if until == "-" else parse(until), kind)
+        name, since, until, kind, *flags = row.split()
+        out[name] = VarInfo(name, parse(since), None if until == "-" else parse(until), kind,
+                            frozenset(",".join(flags).split(",")) - {""})
     return out
 
 
 KNOWN: dict[str, VarInfo] = _load_table()
+
+#: Variables whose parsing changed: name -> ((first release of the new way, kind), ...), oldest first. The table's
+#: kind holds from the variable's first release to the first change; :func:`kind_at` gives the kind of a release.
+KIND_CHANGES: dict[str, tuple[tuple[Version, str], ...]] = {
+}
+
+
+def kind_at(name: str, version: Version | None = None) -> str | None:
+    """How ``version`` (the newest release in the table when None) parses ``name``: ``int``, ``typed`` or ``str``;
+    None for a name the table does not know."""
+    info = KNOWN.get(name)
+    if info is None:
+        return None
+    kind = info.kind
+    for since, changed in KIND_CHANGES.get(name, ()):
+        if version is None or version >= since:
+            kind = changed
+    return kind
 
 
 #: NCCL_* variables read by the common network plugins, not by NCCL itself: nccl-rdma-sharp-plugins (SHARP CollNet,
