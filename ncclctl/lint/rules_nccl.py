@@ -29,7 +29,7 @@ from ncclctl.nccl.params import c_int, strtol
 from ncclctl.nccl.settings import ETC_CONF, Resolved, Setting
 from ncclctl.nccl.values import (PATH_LEVELS, VALUE_RANGES, algo_proto_names, check_algo_proto, disables_p2p,
                                 level_names, out_of_range, read_level, template_text)
-from ncclctl.nccl.variables import (KNOWN, REPLACED_BY, helper_variable, known_variable, plugin_variable,
+from ncclctl.nccl.variables import (KNOWN, REPLACED_BY, helper_variable, kind_at, known_variable, plugin_variable,
                                    suggest_variable)
 from ncclctl.nccl.version import DEFAULT, DEFAULT_TEXT, RELEASES, Version, parse
 
@@ -87,8 +87,10 @@ def _replace_entry(value: str, old: str, new: str) -> str:
 
 
 def _is_int_var(name: str, version: Version) -> bool:
+    """``name`` is read by ``version`` with strtoll (an NCCL_PARAM)."""
     info = KNOWN.get(name)
-    return info is not None and info.kind == "int" and info.since <= version and (info.until is None or info.until >= version)
+    return info is not None and kind_at(name, version) == "int" and info.since <= version and (
+        info.until is None or info.until >= version)
 
 
 def _looks_nccl(name: str) -> bool:
@@ -262,9 +264,9 @@ def conf_crlf(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     why="NCCL reads variables by exact, case-sensitive name; a misspelt one is silently ignored, so the setting "
         "the operator believes is active (for instance a NIC restriction) is not, and no log line says so.",
     detect="Every NCCL_* name in the environment and the conf files against the table of names read by NCCL "
-           "2.3.5 to 2.30.7 (extracted from every release tag's NCCL_PARAM, DEFINE_NCCL_PARAM and "
-           "ncclGetEnv/getenv calls), the names the common plugins read (nccl-rdma-sharp-plugins: SHARP, UCX; "
-           "aws-ofi-nccl), plus site patterns for other net plugins. Build and installation helpers "
+           f"2.3.5 to {RELEASES[-1]} (extracted from every release tag's NCCL_PARAM, DEFINE_NCCL_PARAM and "
+           "ncclGetEnv/getenv calls, and from the released libraries of releases without a tag), the names the "
+           "common plugins read (nccl-rdma-sharp-plugins: SHARP, UCX; aws-ofi-nccl), plus site patterns for other net plugins. Build and installation helpers "
            "(NCCL_LIB_DIR, NCCL_HOME, NCCL_ROOT, NCCL_INCLUDE_DIR...) are reported at info; a 'did you mean' "
            "names only a variable NCCL or those plugins read, a couple of keystrokes away.",
     fix="Use the exact name from the NCCL documentation (the finding suggests the closest one), or add a plugin's "
@@ -305,15 +307,15 @@ def unknown_variable(ctx: Ctx, opts: dict) -> Iterable[Hit]:
                 msg = f"NCCL reads no variable named {s.name}; did you mean {best}" + (
                     f" (read by the {who} plugin)?" if who else "?")
             else:
-                msg = (f"NCCL reads no variable named {s.name} (no release 2.3.5-2.30.7 does, nor the SHARP, UCX "
-                       "or OFI plugins)")
+                msg = (f"NCCL reads no variable named {s.name} (no release 2.3.5-{RELEASES[-1]} does, nor the SHARP, "
+                       "UCX or OFI plugins)")
             yield _hit(s, msg, fix=f"rename it to {best}" if best else None)
         elif info.until is not None and info.until < version:
             repl = REPLACED_BY.get(s.name)
             yield _hit(s, f"{s.name} was last read by NCCL {info.until}; NCCL {version} "
                        "ignores it" + (f" (use {repl})" if repl else ""),
                        fix=f"replace it with {repl}" if repl else "remove the setting")
-        elif info.since > version:
+        elif info.since > version and plugin_variable(s.name) is None:  # a plugin reads it in older releases
             yield _hit(s, f"{s.name} is read from NCCL {info.since} on; NCCL {version} "
                        "ignores it", severity=I, fix="upgrade NCCL, or remove the setting")
 

@@ -2,8 +2,10 @@
 
 The table was extracted from every NVIDIA/nccl release tag from v2.3.5 to v2.30.7: ``NCCL_PARAM`` names
 (``src/include/param.h``, read by ``misc/param.cc:ncclLoadParam``), ``DEFINE_NCCL_PARAM`` keys (the 2.30 param
-registry) and every ``"NCCL_..."`` string passed to ``ncclGetEnv``/``getenv``. :data:`REPLACED_BY` follows the
-release notes.
+registry) and every ``"NCCL_..."`` string passed to ``ncclGetEnv``/``getenv``; 2.31.2 and 2.32.3 (no release tag
+in the source mirror) from the released libraries (``nvidia-nccl-cu12`` wheels) with ``tools/nccl_extract.py``:
+the names their code reads, how (``ncclLoadParam``: int, ``ncclGetEnv``: str) and the typed registry's dump.
+:data:`REPLACED_BY` follows the release notes.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ NCCL_ALGO                                                 2.5.6   -       str
 NCCL_ALLGATHERV_ENABLE                                    2.29.2  -       int
 NCCL_ALLOC_P2P_NET_LL_BUFFERS                             2.14.3  -       int
 NCCL_BUFFSIZE                                             2.3.5   -       int
+NCCL_CE_CHUNK_SIZE                                        2.32.3  -       int
+NCCL_CE_COLL_AG_MULTICAST_THRESHOLD                       2.31.2  -       int
+NCCL_CE_INTRA_GPU_MEMCPY_ENABLE                           2.32.3  -       int
+NCCL_CFT_ENABLE                                           2.31.2  -       int
 NCCL_CGA_CLUSTER_SIZE                                     2.15.1  -       int
 NCCL_CHECK_MODE                                           2.29.7  -       str
 NCCL_CHECK_POINTERS                                       2.3.5   -       int
@@ -50,35 +56,45 @@ NCCL_CUMEM_ENABLE                                         2.18.1  -       int
 NCCL_CUMEM_HOST_ENABLE                                    2.23.4  -       int
 NCCL_DEBUG                                                2.3.5   -       typed
 NCCL_DEBUG_FILE                                           2.3.5   -       typed
+NCCL_DEBUG_LEVELS                                         2.32.3  -       typed
 NCCL_DEBUG_SUBSYS                                         2.3.5   -       typed
 NCCL_DEBUG_TIMESTAMP_FORMAT                               2.26.2  -       typed
 NCCL_DEBUG_TIMESTAMP_LEVELS                               2.26.2  -       typed
 NCCL_DEV_API_JIT                                          2.30.7  -       int
+NCCL_DIAGNOSTICS_ECC_THRESHOLD                            2.31.2  -       int
+NCCL_DIAGNOSTICS_IB_BW_TIMEOUT                            2.32.3  -       int
 NCCL_DISABLE_MEM_MANAGER                                  2.29.7  -       int
 NCCL_DMABUF_ENABLE                                        2.13.4  -       int
 NCCL_ELASTIC_BUFFER_REGISTER                              2.30.3  -       int
 NCCL_ENABLE_VERSION_CHECK                                 2.29.2  -       int
+NCCL_ENQUEUE_REARCH_ENABLE                                2.31.2  -       int
 NCCL_ENV_PLUGIN                                           2.28.7  -       str
+NCCL_GDAKI_FORCE_MCST                                     2.32.3  -       int
 NCCL_GDAKI_USE_RELIABLE_DB                                2.29.7  -       int
 NCCL_GDRCOPY_ENABLE                                       2.9.6   -       int
 NCCL_GDRCOPY_FIFO_ENABLE                                  2.9.6   -       int
 NCCL_GDRCOPY_FLUSH_ENABLE                                 2.9.6   -       int
 NCCL_GDRCOPY_SYNC_ENABLE                                  2.12.7  -       int
 NCCL_GDRCOPY_TAIL_ENABLE                                  2.9.6   2.11.4  int
+NCCL_GDRCOPY_USE_INTERNAL_DMABUF                          2.31.2  -       int
 NCCL_GDR_FLUSH_DISABLE                                    2.3.5   -       int
 NCCL_GIN_COUNTER_POOL_SIZE                                2.28.7  2.29.7  int
 NCCL_GIN_ENABLE                                           2.28.7  -       int
 NCCL_GIN_ERROR_QUERY_SEC                                  2.28.7  -       int
 NCCL_GIN_EXCLUSIVE_CONTEXTS                               2.29.7  2.29.7  int
+NCCL_GIN_GDAKI_LAG_AWARE_DISABLE                          2.32.3  -       int
 NCCL_GIN_GDAKI_MAX_DEST_RD_ATOMIC                         2.30.3  -       int
 NCCL_GIN_GDAKI_MAX_QP_RD_ATOMIC                           2.30.3  -       int
 NCCL_GIN_GDAKI_NIC_HANDLER                                2.28.7  -       int
 NCCL_GIN_GDAKI_QP_DEPTH                                   2.28.7  -       int
+NCCL_GIN_IB_OOO_OPT                                       2.31.2  -       int
 NCCL_GIN_IB_TC                                            2.30.7  -       int
 NCCL_GIN_NCONNECTIONS                                     2.29.7  -       int
 NCCL_GIN_NCONTEXTS                                        2.28.7  2.29.7  int
 NCCL_GIN_PLUGIN                                           2.29.7  -       str
 NCCL_GIN_PLUGIN_REF_COUNT                                 2.29.7  -       int
+NCCL_GIN_PROXY_NTHREADS                                   2.31.2  -       int
+NCCL_GIN_PROXY_POLL_BATCH                                 2.31.2  -       int
 NCCL_GIN_PROXY_QUEUE_SIZE                                 2.28.7  -       int
 NCCL_GIN_SIGNAL_POOL_SIZE                                 2.28.7  2.29.7  int
 NCCL_GIN_TYPE                                             2.28.7  -       int
@@ -91,6 +107,8 @@ NCCL_GRAPH_MIXING_SUPPORT                                 2.13.4  -       int
 NCCL_GRAPH_REGISTER                                       2.11.4  -       int
 NCCL_GRAPH_STREAM_ORDERING                                2.30.7  -       int
 NCCL_GROUP_CUDA_STREAM                                    2.3.5   -       int
+NCCL_HIER_CE_COLL_AG_RAIL_RING_ENABLE                     2.32.3  -       int
+NCCL_HIER_CE_COLL_NUM_CTX                                 2.31.2  -       int
 NCCL_HOSTID                                               2.5.6   -       str
 NCCL_IBVERBS_LIB                                          2.30.3  -       str
 NCCL_IB_ADAPTIVE_ROUTING                                  2.16.2  -       int
@@ -102,6 +120,8 @@ NCCL_IB_DATA_DIRECT                                       2.27.3  -       int
 NCCL_IB_DEVICE_PCI_ORDER                                  2.29.7  -       int
 NCCL_IB_DISABLE                                           2.3.5   -       int
 NCCL_IB_ECE_ENABLE                                        2.23.4  -       int
+NCCL_IB_EVENT_BASED_LB                                    2.31.2  -       int
+NCCL_IB_EVENT_BASED_LB_REMOTE                             2.31.2  -       int
 NCCL_IB_FIFO_TC                                           2.22.3  -       int
 NCCL_IB_GDR_LEVEL                                         2.3.5   2.3.7   int
 NCCL_IB_GID_INDEX                                         2.3.5   -       int
@@ -114,9 +134,11 @@ NCCL_IB_MQP_RETRY_SLEEP_MSEC                              2.24.3  -       int
 NCCL_IB_OOO_RQ                                            2.30.3  -       int
 NCCL_IB_PCI_RELAXED_ORDERING                              2.12.7  -       int
 NCCL_IB_PKEY                                              2.8.3   -       int
+NCCL_IB_PKEY_VALUE                                        2.31.2  -       int
 NCCL_IB_PREPOST_RECEIVE_WORK_REQUESTS                     2.29.7  -       int
 NCCL_IB_QPS_PER_CONNECTION                                2.10.3  -       int
 NCCL_IB_QUERY_PORT_SPEED                                  2.30.7  -       int
+NCCL_IB_RAIL_POLICY                                       2.32.3  -       str
 NCCL_IB_RECEIVER_SIDE_MATCHING_SCHEME                     2.29.7  -       int
 NCCL_IB_RESILIENCY_PORT_FAILOVER                          2.29.7  -       int
 NCCL_IB_RESILIENCY_PORT_FAILOVER_MAX_ATTEMPTS             2.29.7  -       int
@@ -134,6 +156,7 @@ NCCL_IB_RETURN_ASYNC_EVENTS                               2.23.4  -       int
 NCCL_IB_ROCE_VERSION_NUM                                  2.21.5  -       int
 NCCL_IB_ROUTABLE_FLID_GID_INDEX                           2.22.3  -       int
 NCCL_IB_SL                                                2.3.5   -       int
+NCCL_IB_SORT_MERGE_NICS                                   2.32.3  -       int
 NCCL_IB_SPLIT_DATA_ON_QPS                                 2.18.1  -       int
 NCCL_IB_SUBNET_AWARE_ROUTING                              2.30.7  -       int
 NCCL_IB_SUBNET_PREFIX_LEN                                 2.30.7  -       int
@@ -141,6 +164,8 @@ NCCL_IB_TC                                                2.3.5   -       int
 NCCL_IB_TIMEOUT                                           2.3.5   -       int
 NCCL_IB_USE_INLINE                                        2.8.3   -       int
 NCCL_IB_WARN_RAIL_LOCAL                                   2.24.3  -       int
+NCCL_IB_WQE_LATENCY_REPORT                                2.31.2  -       int
+NCCL_IB_WQE_LATENCY_THRESHOLD_NS                          2.31.2  -       int
 NCCL_IGNORE_COLLNET_MISMATCH                              2.30.3  -       int
 NCCL_IGNORE_CPU_AFFINITY                                  2.4.6   -       int
 NCCL_IGNORE_DISABLED_P2P                                  2.12.7  -       int
@@ -182,7 +207,7 @@ NCCL_MIN_CTAS                                             2.17.1  -       int
 NCCL_MIN_NCHANNELS                                        2.5.6   -       int
 NCCL_MIN_NRINGS                                           2.3.5   -       int
 NCCL_MIN_P2P_NCHANNELS                                    2.7.3   -       int
-NCCL_MLOPART_RDMA_ENABLE                                  2.30.7  -       int
+NCCL_MLOPART_RDMA_ENABLE                                  2.30.7  2.31.2  int
 NCCL_MNNVL                                                2.20.3  2.20.5  int
 NCCL_MNNVL_CLIQUE_ID                                      2.23.4  -       int
 NCCL_MNNVL_CROSS_CLIQUE                                   2.30.3  -       int
@@ -201,7 +226,7 @@ NCCL_NET_FORCE_FLUSH                                      2.15.1  -       int
 NCCL_NET_FORCE_MERGE                                      2.24.3  -       str
 NCCL_NET_GDR_C2C                                          2.26.2  -       int
 NCCL_NET_GDR_LEVEL                                        2.4.2   -       str
-NCCL_NET_GDR_MLOPART                                      2.30.7  -       int
+NCCL_NET_GDR_MLOPART                                      2.30.7  2.31.2  int
 NCCL_NET_GDR_READ                                         2.3.5   -       int
 NCCL_NET_MERGE_LEVEL                                      2.24.3  -       str
 NCCL_NET_MERGE_POLICY                                     2.30.7  -       str
@@ -215,6 +240,7 @@ NCCL_NO_CACHE                                             2.29.7  -       typed
 NCCL_NSOCKS_PERTHREAD                                     2.4.8   -       int
 NCCL_NTHREADS                                             2.3.5   -       int
 NCCL_NUM_RMA_CTX                                          2.29.2  -       int
+NCCL_NUM_RMA_INT_CTX                                      2.31.2  -       int
 NCCL_NVB_DISABLE                                          2.9.9   -       int
 NCCL_NVB_PRECONNECT                                       2.9.9   -       int
 NCCL_NVLINK_UTIL_CENTRIC_SCHED_ENABLE                     2.27.3  -       int
@@ -222,6 +248,7 @@ NCCL_NVLSTREE_MAX_CHUNKSIZE                               2.20.3  -       int
 NCCL_NVLS_CHUNKSIZE                                       2.21.5  -       int
 NCCL_NVLS_ENABLE                                          2.17.1  -       int
 NCCL_NVLS_NCHANNELS                                       2.17.1  -       int
+NCCL_NVLS_UB_SIZE                                         2.32.3  -       int
 NCCL_NVTX_DISABLE                                         2.28.3  -       int
 NCCL_OOB_NET_ENABLE                                       2.23.4  -       int
 NCCL_OOB_NET_IFNAME                                       2.23.4  -       str
@@ -235,6 +262,7 @@ NCCL_P2P_NET_CHUNKSIZE                                    2.14.3  -       int
 NCCL_P2P_NVL_CHUNKSIZE                                    2.16.2  -       int
 NCCL_P2P_PCI_CHUNKSIZE                                    2.16.2  -       int
 NCCL_P2P_PER_CHANNEL_NET_BW                               2.29.2  -       int
+NCCL_P2P_PER_CHANNEL_REG_NET_BW                           2.31.2  -       int
 NCCL_P2P_PXN_LEVEL                                        2.12.7  -       int
 NCCL_P2P_READ_ENABLE                                      2.7.3   -       int
 NCCL_P2P_SCHEDULE_GROUP_SIZE                              2.28.7  -       int
@@ -259,6 +287,10 @@ NCCL_PROFILE_P2P_POOL_SIZE                                2.23.4  -       str pl
 NCCL_PROFILE_PROXY_CTRL_POOL_SIZE                         2.23.4  -       str plugin
 NCCL_PROFILE_PROXY_DETACH_POOL_SIZE                       2.23.4  -       str plugin
 NCCL_PROGRESS_APPENDOP_FREQ                               2.16.5  -       int
+NCCL_PROGRESS_COUNTERS                                    2.32.3  -       int
+NCCL_PROGRESS_COUNTER_MONITOR_POLL_MS                     2.32.3  -       int
+NCCL_PROGRESS_COUNTER_MONITOR_STALE_MS                    2.32.3  -       int
+NCCL_PROGRESS_COUNTER_MONITOR_STALE_WARN_SEC              2.32.3  -       int
 NCCL_PROTO                                                2.5.6   -       str
 NCCL_PROXY_APPEND_BATCH_SIZE                              2.16.2  -       int
 NCCL_PROXY_CPUSET                                         2.28.3  -       str
@@ -272,11 +304,16 @@ NCCL_RAS_TIMEOUT_FACTOR                                   2.24.3  -       int
 NCCL_REPORT_CONNECT_PROGRESS                              2.19.4  -       int
 NCCL_RINGS                                                2.3.5   2.4.8   str
 NCCL_RMA_DISABLE                                          2.30.7  -       int
+NCCL_RMA_EAGER_INIT                                       2.31.2  -       int
+NCCL_RMA_IB_WR_BATCHSIZE                                  2.32.3  -       int
+NCCL_RMA_MULTI_CTX_THRESHOLD                              2.31.2  -       int
 NCCL_RMA_PLUGIN                                           2.30.7  -       str
 NCCL_RMA_PLUGIN_REF_COUNT                                 2.30.7  -       int
 NCCL_RMA_PROXY_DUMP_SIGNAL                                2.29.2  -       int
 NCCL_RMA_PROXY_QUEUE_SIZE                                 2.29.2  -       int
 NCCL_RUNTIME_CONNECT                                      2.22.3  -       int
+NCCL_RUN_DIAGNOSTICS                                      2.31.2  -       int
+NCCL_RUN_RAS_DIAGNOSTICS                                  2.31.2  -       int
 NCCL_SET_CPU_STACK_SIZE                                   2.28.3  -       int
 NCCL_SET_STACK_SIZE                                       2.9.6   -       int
 NCCL_SET_THREAD_NAME                                      2.12.7  -       typed
@@ -311,6 +348,7 @@ NCCL_THREAD_THRESHOLDS                                    2.5.6   -       str
 NCCL_TOPO_DUMP_FILE                                       2.6.4   -       str
 NCCL_TOPO_DUMP_FILE_RANK                                  2.6.4   -       int
 NCCL_TOPO_FILE                                            2.6.4   -       str
+NCCL_TOPO_SCATTER_START_NET                               2.31.2  2.31.2  int
 NCCL_TOPO_SPLIT_MLOPART                                   2.30.7  -       int
 NCCL_TREE_THRESHOLD                                       2.4.2   2.4.8   int
 NCCL_TUNER_CONFIG_FILE                                    2.27.5  -       str plugin
@@ -368,6 +406,8 @@ KNOWN: dict[str, VarInfo] = _load_table()
 #: Variables whose parsing changed: name -> ((first release of the new way, kind), ...), oldest first. The table's
 #: kind holds from the variable's first release to the first change; :func:`kind_at` gives the kind of a release.
 KIND_CHANGES: dict[str, tuple[tuple[Version, str], ...]] = {
+    # 2.31.2 reads it with ncclGetEnv as a floating-point factor (the libraries' call sites), no longer strtoll.
+    "NCCL_RAS_TIMEOUT_FACTOR": ((Version(2, 31, 2), "str"),),
 }
 
 
@@ -452,8 +492,8 @@ def _distance(a: str, b: str) -> int:
 
 
 def suggest_variable(name: str) -> str | None:
-    """The variable a typo most likely meant: one NCCL 2.30.7 or a common plugin reads, whose name after ``NCCL_`` is
-    a couple of keystrokes away (or a prefix of it, ``NCCL_DEBUG_SUBSYSTEM``), else None. ``NCCL_OFI_X`` gives the
+    """The variable a typo most likely meant: one the newest release in the table or a common plugin reads, whose
+    name after ``NCCL_`` is a couple of keystrokes away (or a prefix of it, ``NCCL_DEBUG_SUBSYSTEM``), else None. ``NCCL_OFI_X`` gives the
     aws-ofi-nccl plugin's ``OFI_NCCL_X``."""
     upper = name.upper()
     if upper != name and (upper in KNOWN or upper in PLUGIN_VARIABLES):
