@@ -39,7 +39,8 @@ The comparison (unless ``--no-compare``) imports ``ncclctl.nccl.variables`` from
 the library reads that the table does not know; names the table says this release still reads (from the table's
 point of view at the library's version) that the library lacks (names the table marks ``plugin`` are read by the
 plugins in NCCL's tree, not by libnccl, and are left out); and registry parameters whose table kind is not
-``typed``, and names whose call sites say another kind than the table (``kind_differs``: library/table). Names and numbers only: nothing of NCCL's text goes into the tables.
+``typed``, and names whose call sites say another kind than the table (``kind_differs``: library/table). Names and
+numbers only: nothing of NCCL's text goes into the tables.
 """
 
 from __future__ import annotations

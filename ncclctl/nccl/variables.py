@@ -493,8 +493,8 @@ def _distance(a: str, b: str) -> int:
 
 def suggest_variable(name: str) -> str | None:
     """The variable a typo most likely meant: one the newest release in the table or a common plugin reads, whose
-    name after ``NCCL_`` is a couple of keystrokes away (or a prefix of it, ``NCCL_DEBUG_SUBSYSTEM``), else None. ``NCCL_OFI_X`` gives the
-    aws-ofi-nccl plugin's ``OFI_NCCL_X``."""
+    name after ``NCCL_`` is a couple of keystrokes away (or a prefix of it, ``NCCL_DEBUG_SUBSYSTEM``), else None.
+    ``NCCL_OFI_X`` gives the aws-ofi-nccl plugin's ``OFI_NCCL_X``."""
     upper = name.upper()
     if upper != name and (upper in KNOWN or upper in PLUGIN_VARIABLES):
         return upper
