@@ -22,8 +22,11 @@ from ncclctl.record import record
 # Known variables: name, first release that reads it, last release that reads it ("-": still read), how its
 # value is parsed: int (NCCL_PARAM: strtoll base 0), typed (2.30 param registry: its own parser), str; and flags
 # (comma-separated, optional): plugin (read by a plugin in NCCL's source tree: the inspector, the example profiler
-# and tuner, not by libnccl), sensitive (NCCL's registry marks it SENSITIVE). tools/nccl_extract.py compares the
-# table with a released library.
+# and tuner, not by libnccl), sensitive (NCCL's registry marks it SENSITIVE: its value is a secret, which
+# ``snapshot --redact`` and ``facts`` replace by REDACTED). tools/nccl_extract.py compares the table with a released
+# library. 2.32.3 has the SENSITIVE flag (its parameter dump prints such a value as <redacted>), but none of the ten
+# parameters of its registry carries it, and the variables read outside the registry have no flags: no row is
+# sensitive yet.
 
 _TABLE = """
 NCCL_AGG_ALLOC_MODE                                       2.10.3  2.12.12 str
@@ -409,6 +412,16 @@ KIND_CHANGES: dict[str, tuple[tuple[Version, str], ...]] = {
     # 2.31.2 reads it with ncclGetEnv as a floating-point factor (the libraries' call sites), no longer strtoll.
     "NCCL_RAS_TIMEOUT_FACTOR": ((Version(2, 31, 2), "str"),),
 }
+
+
+#: What ``snapshot --redact`` and ``facts`` write instead of the value of a sensitive variable.
+REDACTED = "<redacted>"
+
+
+def sensitive_variable(name: str) -> bool:
+    """NCCL's registry marks ``name`` SENSITIVE (the table's ``sensitive`` flag): its value must not leave the node."""
+    info = KNOWN.get(name)
+    return info is not None and "sensitive" in info.flags
 
 
 def kind_at(name: str, version: Version | None = None) -> str | None:
