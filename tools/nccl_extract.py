@@ -31,6 +31,8 @@ What it reads (standard library only; the library is never run in this process):
   table): passed to ``ncclLoadParam`` is ``int`` (an ``NCCL_PARAM``: strtoll), with the default when the call site
   loads it as a constant; passed to ``ncclGetEnv`` is ``str``. Names read another way (the registry, a helper
   such as ncclGetLevel) have no entry.
+* **defaults** (``--defaults``): the default of each ``int`` variable (its call sites' constant) and of each registry
+  parameter (the dump's ``default=``), as rows for the ``_DEFAULTS`` table of ``ncclctl/nccl/variables.py``.
 * **formats**: printf-style strings of ``.rodata`` (the WARN/INFO/TRACE formats are among them; the library does
   not record which level passes which format), and how many start with ``HINT:`` or name ``NCCL DIAG``/``ATTN``.
   ``--formats`` prints them all.
@@ -351,8 +353,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--formats", action="store_true", help="also print every printf-style string")
     ap.add_argument("--no-load", action="store_true", help="never load the library (no version call, no dump)")
     ap.add_argument("--no-compare", action="store_true", help="do not compare with ncclctl's tables")
+    ap.add_argument("--defaults", action="store_true",
+                    help="print only the defaults as rows for variables.py's _DEFAULTS table (NAME VALUE)")
     args = ap.parse_args(argv)
     found = extract(args.path, load=not args.no_load)
+    if args.defaults:
+        rows = {n: str(r["default"]) for n, r in found["readers"].items()
+                if r["default"] is not None and "int" in r["kind"].split("+")}
+        # Registry parameters other than strings (whose defaults may end in white space a row cannot keep).
+        rows.update({n: e["default"] for n, e in found["registry"].items()
+                     if e["type"] != "const char*" and e["default"] not in (None, "<unknown>", "<unset>")})
+        width = max(map(len, rows), default=0)
+        print(f"# {found['version']}")
+        for name in sorted(rows):
+            print(f"{name:<{width}} {rows[name]}")
+        return 0
     diff = None if args.no_compare else compare(found)
     if args.json:
         print(json.dumps({"facts": found, "compare": diff}, indent=1, sort_keys=True))

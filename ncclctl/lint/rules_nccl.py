@@ -31,8 +31,8 @@ from ncclctl.nccl.values import (DEBUG_LEVELS, DEBUG_LISTS, DEBUG_REGISTRY, PATH
                                 check_algo_proto, debug_level_names, debug_list_default, debug_list_names,
                                 debug_list_unknown, disables_p2p, level_names, out_of_range, read_level,
                                 template_text)
-from ncclctl.nccl.variables import (KNOWN, REPLACED_BY, helper_variable, kind_at, known_variable, plugin_variable,
-                                   suggest_variable)
+from ncclctl.nccl.variables import (KNOWN, REPLACED_BY, default_at, helper_variable, kind_at, known_variable,
+                                   plugin_variable, suggest_variable)
 from ncclctl.nccl.version import DEFAULT, DEFAULT_TEXT, RELEASES, Version, parse
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -350,7 +350,9 @@ def integer_value(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             body = v.strip()
             digits = body.lstrip("+-")
             if r.overflow:
-                yield _hit(s, "out of the 64-bit range: NCCL logs 'Invalid value' and uses the default")
+                default = default_at(name, version)
+                yield _hit(s, "out of the 64-bit range: NCCL logs 'Invalid value' and uses the default" + (
+                    f" ({default})" if default is not None else ""))
             elif not r.digits:
                 yield _hit(s, "not a number: strtoll finds no digits and NCCL uses 0",
                            fix=f"write a number, e.g. {s.name}=<decimal value>")

@@ -406,6 +406,265 @@ def _load_table() -> dict[str, VarInfo]:
 
 KNOWN: dict[str, VarInfo] = _load_table()
 
+# --------------------------------------------------------------------------------------------------
+# Defaults of NCCL 2.32.3 (tools/nccl_extract.py --defaults on its library): an int variable's NCCL_PARAM default
+# (the constant its call sites pass to ncclLoadParam; on the 2.30.7 library the same scan agrees with the source for
+# all 198 NCCL_PARAMs), a registry parameter's default from ncclParamDumpAll. -2147483648 is NCCL_CONFIG_UNDEF_INT
+# (unset: ncclConfig_t or NCCL decides), -1 and -2 usually mean NCCL decides at run time. Variables read as text
+# have no row.
+
+DEFAULTS_RELEASE = Version(2, 32, 3)
+_DEFAULTS = """
+NCCL_ALLGATHERV_ENABLE                                    1
+NCCL_ALLOC_P2P_NET_LL_BUFFERS                             0
+NCCL_BUFFSIZE                                             -2
+NCCL_CE_CHUNK_SIZE                                        8388608
+NCCL_CE_COLL_AG_MULTICAST_THRESHOLD                       -1
+NCCL_CE_INTRA_GPU_MEMCPY_ENABLE                           1
+NCCL_CFT_ENABLE                                           1
+NCCL_CGA_CLUSTER_SIZE                                     -2147483648
+NCCL_CHECK_POINTERS                                       0
+NCCL_CHUNK_SIZE                                           0
+NCCL_COLLNET_ENABLE                                       -2147483648
+NCCL_COLLNET_NODE_THRESHOLD                               2
+NCCL_COMM_BLOCKING                                        -2147483648
+NCCL_COMM_SHRINK_SHARE_RESOURCES                          -2147483648
+NCCL_COMM_SPLIT_SHARE_RESOURCES                           -2147483648
+NCCL_CONNECT_ROUND_MAX_PEERS                              128
+NCCL_CROSS_NIC                                            2
+NCCL_CUMEM_ENABLE                                         -2
+NCCL_CUMEM_HOST_ENABLE                                    -1
+NCCL_DEBUG_LEVELS                                         NONE
+NCCL_DEBUG_SUBSYS                                         INIT,ENV,BOOTSTRAP
+NCCL_DEBUG_TIMESTAMP_LEVELS                               WARN,ATTN
+NCCL_DEV_API_JIT                                          0
+NCCL_DIAGNOSTICS_ECC_THRESHOLD                            0
+NCCL_DIAGNOSTICS_IB_BW_TIMEOUT                            5
+NCCL_DISABLE_MEM_MANAGER                                  0
+NCCL_DMABUF_ENABLE                                        1
+NCCL_ELASTIC_BUFFER_REGISTER                              1
+NCCL_ENABLE_VERSION_CHECK                                 1
+NCCL_ENQUEUE_REARCH_ENABLE                                0
+NCCL_GDAKI_FORCE_MCST                                     0
+NCCL_GDAKI_USE_RELIABLE_DB                                0
+NCCL_GDRCOPY_ENABLE                                       0
+NCCL_GDRCOPY_FIFO_ENABLE                                  1
+NCCL_GDRCOPY_FLUSH_ENABLE                                 0
+NCCL_GDRCOPY_SYNC_ENABLE                                  1
+NCCL_GDRCOPY_USE_INTERNAL_DMABUF                          0
+NCCL_GDR_FLUSH_DISABLE                                    0
+NCCL_GIN_ENABLE                                           1
+NCCL_GIN_ERROR_QUERY_SEC                                  10
+NCCL_GIN_GDAKI_LAG_AWARE_DISABLE                          0
+NCCL_GIN_GDAKI_MAX_DEST_RD_ATOMIC                         -2
+NCCL_GIN_GDAKI_MAX_QP_RD_ATOMIC                           -2
+NCCL_GIN_GDAKI_NIC_HANDLER                                0
+NCCL_GIN_GDAKI_QP_DEPTH                                   128
+NCCL_GIN_IB_OOO_OPT                                       0
+NCCL_GIN_IB_TC                                            -1
+NCCL_GIN_NCONNECTIONS                                     -2
+NCCL_GIN_PLUGIN_REF_COUNT                                 0
+NCCL_GIN_PROXY_NTHREADS                                   1
+NCCL_GIN_PROXY_POLL_BATCH                                 32
+NCCL_GIN_PROXY_QUEUE_SIZE                                 -1
+NCCL_GIN_TYPE                                             -1
+NCCL_GRAPH_DUMP_FILE_RANK                                 0
+NCCL_GRAPH_HELPER_DISABLE                                 0
+NCCL_GRAPH_MIXING_SUPPORT                                 -2147483648
+NCCL_GRAPH_REGISTER                                       1
+NCCL_GRAPH_STREAM_ORDERING                                -2147483648
+NCCL_GROUP_CUDA_STREAM                                    0
+NCCL_HIER_CE_COLL_AG_RAIL_RING_ENABLE                     -1
+NCCL_HIER_CE_COLL_NUM_CTX                                 -1
+NCCL_IB_ADAPTIVE_ROUTING                                  -2
+NCCL_IB_AR_THRESHOLD                                      -2
+NCCL_IB_DATA_DIRECT                                       1
+NCCL_IB_DEVICE_PCI_ORDER                                  1
+NCCL_IB_DISABLE                                           0
+NCCL_IB_ECE_ENABLE                                        1
+NCCL_IB_EVENT_BASED_LB                                    0
+NCCL_IB_EVENT_BASED_LB_REMOTE                             1
+NCCL_IB_FIFO_TC                                           -1
+NCCL_IB_GID_INDEX                                         -1
+NCCL_IB_MERGE_NICS                                        1
+NCCL_IB_MERGE_VFS                                         1
+NCCL_IB_MQP_RETRY_ALL                                     0
+NCCL_IB_MQP_RETRY_CNT                                     34
+NCCL_IB_MQP_RETRY_SLEEP_MSEC                              100
+NCCL_IB_OOO_RQ                                            0
+NCCL_IB_PCI_RELAXED_ORDERING                              2
+NCCL_IB_PKEY                                              0
+NCCL_IB_PKEY_VALUE                                        -1
+NCCL_IB_PREPOST_RECEIVE_WORK_REQUESTS                     -2
+NCCL_IB_QPS_PER_CONNECTION                                1
+NCCL_IB_QUERY_PORT_SPEED                                  1
+NCCL_IB_RECEIVER_SIDE_MATCHING_SCHEME                     -2
+NCCL_IB_RESILIENCY_PORT_FAILOVER                          0
+NCCL_IB_RESILIENCY_PORT_FAILOVER_MAX_ATTEMPTS             1
+NCCL_IB_RESILIENCY_PORT_FAILOVER_PROBE_DELAY              10
+NCCL_IB_RESILIENCY_PORT_RECOVERY                          0
+NCCL_IB_RESILIENCY_PORT_RECOVERY_ACK_TIMEOUT              5000
+NCCL_IB_RESILIENCY_PORT_RECOVERY_ALIVE_MSG_BATCH_INTERVAL 500
+NCCL_IB_RESILIENCY_PORT_RECOVERY_ALIVE_MSG_BATCH_SIZE     5
+NCCL_IB_RESILIENCY_PORT_RECOVERY_ALIVE_MSG_SEQUENCE_SIZE  5
+NCCL_IB_RESILIENCY_PORT_RECOVERY_ALIVE_MSG_TIMEOUT        4000
+NCCL_IB_RESILIENCY_PORT_RECOVERY_ATTEMPTS_MAX             20
+NCCL_IB_RESILIENCY_PORT_RECOVERY_START_DELAY              200
+NCCL_IB_RETRY_CNT                                         7
+NCCL_IB_RETURN_ASYNC_EVENTS                               1
+NCCL_IB_ROCE_VERSION_NUM                                  2
+NCCL_IB_ROUTABLE_FLID_GID_INDEX                           1
+NCCL_IB_SL                                                -1
+NCCL_IB_SORT_MERGE_NICS                                   1
+NCCL_IB_SPLIT_DATA_ON_QPS                                 0
+NCCL_IB_SUBNET_AWARE_ROUTING                              0
+NCCL_IB_SUBNET_PREFIX_LEN                                 24
+NCCL_IB_TC                                                -1
+NCCL_IB_TIMEOUT                                           20
+NCCL_IB_USE_INLINE                                        0
+NCCL_IB_WARN_RAIL_LOCAL                                   0
+NCCL_IB_WQE_LATENCY_REPORT                                1
+NCCL_IB_WQE_LATENCY_THRESHOLD_NS                          0
+NCCL_IGNORE_COLLNET_MISMATCH                              0
+NCCL_IGNORE_CPU_AFFINITY                                  0
+NCCL_IGNORE_DISABLED_P2P                                  0
+NCCL_IGNORE_NET_MISMATCH                                  1
+NCCL_IPC_USE_ABSTRACT_SOCKET                              1
+NCCL_L1_SHARED_MEMORY_CARVEOUT                            0
+NCCL_LAUNCH_ORDER_IMPLICIT                                -2147483648
+NCCL_LAUNCH_RACE_FATAL                                    1
+NCCL_LEGACY_CUDA_REGISTER                                 0
+NCCL_LL128_BUFFSIZE                                       -2
+NCCL_LL128_C2C                                            1
+NCCL_LL128_NTHREADS                                       -2
+NCCL_LL_BUFFSIZE                                          -2
+NCCL_LOCAL_REGISTER                                       1
+NCCL_LSA_TEAM_SIZE                                        0
+NCCL_MAX_CTAS                                             -2147483648
+NCCL_MAX_NCHANNELS                                        -2
+NCCL_MAX_NRINGS                                           -2
+NCCL_MAX_P2P_NCHANNELS                                    64
+NCCL_MEM_SYNC_DOMAIN                                      1
+NCCL_MIN_CTAS                                             -2147483648
+NCCL_MIN_NCHANNELS                                        -2
+NCCL_MIN_NRINGS                                           -2
+NCCL_MIN_P2P_NCHANNELS                                    1
+NCCL_MNNVL_CLIQUE_ID                                      -1
+NCCL_MNNVL_CROSS_CLIQUE                                   0
+NCCL_MNNVL_ENABLE                                         2
+NCCL_MNNVL_RAIL_PER_HOST                                  -1
+NCCL_MNNVL_SCATTER_NETS_ENABLE                            1
+NCCL_MNNVL_UUID                                           -1
+NCCL_MULTI_RANK_GPU_ENABLE                                0
+NCCL_MULTI_SEGMENT_REGISTER                               1
+NCCL_NCHANNELS_PER_NET_PEER                               -2147483648
+NCCL_NET_DISABLE_INTRA                                    0
+NCCL_NET_FORCE_FLUSH                                      0
+NCCL_NET_GDR_C2C                                          1
+NCCL_NET_GDR_READ                                         -2
+NCCL_NET_OPTIONAL_RECV_COMPLETION                         1
+NCCL_NET_OVERHEAD                                         -2
+NCCL_NET_PLUGIN_REF_COUNT                                 0
+NCCL_NET_SHARED_BUFFERS                                   -2
+NCCL_NET_SHARED_COMMS                                     1
+NCCL_NSOCKS_PERTHREAD                                     -2
+NCCL_NTHREADS                                             -2
+NCCL_NUM_RMA_CTX                                          -2147483648
+NCCL_NUM_RMA_INT_CTX                                      -1
+NCCL_NVB_DISABLE                                          0
+NCCL_NVB_PRECONNECT                                       1
+NCCL_NVLINK_UTIL_CENTRIC_SCHED_ENABLE                     -2147483648
+NCCL_NVLSTREE_MAX_CHUNKSIZE                               -2
+NCCL_NVLS_CHUNKSIZE                                       131072
+NCCL_NVLS_ENABLE                                          2
+NCCL_NVLS_NCHANNELS                                       -2147483648
+NCCL_NVLS_UB_SIZE                                         -1
+NCCL_NVTX_DISABLE                                         0
+NCCL_OOB_NET_ENABLE                                       0
+NCCL_P2P_DIRECT_DISABLE                                   0
+NCCL_P2P_EPOCH_ENABLE                                     1
+NCCL_P2P_LL_THRESHOLD                                     16384
+NCCL_P2P_MAX_PEERS                                        -2147483648
+NCCL_P2P_NET_CHUNKSIZE                                    131072
+NCCL_P2P_NVL_CHUNKSIZE                                    524288
+NCCL_P2P_PCI_CHUNKSIZE                                    131072
+NCCL_P2P_PER_CHANNEL_NET_BW                               14
+NCCL_P2P_PER_CHANNEL_REG_NET_BW                           -1
+NCCL_P2P_PXN_LEVEL                                        2
+NCCL_P2P_READ_ENABLE                                      -2
+NCCL_P2P_SCHEDULE_GROUP_SIZE                              8
+NCCL_P2P_USE_CUDA_MEMCPY                                  0
+NCCL_PARAM_DUMP_ALL                                       FALSE
+NCCL_PAT_ENABLE                                           2
+NCCL_PROGRESS_APPENDOP_FREQ                               8
+NCCL_PROGRESS_COUNTERS                                    0
+NCCL_PROGRESS_COUNTER_MONITOR_POLL_MS                     1000
+NCCL_PROGRESS_COUNTER_MONITOR_STALE_MS                    5000
+NCCL_PROGRESS_COUNTER_MONITOR_STALE_WARN_SEC              600
+NCCL_PROXY_APPEND_BATCH_SIZE                              16
+NCCL_PROXY_DUMP_SIGNAL                                    -1
+NCCL_PXN_C2C                                              1
+NCCL_PXN_DISABLE                                          0
+NCCL_RAS_ENABLE                                           1
+NCCL_REPORT_CONNECT_PROGRESS                              0
+NCCL_RMA_DISABLE                                          0
+NCCL_RMA_EAGER_INIT                                       -2147483648
+NCCL_RMA_IB_WR_BATCHSIZE                                  64
+NCCL_RMA_MULTI_CTX_THRESHOLD                              -1
+NCCL_RMA_PLUGIN_REF_COUNT                                 0
+NCCL_RMA_PROXY_DUMP_SIGNAL                                -1
+NCCL_RMA_PROXY_QUEUE_SIZE                                 -1
+NCCL_RUNTIME_CONNECT                                      1
+NCCL_RUN_DIAGNOSTICS                                      0
+NCCL_RUN_RAS_DIAGNOSTICS                                  0
+NCCL_SET_CPU_STACK_SIZE                                   1
+NCCL_SET_STACK_SIZE                                       0
+NCCL_SET_THREAD_NAME                                      FALSE
+NCCL_SHADOW_MEMPOOL_MAX_SIZE                              1073741824
+NCCL_SHM_DISABLE                                          0
+NCCL_SHM_LOCALITY                                         2
+NCCL_SINGLE_PROC_MEM_REG_ENABLE                           0
+NCCL_SOCKET_INLINE                                        128
+NCCL_SOCKET_MIN_TASKSIZE                                  65536
+NCCL_SOCKET_NTHREADS                                      -2
+NCCL_SOCKET_POLL_TIMEOUT_MSEC                             0
+NCCL_SOCKET_RCVBUF                                        -1
+NCCL_SOCKET_RETRY_CNT                                     34
+NCCL_SOCKET_RETRY_SLEEP_MSEC                              100
+NCCL_SOCKET_SNDBUF                                        -1
+NCCL_SYM_CE_THRESHOLD                                     8388608
+NCCL_SYM_CTAS                                             0
+NCCL_SYM_GIN_KERNELS_ENABLE                               1
+NCCL_SYM_NOWIN_ENABLE                                     0
+NCCL_SYM_REUSE_SYSMEM_HANDLES                             0
+NCCL_SYM_RS_GIN_CHUNK_SIZE                                -1
+NCCL_SYM_TMA_ENABLE                                       1
+NCCL_TOPO_DUMP_FILE_RANK                                  0
+NCCL_TOPO_SPLIT_MLOPART                                   1
+NCCL_UID_STAGGER_RATE                                     7000
+NCCL_UID_STAGGER_THRESHOLD                                256
+NCCL_UNPACK_DOUBLE_NCHANNELS                              1
+NCCL_WARN_ENABLE_DEBUG_INFO                               FALSE
+NCCL_WIN_ENABLE                                           1
+NCCL_WIN_STRIDE                                           -1
+NCCL_WORK_ARGS_BYTES                                      9223372036854775807
+NCCL_WORK_FIFO_BYTES                                      1048576
+"""
+_defaults: dict[str, str] = {}
+
+
+def default_at(name: str, version: Version) -> str | None:
+    """The default NCCL ``version`` uses for ``name`` when it is unset or rejected, as text; None when the table has
+    no default for that release (only :data:`DEFAULTS_RELEASE` and later, the newest release in the table)."""
+    if version < DEFAULTS_RELEASE:
+        return None
+    if not _defaults:
+        for row in _DEFAULTS.strip().splitlines():
+            key, value = row.split(None, 1)
+            _defaults[key] = value
+    return _defaults.get(name)
+
+
 #: Variables whose parsing changed: name -> ((first release of the new way, kind), ...), oldest first. The table's
 #: kind holds from the variable's first release to the first change; :func:`kind_at` gives the kind of a release.
 KIND_CHANGES: dict[str, tuple[tuple[Version, str], ...]] = {

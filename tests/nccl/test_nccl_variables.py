@@ -4,12 +4,13 @@ tools/nccl_extract.py read them from the released libraries, through the API and
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
 
 from conftest import HOSTS, run_cli
-from ncclctl.nccl.variables import KNOWN, kind_at, known_variable, suggest_variable
+from ncclctl.nccl.variables import KNOWN, default_at, kind_at, known_variable, suggest_variable
 from ncclctl.nccl.version import Version
 
 
@@ -95,3 +96,21 @@ def test_cli_lint_knows_2_32_variables_for_2_32_jobs(tmp_path):
     assert sorted(got) == ["NCCL_IB_RAIL_POLICY", "NCCL_RUN_RAS_DIAGNOSTICS"]
     assert got["NCCL_RUN_RAS_DIAGNOSTICS"]["severity"] == "info"
     assert "read from NCCL 2.31.2 on; NCCL 2.30.7 ignores it" in got["NCCL_RUN_RAS_DIAGNOSTICS"]["message"]
+
+
+@pytest.mark.parametrize("name,default", [
+    ("NCCL_IB_TIMEOUT", "20"), ("NCCL_IB_RETRY_CNT", "7"), ("NCCL_CROSS_NIC", "2"), ("NCCL_IB_GID_INDEX", "-1"),
+    ("NCCL_RUN_RAS_DIAGNOSTICS", "0"), ("NCCL_PROGRESS_COUNTER_MONITOR_STALE_WARN_SEC", "600"),
+    ("NCCL_DEBUG_SUBSYS", "INIT,ENV,BOOTSTRAP"), ("NCCL_DEBUG_TIMESTAMP_LEVELS", "WARN,ATTN"),
+])
+def test_defaults_of_2_32_3(name, default):
+    assert default_at(name, Version(2, 32, 3)) == default
+    assert default_at(name, Version(2, 30, 7)) is None  # older releases: not in the table
+
+
+def test_every_default_belongs_to_a_variable_of_2_32_3():
+    v = Version(2, 32, 3)
+    names = [n for n in KNOWN if default_at(n, v) is not None]
+    assert len(names) >= 230 and all(_live(n, v) for n in names)
+    assert all(kind_at(n, v) in ("int", "typed") for n in names)
+    assert all(re.fullmatch(r"-?\d+", default_at(n, v) or "") for n in names if kind_at(n, v) == "int")
