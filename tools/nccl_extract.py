@@ -33,9 +33,10 @@ What it reads (standard library only; the library is never run in this process):
   such as ncclGetLevel) have no entry.
 * **defaults** (``--defaults``): the default of each ``int`` variable (its call sites' constant) and of each registry
   parameter (the dump's ``default=``), as rows for the ``_DEFAULTS`` table of ``ncclctl/nccl/variables.py``.
-* **formats**: printf-style strings of ``.rodata`` (the WARN/INFO/TRACE formats are among them; the library does
-  not record which level passes which format), and how many start with ``HINT:`` or name ``NCCL DIAG``/``ATTN``.
-  ``--formats`` prints them all.
+* **formats**: printf-style strings of ``.rodata``, and how many start with ``HINT:`` or name ``NCCL DIAG``/``ATTN``;
+  **log formats**: the level (WARN, INFO, ATTN, TRACE, ...) each format is logged at, from the x86-64 calls of
+  ncclDebugLog/ncclDebugLogInternal (level and format loaded as constants shortly before the call; a format
+  passed another way has no level). ``--formats`` prints every string with its levels ('-': no call found).
 
 The comparison (unless ``--no-compare``) imports ``ncclctl.nccl.variables`` from this checkout and lists: names
 the library reads that the table does not know; names the table says this release still reads (from the table's
@@ -271,6 +272,41 @@ def parse_dump(text: str) -> dict[str, dict]:
 # Extraction
 
 
+#: ncclDebugLogLevel values (src/nccl.h.in): 1-5 since 2.3; 6 is ATTN in 2.32.3 (the level its ATTN call sites pass).
+_LEVELS = {0: "NONE", 1: "VERSION", 2: "WARN", 3: "INFO", 4: "ABORT", 5: "TRACE", 6: "ATTN"}
+
+
+def _log_formats(elf: _Elf) -> dict[str, list[str]]:
+    """format -> the levels the code logs it at: every call of ncclDebugLog/ncclDebugLogInternal (WARN, INFO, ATTN,
+    TRACE macros) whose level (``mov edi, imm``) and format (``lea r9, [rip+...]``, the sixth argument of
+    ncclDebugLogInternal; the fifth, r8, of ncclDebugLog) are set up in the 96 bytes before the call."""
+    loggers = ("_Z20ncclDebugLogInternal17ncclDebugLogLevel", "_Z12ncclDebugLog17ncclDebugLogLevel")
+    targets = {addr: ("r8" if name.startswith("_Z12ncclDebugLog") else "r9") for name, addr in elf.symbols.items()
+               if name.startswith(loggers)}
+    base, text = elf.section(".text")
+    out: dict[str, set[str]] = {}
+    for m in re.finditer(rb"[\xe8\xe9]", text):
+        i = m.start()
+        if i + 5 > len(text):
+            break
+        reg = targets.get(base + i + 5 + struct.unpack_from("<i", text, i + 1)[0])
+        if reg is None:
+            continue
+        start = max(0, i - 96)
+        window = text[start:i]
+        leas = list(re.finditer(b"\x4c\x8d\x05" if reg == "r8" else b"\x4c\x8d\x0d", window))
+        levels = list(re.finditer(rb"\xbf([\x00-\x07])\x00\x00\x00", window))  # mov edi, level
+        if not leas or leas[-1].start() + 7 > len(window):
+            continue
+        at = leas[-1].start()
+        fmt = elf.cstring(base + start + at + 7 + struct.unpack_from("<i", window, at + 3)[0])
+        if fmt is None:
+            continue
+        level = _LEVELS.get(levels[-1].group(1)[0], "?") if levels else "?"
+        out.setdefault(fmt, set()).add(level)
+    return {f: sorted(v) for f, v in sorted(out.items())}
+
+
 def extract(path: Path, *, load: bool = True) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         lib = _library(path, tmp)
@@ -279,6 +315,7 @@ def extract(path: Path, *, load: bool = True) -> dict:
         ro_base, ro = elf.section(".rodata")
         names = {ro_base + m.start(): m.group()[:-1].decode() for m in re.finditer(rb"NCCL_[A-Z0-9_]*[A-Z0-9]\0", ro)}
         readers = _readers(elf, names)
+        logs = _log_formats(elf)
         code, dump = _load(lib) if load else (None, "")
     version = _version_text(code) if code else None
     if version is None:
@@ -308,6 +345,9 @@ def extract(path: Path, *, load: bool = True) -> dict:
         "registry": registry,
         "readers": readers,
         "formats": formats,
+        "log_formats": logs,
+        "log_format_counts": {lvl: sum(1 for v in logs.values() if lvl in v) for lvl in sorted(
+            {x for v in logs.values() for x in v})},
         "format_counts": {
             "printf_style": len(formats),
             "hint": sum(1 for s, _ in strings if s.lstrip().startswith("HINT:")),
@@ -378,6 +418,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"registry parameters (ncclParamDumpAll): {len(found['registry'])}")
     c = found["format_counts"]
     print(f"printf-style strings: {c['printf_style']} (HINT: lines {c['hint']}, DIAG {c['diag']}, ATTN {c['attn']})")
+    print(f"log formats by level (from the calls): {len(found['log_formats'])} "
+          f"{' '.join(f'{k}={v}' for k, v in found['log_format_counts'].items())}")
     for key, e in sorted(found["registry"].items()):
         extra = f" choices={','.join(e['choices'])}" if e["choices"] else ""
         print(f"  {key} type={e['type']} flags={','.join(e['flags']) or '-'} default={e['default']}{extra}")
@@ -392,7 +434,8 @@ def main(argv: list[str] | None = None) -> int:
         for key, names in diff.items():
             print(f"{key.replace('_', ' ')} ({len(names)}): {' '.join(names)}")
     if args.formats:
-        print("\n".join(found["formats"]))
+        for fmt in found["formats"]:
+            print(f"{','.join(found['log_formats'].get(fmt, ['-']))}\t{fmt!r}")
     return 0
 
 
