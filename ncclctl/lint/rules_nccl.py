@@ -878,12 +878,17 @@ _ENUMS: dict[str, tuple[Version, str, tuple[str, ...], str]] = {
     # The levels of the release judged: ATTN from 2.32.3 (ncclctl.nccl.values.DEBUG_LEVELS).
     "NCCL_DEBUG": (Version(2, 3, 5), "nocase", (), "prints no debug output"),
     "NCCL_LAUNCH_MODE": (Version(2, 3, 5), "nocase", ("PARALLEL", "GROUP"), "uses PARALLEL"),
+    # 2.32.3 (its library: ncclGetEnv, then strcasecmp with each name; anything else is INFO "Unrecognized").
+    "NCCL_IB_RAIL_POLICY": (Version(2, 32, 3), "strcasecmp", ("CX9", "CX9:FLIP", "CX9:ALT", "CX9:BLOCK", "NONE"),
+                            "ignores it (INFO 'Unrecognized') and keeps its default rail policy"),
 }
 
 
 def _enum_ok(kind: str, values: tuple[str, ...], v: str, version) -> bool:
     if kind == "exact":
         return v in values
+    if kind == "strcasecmp":
+        return v.upper() in values
     if kind == "nocase":
         if v.upper() in values:
             return True
@@ -902,7 +907,8 @@ def _enum_ok(kind: str, values: tuple[str, ...], v: str, version) -> bool:
     what="A value NCCL does not recognise for NCCL_SOCKET_FAMILY, NCCL_IB_ADDR_FAMILY (AF_INET/AF_INET6, exact), "
          "NCCL_NETDEVS_POLICY (AUTO, ALL, MAX:n), NCCL_NET_MERGE_POLICY (ALL, RAIL), NCCL_NET_MERGE_LEVEL (LOC PORT "
          "PIX PXB P2C PXN PHB SYS, upper case), NCCL_DEBUG (VERSION WARN INFO ABORT TRACE, ATTN from 2.32.3) or "
-         "NCCL_LAUNCH_MODE (PARALLEL, GROUP); a name NCCL does not know in the NCCL_DEBUG_SUBSYS, "
+         "NCCL_LAUNCH_MODE (PARALLEL, GROUP), NCCL_IB_RAIL_POLICY (2.32.3: CX9, CX9:FLIP, CX9:ALT, CX9:BLOCK, "
+         "NONE); a name NCCL does not know in the NCCL_DEBUG_SUBSYS, "
          "NCCL_DEBUG_TIMESTAMP_LEVELS or NCCL_DEBUG_LEVELS (2.32.3) lists.",
     why="Each of these falls back to a default without failing (misc/socket.cc, transport/net_ib/connect.cc, "
         "graph/topo.cc, debug.cc, init.cc): NCCL_SOCKET_FAMILY=ipv6 leaves IPv4 in use, NCCL_NET_MERGE_LEVEL=port "
@@ -928,12 +934,14 @@ def enum_value_invalid(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             if _enum_ok(kind, values, s.value, version):
                 continue
             how = {"exact": "exact, case-sensitive", "nocase": "case-insensitive", "prefix": "upper case, prefix",
-                   "netdevs": "case-insensitive"}[kind]
+                   "netdevs": "case-insensitive", "strcasecmp": "case-insensitive"}[kind]
             guess = s.value.strip().strip("\"'").upper()
             if name in ("NCCL_SOCKET_FAMILY", "NCCL_IB_ADDR_FAMILY") and guess not in values:
                 guess = "AF_INET6" if "6" in guess else "AF_INET"
             elif name == "NCCL_NETDEVS_POLICY" and guess not in values:
                 guess = "AUTO"
+            elif name == "NCCL_IB_RAIL_POLICY" and guess not in values:
+                guess = "NONE"
             fix = _line_fix(s, guess) if _enum_ok(kind, values, guess, version) else f"use one of {', '.join(values)}"
             newer = [(since_, n) for n, since_ in DEBUG_LEVELS if n == guess and since_ > version]
             later = f" ({guess} is a level from NCCL {newer[0][0]} on)" if name == "NCCL_DEBUG" and newer else ""
