@@ -376,8 +376,8 @@ def compare(found: dict) -> dict:
         "missing_from_library": sorted(table_now - read),
         "kind_differs": sorted(f"{n}:{e['kind']}/{KNOWN[n].kind}" for n, e in found["readers"].items()
                                if n in KNOWN and current(KNOWN[n]) and kind_at(n, version) not in e["kind"].split("+")),
-        "registry_not_typed": sorted(n for n in found["registry"] if n in KNOWN and KNOWN[n].kind != "typed"),
-        "typed_not_in_registry": sorted(n for n in table_now if KNOWN[n].kind == "typed" and found["registry"]
+        "registry_not_typed": sorted(n for n in found["registry"] if n in KNOWN and kind_at(n, version) != "typed"),
+        "typed_not_in_registry": sorted(n for n in table_now if kind_at(n, version) == "typed" and found["registry"]
                                         and n not in found["registry"]),
         "sensitive_in_registry": sorted(n for n, e in found["registry"].items() if "Sensitive" in e["flags"]),
         "sensitive_in_table": sorted(n for n in table_now if "sensitive" in KNOWN[n].flags),

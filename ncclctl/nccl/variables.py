@@ -57,12 +57,12 @@ NCCL_CTA_POLICY                                           2.27.3  -       str
 NCCL_CUDA_PATH                                            2.13.4  2.20.5  str
 NCCL_CUMEM_ENABLE                                         2.18.1  -       int
 NCCL_CUMEM_HOST_ENABLE                                    2.23.4  -       int
-NCCL_DEBUG                                                2.3.5   -       typed
-NCCL_DEBUG_FILE                                           2.3.5   -       typed
+NCCL_DEBUG                                                2.3.5   -       str
+NCCL_DEBUG_FILE                                           2.3.5   -       str
 NCCL_DEBUG_LEVELS                                         2.32.3  -       typed
-NCCL_DEBUG_SUBSYS                                         2.3.5   -       typed
-NCCL_DEBUG_TIMESTAMP_FORMAT                               2.26.2  -       typed
-NCCL_DEBUG_TIMESTAMP_LEVELS                               2.26.2  -       typed
+NCCL_DEBUG_SUBSYS                                         2.3.5   -       str
+NCCL_DEBUG_TIMESTAMP_FORMAT                               2.26.2  -       str
+NCCL_DEBUG_TIMESTAMP_LEVELS                               2.26.2  -       str
 NCCL_DEV_API_JIT                                          2.30.7  -       int
 NCCL_DIAGNOSTICS_ECC_THRESHOLD                            2.31.2  -       int
 NCCL_DIAGNOSTICS_IB_BW_TIMEOUT                            2.32.3  -       int
@@ -239,7 +239,7 @@ NCCL_NET_PLUGIN                                           2.11.4  -       str
 NCCL_NET_PLUGIN_REF_COUNT                                 2.26.2  -       int
 NCCL_NET_SHARED_BUFFERS                                   2.8.3   -       int
 NCCL_NET_SHARED_COMMS                                     2.12.7  -       int
-NCCL_NO_CACHE                                             2.29.7  -       typed
+NCCL_NO_CACHE                                             2.29.7  -       str
 NCCL_NSOCKS_PERTHREAD                                     2.4.8   -       int
 NCCL_NTHREADS                                             2.3.5   -       int
 NCCL_NUM_RMA_CTX                                          2.29.2  -       int
@@ -319,7 +319,7 @@ NCCL_RUN_DIAGNOSTICS                                      2.31.2  -       int
 NCCL_RUN_RAS_DIAGNOSTICS                                  2.31.2  -       int
 NCCL_SET_CPU_STACK_SIZE                                   2.28.3  -       int
 NCCL_SET_STACK_SIZE                                       2.9.6   -       int
-NCCL_SET_THREAD_NAME                                      2.12.7  -       typed
+NCCL_SET_THREAD_NAME                                      2.12.7  -       int
 NCCL_SHADOW_MEMPOOL_MAX_SIZE                              2.30.7  -       int
 NCCL_SHARED_BUFF_COUNT                                    2.8.3   2.8.4   int
 NCCL_SHM_DISABLE                                          2.3.5   -       int
@@ -359,7 +359,7 @@ NCCL_TUNER_PLUGIN                                         2.19.1  -       str
 NCCL_UID_STAGGER_RATE                                     2.23.4  -       int
 NCCL_UID_STAGGER_THRESHOLD                                2.23.4  -       int
 NCCL_UNPACK_DOUBLE_NCHANNELS                              2.22.3  -       int
-NCCL_WARN_ENABLE_DEBUG_INFO                               2.19.4  -       typed
+NCCL_WARN_ENABLE_DEBUG_INFO                               2.19.4  -       str
 NCCL_WIN_ENABLE                                           2.27.3  -       int
 NCCL_WIN_STRIDE                                           2.27.3  -       int
 NCCL_WORK_ARGS_BYTES                                      2.22.3  -       int
@@ -670,6 +670,12 @@ def default_at(name: str, version: Version) -> str | None:
 KIND_CHANGES: dict[str, tuple[tuple[Version, str], ...]] = {
     # 2.31.2 reads it with ncclGetEnv as a floating-point factor (the libraries' call sites), no longer strtoll.
     "NCCL_RAS_TIMEOUT_FACTOR": ((Version(2, 31, 2), "str"),),
+    # The typed parameter registry (DEFINE_NCCL_PARAM): its own parsers from 2.30.3 (param.cc) and 2.30.7
+    # (debug.cc); before, getenv and strcasecmp/strtok (str) or NCCL_PARAM (int).
+    "NCCL_NO_CACHE": ((Version(2, 30, 3), "typed"),),
+    **dict.fromkeys(("NCCL_DEBUG", "NCCL_DEBUG_FILE", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_TIMESTAMP_FORMAT",
+                     "NCCL_DEBUG_TIMESTAMP_LEVELS", "NCCL_SET_THREAD_NAME", "NCCL_WARN_ENABLE_DEBUG_INFO"),
+                    ((Version(2, 30, 7), "typed"),)),
 }
 
 

@@ -43,6 +43,12 @@ def test_parse_kind_per_release():
     assert kind_at("NCCL_RAS_TIMEOUT_FACTOR", Version(2, 31, 2)) == kind_at("NCCL_RAS_TIMEOUT_FACTOR") == "str"
     assert kind_at("NCCL_IB_RAIL_POLICY") == "str" and kind_at("NCCL_DEBUG_LEVELS") == "typed"
     assert kind_at("NCCL_RUN_RAS_DIAGNOSTICS") == "int" and kind_at("NCCL_NOT_A_VARIABLE") is None
+    # The typed registry took over the debug variables in 2.30.7: NCCL_PARAM and getenv before.
+    assert kind_at("NCCL_SET_THREAD_NAME", Version(2, 29, 7)) == "int"
+    assert kind_at("NCCL_SET_THREAD_NAME", Version(2, 30, 7)) == "typed"
+    assert kind_at("NCCL_DEBUG_SUBSYS", Version(2, 30, 4)) == "str" and kind_at("NCCL_DEBUG_SUBSYS") == "typed"
+    assert kind_at("NCCL_NO_CACHE", Version(2, 29, 7)) == "str"
+    assert kind_at("NCCL_NO_CACHE", Version(2, 30, 3)) == "typed"
 
 
 def test_plugin_flag_marks_what_only_nccls_own_plugins_read():
