@@ -27,10 +27,12 @@ from ncclctl.nccl.lists import (
 )
 from ncclctl.nccl.params import c_int, strtol
 from ncclctl.nccl.settings import ETC_CONF, Resolved, Setting
-from ncclctl.nccl.values import (PATH_LEVELS, VALUE_RANGES, algo_proto_names, check_algo_proto, disables_p2p,
-                                level_names, out_of_range, read_level, template_text)
-from ncclctl.nccl.variables import (KNOWN, REPLACED_BY, helper_variable, known_variable, plugin_variable,
-                                   suggest_variable)
+from ncclctl.nccl.values import (DEBUG_LEVELS, DEBUG_LISTS, DEBUG_REGISTRY, PATH_LEVELS, VALUE_RANGES, algo_proto_names,
+                                check_algo_proto, debug_level_names, debug_list_default, debug_list_names,
+                                debug_list_unknown, disables_p2p, level_names, out_of_range, read_level,
+                                template_text)
+from ncclctl.nccl.variables import (KNOWN, REPLACED_BY, default_at, helper_variable, kind_at, known_variable,
+                                   plugin_variable, suggest_variable)
 from ncclctl.nccl.version import DEFAULT, DEFAULT_TEXT, RELEASES, Version, parse
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -87,8 +89,10 @@ def _replace_entry(value: str, old: str, new: str) -> str:
 
 
 def _is_int_var(name: str, version: Version) -> bool:
+    """``name`` is read by ``version`` with strtoll (an NCCL_PARAM)."""
     info = KNOWN.get(name)
-    return info is not None and info.kind == "int" and info.since <= version and (info.until is None or info.until >= version)
+    return info is not None and kind_at(name, version) == "int" and info.since <= version and (
+        info.until is None or info.until >= version)
 
 
 def _looks_nccl(name: str) -> bool:
@@ -262,9 +266,10 @@ def conf_crlf(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     why="NCCL reads variables by exact, case-sensitive name; a misspelt one is silently ignored, so the setting "
         "the operator believes is active (for instance a NIC restriction) is not, and no log line says so.",
     detect="Every NCCL_* name in the environment and the conf files against the table of names read by NCCL "
-           "2.3.5 to 2.30.7 (extracted from every release tag's NCCL_PARAM, DEFINE_NCCL_PARAM and "
-           "ncclGetEnv/getenv calls), the names the common plugins read (nccl-rdma-sharp-plugins: SHARP, UCX; "
-           "aws-ofi-nccl), plus site patterns for other net plugins. Build and installation helpers "
+           f"2.3.5 to {RELEASES[-1]} (extracted from every release tag's NCCL_PARAM, DEFINE_NCCL_PARAM and "
+           "ncclGetEnv/getenv calls, and from the released libraries of releases without a tag), the names the "
+           "common plugins read (nccl-rdma-sharp-plugins: SHARP, UCX; aws-ofi-nccl), plus site patterns for other "
+           "net plugins. Build and installation helpers "
            "(NCCL_LIB_DIR, NCCL_HOME, NCCL_ROOT, NCCL_INCLUDE_DIR...) are reported at info; a 'did you mean' "
            "names only a variable NCCL or those plugins read, a couple of keystrokes away.",
     fix="Use the exact name from the NCCL documentation (the finding suggests the closest one), or add a plugin's "
@@ -305,15 +310,15 @@ def unknown_variable(ctx: Ctx, opts: dict) -> Iterable[Hit]:
                 msg = f"NCCL reads no variable named {s.name}; did you mean {best}" + (
                     f" (read by the {who} plugin)?" if who else "?")
             else:
-                msg = (f"NCCL reads no variable named {s.name} (no release 2.3.5-2.30.7 does, nor the SHARP, UCX "
-                       "or OFI plugins)")
+                msg = (f"NCCL reads no variable named {s.name} (no release 2.3.5-{RELEASES[-1]} does, nor the SHARP, "
+                       "UCX or OFI plugins)")
             yield _hit(s, msg, fix=f"rename it to {best}" if best else None)
         elif info.until is not None and info.until < version:
             repl = REPLACED_BY.get(s.name)
             yield _hit(s, f"{s.name} was last read by NCCL {info.until}; NCCL {version} "
                        "ignores it" + (f" (use {repl})" if repl else ""),
                        fix=f"replace it with {repl}" if repl else "remove the setting")
-        elif info.since > version:
+        elif info.since > version and plugin_variable(s.name) is None:  # a plugin reads it in older releases
             yield _hit(s, f"{s.name} is read from NCCL {info.since} on; NCCL {version} "
                        "ignores it", severity=I, fix="upgrade NCCL, or remove the setting")
 
@@ -345,7 +350,9 @@ def integer_value(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             body = v.strip()
             digits = body.lstrip("+-")
             if r.overflow:
-                yield _hit(s, "out of the 64-bit range: NCCL logs 'Invalid value' and uses the default")
+                default = default_at(name, version)
+                yield _hit(s, "out of the 64-bit range: NCCL logs 'Invalid value' and uses the default" + (
+                    f" ({default})" if default is not None else ""))
             elif not r.digits:
                 yield _hit(s, "not a number: strtoll finds no digits and NCCL uses 0",
                            fix=f"write a number, e.g. {s.name}=<decimal value>")
@@ -868,14 +875,20 @@ _ENUMS: dict[str, tuple[Version, str, tuple[str, ...], str]] = {
     "NCCL_NET_MERGE_POLICY": (Version(2, 30, 7), "nocase", ("ALL", "RAIL"), "warns and uses ALL"),
     "NCCL_NET_MERGE_LEVEL": (Version(2, 24, 0), "prefix", ("LOC", "PORT", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS"),
                              "falls back to LOC: no NIC fusion at all"),
-    "NCCL_DEBUG": (Version(2, 3, 5), "nocase", ("VERSION", "WARN", "INFO", "ABORT", "TRACE"), "prints no debug output"),
+    # The levels of the release judged: ATTN from 2.32.3 (ncclctl.nccl.values.DEBUG_LEVELS).
+    "NCCL_DEBUG": (Version(2, 3, 5), "nocase", (), "prints no debug output"),
     "NCCL_LAUNCH_MODE": (Version(2, 3, 5), "nocase", ("PARALLEL", "GROUP"), "uses PARALLEL"),
+    # 2.32.3 (its library: ncclGetEnv, then strcasecmp with each name; anything else is INFO "Unrecognized").
+    "NCCL_IB_RAIL_POLICY": (Version(2, 32, 3), "strcasecmp", ("CX9", "CX9:FLIP", "CX9:ALT", "CX9:BLOCK", "NONE"),
+                            "ignores it (INFO 'Unrecognized') and keeps its default rail policy"),
 }
 
 
 def _enum_ok(kind: str, values: tuple[str, ...], v: str, version) -> bool:
     if kind == "exact":
         return v in values
+    if kind == "strcasecmp":
+        return v.upper() in values
     if kind == "nocase":
         if v.upper() in values:
             return True
@@ -893,11 +906,15 @@ def _enum_ok(kind: str, values: tuple[str, ...], v: str, version) -> bool:
     "NCCL018", "enum-value-invalid", W, "NCCL setting with a value outside its accepted set",
     what="A value NCCL does not recognise for NCCL_SOCKET_FAMILY, NCCL_IB_ADDR_FAMILY (AF_INET/AF_INET6, exact), "
          "NCCL_NETDEVS_POLICY (AUTO, ALL, MAX:n), NCCL_NET_MERGE_POLICY (ALL, RAIL), NCCL_NET_MERGE_LEVEL (LOC PORT "
-         "PIX PXB P2C PXN PHB SYS, upper case), NCCL_DEBUG (VERSION WARN INFO ABORT TRACE) or NCCL_LAUNCH_MODE "
-         "(PARALLEL, GROUP).",
+         "PIX PXB P2C PXN PHB SYS, upper case), NCCL_DEBUG (VERSION WARN INFO ABORT TRACE, ATTN from 2.32.3) or "
+         "NCCL_LAUNCH_MODE (PARALLEL, GROUP), NCCL_IB_RAIL_POLICY (2.32.3: CX9, CX9:FLIP, CX9:ALT, CX9:BLOCK, "
+         "NONE); a name NCCL does not know in the NCCL_DEBUG_SUBSYS, "
+         "NCCL_DEBUG_TIMESTAMP_LEVELS or NCCL_DEBUG_LEVELS (2.32.3) lists.",
     why="Each of these falls back to a default without failing (misc/socket.cc, transport/net_ib/connect.cc, "
         "graph/topo.cc, debug.cc, init.cc): NCCL_SOCKET_FAMILY=ipv6 leaves IPv4 in use, NCCL_NET_MERGE_LEVEL=port "
-        "disables NIC fusion, NCCL_DEBUG=debug prints nothing when it is needed.",
+        "disables NIC fusion, NCCL_DEBUG=debug prints nothing when it is needed. In the debug lists an unknown name "
+        "is skipped before 2.30.7; from 2.30.7 (the typed parameter registry) it makes NCCL reject the whole "
+        "list and keep the default: NCCL_DEBUG_SUBSYS=INIT,NET,ATTN logs INIT,ENV,BOOTSTRAP, not NET.",
     detect="Every definition compared the way NCCL compares it (strcmp, strcasecmp or a prefix match), for the "
            "chosen nccl_version.",
     fix="Use one of the accepted values listed in the finding.",
@@ -909,21 +926,53 @@ def enum_value_invalid(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     for name, (since, kind, values, fallback) in _ENUMS.items():
         if version < since:
             continue
+        if name == "NCCL_DEBUG":
+            values = debug_level_names(version)
         for s in res.candidates(name):
             if s.value == "" and name == "NCCL_IB_ADDR_FAMILY":
                 continue
             if _enum_ok(kind, values, s.value, version):
                 continue
             how = {"exact": "exact, case-sensitive", "nocase": "case-insensitive", "prefix": "upper case, prefix",
-                   "netdevs": "case-insensitive"}[kind]
+                   "netdevs": "case-insensitive", "strcasecmp": "case-insensitive"}[kind]
             guess = s.value.strip().strip("\"'").upper()
             if name in ("NCCL_SOCKET_FAMILY", "NCCL_IB_ADDR_FAMILY") and guess not in values:
                 guess = "AF_INET6" if "6" in guess else "AF_INET"
             elif name == "NCCL_NETDEVS_POLICY" and guess not in values:
                 guess = "AUTO"
+            elif name == "NCCL_IB_RAIL_POLICY" and guess not in values:
+                guess = "NONE"
             fix = _line_fix(s, guess) if _enum_ok(kind, values, guess, version) else f"use one of {', '.join(values)}"
-            yield _hit(s, f"not one of {', '.join(values)} ({how}): NCCL {fallback}",
+            newer = [(since_, n) for n, since_ in DEBUG_LEVELS if n == guess and since_ > version]
+            later = f" ({guess} is a level from NCCL {newer[0][0]} on)" if name == "NCCL_DEBUG" and newer else ""
+            yield _hit(s, f"not one of {', '.join(values)} ({how}): NCCL {fallback}{later}",
                        severity=I if name == "NCCL_DEBUG" else None, fix=fix)
+    yield from _debug_lists(res, version)
+
+
+def _debug_lists(res: Resolved, version: Version) -> Iterable[Hit]:
+    """NCCL_DEBUG_SUBSYS, NCCL_DEBUG_TIMESTAMP_LEVELS, NCCL_DEBUG_LEVELS: names ``version`` does not know."""
+    for name, (since, _names, _defaults) in DEBUG_LISTS.items():
+        if version < since:
+            continue
+        accepted = debug_list_names(name, version)
+        for s in res.candidates(name):
+            unknown = debug_list_unknown(name, s.value, version)
+            if not unknown:
+                continue
+            shown = ", ".join(repr(u) for u in unknown)
+            head = s.value[:1] if s.value.startswith("^") else ""
+            kept = [e for e in s.value[len(head):].split(",") if e and e not in unknown]
+            evidence = (f"accepted (case-insensitive): {' '.join(accepted)}",)
+            if version >= DEBUG_REGISTRY:
+                msg = (f"{shown} is not a name NCCL {version} knows: it rejects the whole list and keeps its "
+                       f"default ({debug_list_default(name, version)})")
+                yield _hit(s, msg, evidence=evidence, fix=_line_fix(s, head + ",".join(e.strip() for e in kept))
+                           if kept else f"use names from: {', '.join(accepted)}")
+            else:
+                msg = f"{shown} is not a name NCCL {version} knows: it skips it silently"
+                yield _hit(s, msg, evidence=evidence, severity=I, fix=_line_fix(s, head + ",".join(kept))
+                           if kept else f"use names from: {', '.join(accepted)}")
 
 
 @rule(

@@ -8,6 +8,8 @@
 * Integer settings NCCL or the verbs provider masks or clamps (``NCCL_IB_RETRY_CNT`` is a 3-bit field):
   :data:`VALUE_RANGES`, :func:`out_of_range`.
 * Template or shell text left in a value (``{{ hca }}``, ``${IFACE}``): :func:`template_text`.
+* ``NCCL_DEBUG`` levels and the ``NCCL_DEBUG_SUBSYS`` / ``NCCL_DEBUG_TIMESTAMP_LEVELS`` / ``NCCL_DEBUG_LEVELS``
+  lists (``src/debug.cc``; the typed registry's bitset parser from 2.30.7): :func:`debug_list_unknown`.
 
 Each with the release that changed it.
 """
@@ -242,3 +244,65 @@ def template_text(value: str) -> str | None:
     """The first piece of unrendered template or unexpanded shell text in ``value``, or None."""
     m = _TEMPLATE_RE.search(value)
     return m.group(0) if m else None
+
+
+# --------------------------------------------------------------------------------------------------
+# NCCL_DEBUG and its lists (src/debug.cc; from 2.30.7 the param registry: parser_bitset.h). The releases after the
+# last tag (2.31.2, 2.32.3) from the accepted values that their libraries' ncclParamDumpAll prints.
+
+#: NCCL_DEBUG levels (case-insensitive) with the first release that accepts each.
+DEBUG_LEVELS: tuple[tuple[str, Version], ...] = (
+    ("VERSION", Version(2, 3, 5)), ("WARN", Version(2, 3, 5)), ("ATTN", Version(2, 32, 3)), ("INFO", Version(2, 3, 5)),
+    ("ABORT", Version(2, 3, 5)), ("TRACE", Version(2, 3, 5)),
+)
+#: NCCL_DEBUG_SUBSYS names with the first release (tag) whose debug code knows each.
+DEBUG_SUBSYSTEMS: tuple[tuple[str, Version], ...] = (
+    ("INIT", Version(2, 3, 5)), ("COLL", Version(2, 3, 5)), ("P2P", Version(2, 3, 5)), ("SHM", Version(2, 3, 5)),
+    ("NET", Version(2, 3, 5)), ("ALL", Version(2, 3, 5)), ("GRAPH", Version(2, 5, 6)), ("TUNING", Version(2, 5, 6)),
+    ("ENV", Version(2, 7, 3)), ("ALLOC", Version(2, 9, 9)), ("CALL", Version(2, 13, 4)), ("NVLS", Version(2, 17, 1)),
+    ("PROXY", Version(2, 18, 1)), ("BOOTSTRAP", Version(2, 21, 5)), ("REG", Version(2, 21, 5)),
+    ("PROFILE", Version(2, 22, 3)), ("RAS", Version(2, 24, 3)), ("DESTROY", Version(2, 30, 3)),
+    ("ALLOC_HOST", Version(2, 30, 7)),
+)
+#: The debug lists: name -> (first release that reads it, the names it accepts with their first release, what NCCL
+#: uses when the registry (2.30.7 and later) rejects the value: by release, newest first).
+DEBUG_LISTS: dict[str, tuple[Version, tuple[tuple[str, Version], ...], tuple[tuple[Version, str], ...]]] = {
+    "NCCL_DEBUG_SUBSYS": (Version(2, 3, 5), DEBUG_SUBSYSTEMS, ((Version(2, 30, 7), "INIT,ENV,BOOTSTRAP"),)),
+    "NCCL_DEBUG_TIMESTAMP_LEVELS": (Version(2, 26, 2), DEBUG_LEVELS + (("ALL", Version(2, 26, 2)),),
+                                    ((Version(2, 32, 3), "WARN,ATTN"), (Version(2, 30, 7), "WARN"))),
+    "NCCL_DEBUG_LEVELS": (Version(2, 32, 3), DEBUG_LEVELS + (("ALL", Version(2, 32, 3)),),
+                          ((Version(2, 32, 3), "none added"),)),
+}
+#: The first release that reads NCCL_DEBUG and its lists through the typed registry: names are trimmed, and one
+#: unknown name makes NCCL reject the whole value and keep the default. Before, strtok(',') and strcasecmp: an
+#: unknown name is skipped silently and the others still apply.
+DEBUG_REGISTRY = Version(2, 30, 7)
+
+
+def debug_level_names(version: Version = DEFAULT) -> tuple[str, ...]:
+    """The NCCL_DEBUG levels ``version`` accepts."""
+    return tuple(n for n, since in DEBUG_LEVELS if version >= since)
+
+
+def debug_list_names(name: str, version: Version = DEFAULT) -> tuple[str, ...]:
+    """The names ``version`` accepts in the debug list ``name`` (empty when it does not read the variable)."""
+    since, names, _ = DEBUG_LISTS[name]
+    return tuple(n for n, first in names if version >= first) if version >= since else ()
+
+
+def debug_list_default(name: str, version: Version = DEFAULT) -> str | None:
+    """What the registry keeps when it rejects a value of ``name`` (None before the registry)."""
+    return next((text for since, text in DEBUG_LISTS[name][2] if version >= since), None)
+
+
+def debug_list_unknown(name: str, value: str, version: Version = DEFAULT) -> list[str]:
+    """The entries of the comma-separated ``value`` of debug list ``name`` that ``version`` does not know, as
+    written. A leading '^' (all but these) is not part of the first entry; empty entries are skipped."""
+    accepted = {n.upper() for n in debug_list_names(name, version)}
+    body = value[1:] if value.startswith("^") else value
+    out = []
+    for entry in body.split(","):
+        token = entry.strip() if version >= DEBUG_REGISTRY else entry.lstrip("^")
+        if token and token.upper() not in accepted:
+            out.append(entry)
+    return out

@@ -25,17 +25,21 @@ class Version(NamedTuple):
         return f"{self.major}.{self.minor}.{self.patch}"
 
 
-#: The release whose behaviour is modelled when none is given (the newest one the tables were extracted from).
+#: The release whose behaviour is modelled when none is given: the newest one the topology, search and tuning
+#: tables were extracted from and checked against. Newer releases in :data:`RELEASES` are known to the version-aware
+#: lint rules (variables, values), not to the model.
 DEFAULT = Version(2, 30, 7)
 #: :data:`DEFAULT` as written on a command line (the default of every ``--nccl-version`` option).
 DEFAULT_TEXT = str(DEFAULT)
 
-#: Every NCCL 2.x release with a tag in NVIDIA/nccl from 2.3.5 on (the versions the tables know how to model).
+#: Every NCCL 2.x release from 2.3.5 on: those with a tag in NVIDIA/nccl, then 2.31.2 and 2.32.3 (released as
+#: nvidia-nccl-cu12/-cu13 wheels). Adding a release here and its variables to ``variables.py`` is all a new release
+#: needs for the lint rules (``tools/nccl_extract.py`` lists what changed).
 RELEASES: tuple[str, ...] = tuple("""
 2.3.5 2.3.7 2.4.2 2.4.6 2.4.7 2.4.8 2.5.6 2.5.7 2.6.4 2.7.3 2.7.5 2.7.6 2.7.8 2.8.3 2.8.4 2.9.6 2.9.8 2.9.9 2.10.3
 2.11.4 2.12.7 2.12.10 2.12.12 2.13.4 2.14.3 2.15.1 2.15.5 2.16.2 2.16.5 2.17.1 2.18.1 2.18.3 2.18.5 2.18.6 2.19.1
 2.19.3 2.19.4 2.20.3 2.20.5 2.21.5 2.22.3 2.23.4 2.24.3 2.25.1 2.26.2 2.26.3 2.26.5 2.26.6 2.27.3 2.27.5 2.27.6
-2.27.7 2.28.3 2.28.7 2.28.9 2.29.2 2.29.3 2.29.7 2.30.3 2.30.4 2.30.7
+2.27.7 2.28.3 2.28.7 2.28.9 2.29.2 2.29.3 2.29.7 2.30.3 2.30.4 2.30.7 2.31.2 2.32.3
 """.split())
 
 # "2.30.7", "2.30", "v2.21.5-1" (a release tag), surrounding white space allowed.

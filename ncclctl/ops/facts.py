@@ -50,6 +50,7 @@ def _transport(node: Node) -> dict:
 def document(node: Node, *, source: dict, lint: bool = True) -> dict:
     """The facts of one probed node (pure, apart from running the lint rules over it)."""
     from ncclctl.nccl.settings import effective_setting
+    from ncclctl.nccl.variables import REDACTED, sensitive_variable
     from ncclctl.plan.rails import plan_rails
 
     f = node.facts
@@ -107,10 +108,11 @@ def document(node: Node, *, source: dict, lint: bool = True) -> dict:
                      "bdf": d.bdf} for d in sorted(node.netdevs, key=lambda d: natural_key(d.name))],
         "rails": rails,
         "nccl": {
-            # Variable names lower-cased like every other key (NCCL's names are all upper case).
-            "env": {k.lower(): v for k, v in sorted(f.nccl_env)},
+            # Variable names lower-cased like every other key (NCCL's names are all upper case); the values of
+            # the variables NCCL's registry marks SENSITIVE are not published.
+            "env": {k.lower(): REDACTED if sensitive_variable(k) else v for k, v in sorted(f.nccl_env)},
             "conf_files": sorted(c.path for c in f.conf_files),
-            "effective": {name.lower(): effective_setting(node, name) for name in nccl_names},
+            "effective": {name.lower(): _published(name, effective_setting(node, name)) for name in nccl_names},
             "virtual_topology_file": f.virtual_topology.path if f.virtual_topology else None,
             "libraries": (None if f.nccl_libraries is None else
                           [{"path": lib.path, "version": lib.version, "cuda": lib.cuda, "where": lib.where}
@@ -130,6 +132,13 @@ def document(node: Node, *, source: dict, lint: bool = True) -> dict:
         "unavailable": [{"source": u.source, "reason": u.reason} for u in node.unavailable],
     }
     return doc
+
+
+def _published(name: str, value: str | None) -> str | None:
+    """``value`` of NCCL variable ``name`` as the facts publish it: REDACTED for a sensitive variable."""
+    from ncclctl.nccl.variables import REDACTED, sensitive_variable
+
+    return REDACTED if value is not None and sensitive_variable(name) else value
 
 
 def _lint_summary(node: Node, source: dict) -> dict:

@@ -33,6 +33,8 @@ The contract (docs/fixture-format.md, "Redaction"):
     ``switch-<hash>``, chassis ids (MACs, addresses, or other strings -> ``chassis-<hash>``), MAC port ids and
     management addresses.
   - The Device Serial Number capability in captured PCI config space (treated as an EUI-64).
+  - The values of the NCCL variables NCCL's registry marks SENSITIVE (the ``sensitive`` flag of
+    :mod:`ncclctl.nccl.variables`), in ``env.json`` and in the NCCL conf files: ``<redacted>``.
 
 Without ``NCCLCTL_REDACT_KEY`` the fakes are an unkeyed hash: they hide identifiers from a reader, not from
 someone who tests guesses (a MAC with a known vendor prefix has 2**24 candidates). Set the variable to the same
@@ -542,10 +544,36 @@ def _v6_format(b: bytes, like: str) -> str:
     return text
 
 
+def _sensitive(files: dict[str, bytes], conf_paths: set[str]) -> dict[str, bytes]:
+    """``files`` with the values of sensitive NCCL variables replaced in ``/env.json`` and the conf files."""
+    import json  # noqa: PLC0415
+
+    from ncclctl.nccl.variables import REDACTED, sensitive_variable  # noqa: PLC0415
+    out = dict(files)
+    raw = files.get("/env.json")
+    if raw is not None:
+        try:
+            env = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            env = None  # not what the probe wrote: the probe of the snapshot reports it
+        if isinstance(env, dict) and any(sensitive_variable(k) for k in env):
+            env = {k: REDACTED if sensitive_variable(k) else v for k, v in env.items()}
+            out["/env.json"] = (json.dumps(env, indent=2, sort_keys=True) + "\n").encode()
+    for path in conf_paths & set(files):
+        lines = files[path].split(b"\n")
+        for i, line in enumerate(lines):
+            name, eq, _ = line.partition(b"=")  # NCCL's own split: the first '=' (nccl.settings)
+            if eq and sensitive_variable(name.decode("latin-1")):
+                lines[i] = name + b"=" + REDACTED.encode()
+        out[path] = b"\n".join(lines)
+    return out
+
+
 def redact_files(files: dict[str, bytes], links: dict[str, str], node) -> dict[str, bytes]:
     """The snapshot's files with the host's identifiers replaced (see the module docstring)."""
     import os  # noqa: PLC0415
     del links  # link targets are sysfs paths: they carry no identifiers
+    files = _sensitive(files, {c.path for c in node.facts.conf_files})
     red = Redactor(os.environ.get("NCCLCTL_REDACT_KEY", ""))
     red.learn_node(node)
     red.learn_lldp(files)
