@@ -44,7 +44,7 @@ def model_system(case_id: str):
     from ncclctl.nccl.build import Plugin, build
     from ncclctl.nccl.paths import compute_paths, trim_system
     from ncclctl.nccl.system import GPU, Params
-    from ncclctl.topo.ncclxml import parse_nccl_xml
+    from ncclctl.nccl.xml import parse_nccl_xml
 
     case = expected()["cases"][case_id]
     inp = case["input"]

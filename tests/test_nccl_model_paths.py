@@ -16,7 +16,7 @@ from ncclctl.nccl.paths import check_gdr, compute_paths, get_local_net, path_str
 from ncclctl.nccl.system import GPU, NET, Params
 from ncclctl.probe import probe
 from ncclctl.topo.generate import generate_for
-from ncclctl.topo.ncclxml import parse_nccl_xml
+from ncclctl.nccl.xml import parse_nccl_xml
 
 from conftest import HOSTS
 

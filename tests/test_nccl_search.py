@@ -25,7 +25,7 @@ from ncclctl.nccl.tuning import tune
 from ncclctl.nccl.version import Version
 from ncclctl.probe import probe
 from ncclctl.topo.generate import generate_for
-from ncclctl.topo.ncclxml import parse_nccl_xml
+from ncclctl.nccl.xml import parse_nccl_xml
 
 from conftest import HOSTS
 

@@ -299,7 +299,7 @@ def conf_ids(conf: bytes) -> dict[str, RailId | None]:
 def topo_ids(topo: bytes) -> dict[str, RailId | None]:
     """``"mlx5_0:1"`` -> the ``rail=``/``plane=`` of its ``<net>`` in a topology file (None: none given), read by
     the project's one NCCL XML reader."""
-    from ncclctl.topo.ncclxml import parse_nccl_xml
+    from ncclctl.nccl.xml import parse_nccl_xml
 
     res = parse_nccl_xml(topo, kind="topology")
     out: dict[str, RailId | None] = {}

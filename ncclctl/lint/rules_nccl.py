@@ -1009,7 +1009,7 @@ def _xml_hits(ctx: Ctx, kind: Literal["topology", "graph"], conf, opts: dict, no
     from ncclctl.errors import InputError
     from ncclctl.topo import hostcheck
     from ncclctl.topo.interpret import interpret
-    from ncclctl.topo.ncclxml import parse_nccl_xml
+    from ncclctl.nccl.xml import parse_nccl_xml
     from ncclctl.topo.validate import validate_graph, validate_topology
 
     data = conf.text.encode("utf-8", errors="replace")

@@ -96,7 +96,7 @@ def predict_xml(data: bytes, *, inputs: Inputs, down: frozenset[tuple[str, int]]
                 path: str | None = None, channels: bool = True) -> Prediction:
     """NCCL's view of a node from a topology file's bytes."""
     from ncclctl.errors import InputError
-    from ncclctl.topo.ncclxml import parse_nccl_xml
+    from ncclctl.nccl.xml import parse_nccl_xml
 
     res = parse_nccl_xml(data, kind="topology", nccl_version=inputs.version, path=path)
     if res.fatal is not None:

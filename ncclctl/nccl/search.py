@@ -37,7 +37,7 @@ from ncclctl.nccl.system import (
 from ncclctl.nccl.version import Version
 
 if TYPE_CHECKING:
-    from ncclctl.topo.ncclxml import XmlNode
+    from ncclctl.nccl.xml import XmlNode
 
 # --------------------------------------------------------------------------------------------------
 # Markers
@@ -1353,7 +1353,7 @@ def _attr_int(node: XmlNode, name: str, path: str | None) -> int:
 
 
 def _attr_float(node: XmlNode, name: str, path: str | None) -> float:
-    from ncclctl.topo.validate import c_strtof
+    from ncclctl.nccl.params import c_strtof
 
     return f32(c_strtof(_attr_str(node, name, path))[0])
 
@@ -1424,7 +1424,7 @@ def _graph_from_xml(xml_graph: XmlNode, system: System, graph: Graph, path: str 
     if lat is None:
         graph.latency_inter = 0.0
     else:
-        from ncclctl.topo.validate import c_strtof
+        from ncclctl.nccl.params import c_strtof
 
         graph.latency_inter = f32(c_strtof(lat)[0])
     for attr in ("typeintra", "typeinter"):
@@ -1452,7 +1452,7 @@ def load_graph_file(system: System, graph: Graph, data: bytes, *, path: str | No
     ``samechannels``, net ids, GPU ranks. Checked: the XML syntax and version, the presence of each required
     attribute, and GPU ``dev`` values when no ``rank`` is given. Returns the channel element count of the last
     graph loaded (None: none for this id)."""
-    from ncclctl.topo.ncclxml import parse_nccl_xml
+    from ncclctl.nccl.xml import parse_nccl_xml
 
     graph.ensure(len(system.nodes[GPU]))
     res = parse_nccl_xml(data, kind="graph", nccl_version=system.params.version, path=path)

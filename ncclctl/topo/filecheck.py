@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ncclctl.findings import Finding
 from ncclctl.nccl.version import DEFAULT, parse
-from ncclctl.topo.ncclxml import Kind, sniff_kind
+from ncclctl.nccl.xml import Kind, sniff_kind
 
 if TYPE_CHECKING:  # pragma: no cover
     from ncclctl.model import Node
@@ -62,7 +62,7 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
     if (load_node is not None or meaning is not None) and kind in ("topology", "graph"):
         from ncclctl.topo import hostcheck
         from ncclctl.topo.interpret import interpret
-        from ncclctl.topo.ncclxml import parse_nccl_xml
+        from ncclctl.nccl.xml import parse_nccl_xml
 
         result = parse_nccl_xml(data, kind=kind, nccl_version=version, path=path)
         if result.ok and result.root is not None:
@@ -205,7 +205,7 @@ def summary_notes(data: bytes, kind: Kind | None, nccl_version: object = DEFAULT
     detection`` for a skeleton topology file (rule NTS053)."""
     if kind != "topology":
         return ()
-    from ncclctl.topo.ncclxml import parse_nccl_xml
+    from ncclctl.nccl.xml import parse_nccl_xml
     from ncclctl.topo.validate import skeleton_elements
 
     version = parse(nccl_version)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping
 
 from ncclctl.nccl.version import DEFAULT, Version
-from ncclctl.topo.ncclxml import ParseResult, XmlNode
+from ncclctl.nccl.xml import ParseResult, XmlNode
 from ncclctl.record import record
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -1,6 +1,6 @@
 """Validate NCCL topology (``NCCL_TOPO_FILE``) and graph (``NCCL_GRAPH_FILE``) XML files.
 
-The file is first read with :mod:`ncclctl.topo.ncclxml`, which reproduces NCCL's own reader: every fatal
+The file is first read with :mod:`ncclctl.nccl.xml`, which reproduces NCCL's own reader: every fatal
 construct becomes an ``NTX`` error finding. If NCCL would read the file, the tree is then checked against
 what NCCL does with it (``NTS`` topology rules, ``NTG`` graph rules, ``NTV`` rules for the target NCCL
 version). Rule ids, severities and fixes are rows of the rule registry (:mod:`ncclctl.registry.file_rules`); section numbers refer to the
@@ -18,9 +18,9 @@ from typing import Iterable
 
 from ncclctl.errors import InputError
 from ncclctl.findings import Finding
-from ncclctl.nccl.params import strtol, strtoul
+from ncclctl.nccl.params import c_strtof, strtol, strtoul
 from ncclctl.nccl.version import DEFAULT, Version, parse
-from ncclctl.topo.ncclxml import (
+from ncclctl.nccl.xml import (
     IgnoredElement,
     Kind,
     ParseResult,
@@ -39,17 +39,6 @@ __all__ = ["validate_topology", "validate_graph", "validate_file", "validate_byt
 # C library number parsing, as NCCL uses it (§1.4)
 
 _HEX = "0123456789abcdefABCDEF"
-_FLOAT = re.compile(r"\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)", re.IGNORECASE)
-
-
-def c_strtof(s: str) -> tuple[float, bool]:
-    m = _FLOAT.match(s)
-    if not m:
-        return 0.0, False
-    try:
-        return float(m.group(0)), m.end() == len(s)
-    except ValueError:  # pragma: no cover - the regex only matches float syntax
-        return 0.0, False
 
 
 def busid_to_int(busid: str) -> int:

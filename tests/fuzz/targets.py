@@ -169,7 +169,7 @@ def _graph_xml(data: bytes) -> Any:
 
 
 def _xml_old_versions(data: bytes) -> Any:
-    from ncclctl.topo.ncclxml import parse_nccl_xml
+    from ncclctl.nccl.xml import parse_nccl_xml
 
     out = []
     for version in ((2, 6, 4), (2, 18, 1), (2, 26, 2)):
@@ -182,7 +182,7 @@ def _xml_against_host(data: bytes) -> Any:
     """``topo validate --root`` / ``rings validate --root``: the file checked against a real node."""
     from ncclctl.topo import hostcheck
     from ncclctl.topo.interpret import interpret
-    from ncclctl.topo.ncclxml import parse_nccl_xml, sniff_kind
+    from ncclctl.nccl.xml import parse_nccl_xml, sniff_kind
 
     kind = sniff_kind(data) or "topology"
     res = parse_nccl_xml(data, kind=kind, path=SOURCE)
@@ -197,7 +197,7 @@ def _xml_against_host(data: bytes) -> Any:
 
 
 def _xsd(data: bytes) -> Any:
-    from ncclctl.topo.ncclxml import check_untrusted, sniff_kind
+    from ncclctl.nccl.xml import check_untrusted, sniff_kind
     from ncclctl.topo.schema import xsd_findings
 
     check_untrusted(data, path=SOURCE)

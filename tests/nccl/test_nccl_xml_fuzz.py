@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ncclctl.topo.ncclxml import ParseResult, parse_nccl_xml
+from ncclctl.nccl.xml import ParseResult, parse_nccl_xml
 from ncclctl.topo.validate import validate_graph, validate_topology
 
 VALID = Path(__file__).resolve().parents[2] / "fixtures" / "topo" / "valid"
