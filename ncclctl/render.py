@@ -6,7 +6,8 @@ import json
 from collections import Counter
 
 from ncclctl.model import Node, PciDevice
-from ncclctl.plan.paths import derived, matrix, natural_key, nearest_nics, nics_in_order, gpu_nic_type
+from ncclctl.names import natural_key
+from ncclctl.plan.paths import derived, matrix, nearest_nics, nics_in_order, gpu_nic_type
 
 
 def node_document(node: Node) -> dict:

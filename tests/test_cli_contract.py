@@ -197,7 +197,7 @@ def test_findings_are_in_natural_order():
     import json
 
     subjects = [f["subject"] for f in json.loads(p.stdout)["findings"] if f["rule"] == "ROCE001"]
-    from ncclctl.plan.paths import natural_key
+    from ncclctl.names import natural_key
 
     assert subjects == sorted(subjects, key=natural_key) and len(subjects) > 2
 

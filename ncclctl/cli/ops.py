@@ -42,7 +42,7 @@ def conf_generate(
 
     What could not be decided (no QoS data, inconsistent GIDs) is left out and said on stderr.
     """
-    from ncclctl.nccl import confgen as conf
+    from ncclctl.plan import confgen as conf
     from ncclctl.nccl.version import parse_option as parse_version
 
     version = parse_version(nccl_version)

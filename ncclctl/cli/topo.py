@@ -38,7 +38,7 @@ def topo_generate(
 ) -> None:
     """Generate an NCCL topology file for this node (bare metal) or a virtual layout (VMs)."""
     from ncclctl.nccl.version import parse_option
-    from ncclctl.topo import generate as gen
+    from ncclctl.nccl import detect as gen
 
     version = parse_option(nccl_version)
     if spec is not None and profile is not None:

@@ -569,7 +569,7 @@ def from_lldp(hosts, *, source: str) -> FabricGraph:
     g = FabricGraph(source=source, kind="lldp")
     owner: dict[str, str] = {}
     claimed: dict[tuple[str, str], str] = {}
-    from ncclctl.plan.paths import natural_key
+    from ncclctl.names import natural_key
 
     for name, node, line in hosts:
         netdevs = {nd.name: nd for nd in node.netdevs}
@@ -815,13 +815,13 @@ def unknown_findings(g: FabricGraph, unknown: list[UnknownHca]) -> list[Finding]
         if len(us) == 1:
             msg = f"HCA {first.guid}: description {first.desc!r} {WHY_TEXT[why]}; the HCA is left out"
         elif why == "localhost":
-            from ncclctl.plan.paths import natural_key
+            from ncclctl.names import natural_key
 
             hcas = ", ".join(sorted({u.desc.split()[1] for u in us}, key=natural_key))
             msg = (f"{len(us)} HCAs ({hcas}) name the host {first.desc.split()[0]!r}: rdma-ndd ran before the "
                    f"hostname was set (first: {first.guid} at line {first.line}); they are left out")
         elif why == "not-inventory":
-            from ncclctl.plan.paths import natural_key
+            from ncclctl.names import natural_key
 
             hcas = ", ".join(sorted({u.desc.split()[1] for u in us}, key=natural_key))
             msg = f"host {label} ({len(us)} HCAs: {hcas}) names no inventory host; its HCAs are left out"

@@ -106,7 +106,7 @@ def load_summary(inp: FabricInput) -> tuple[str, dict]:
     """``ncclctl fabric load``: the summary as text lines and as the JSON document's ``fabric`` field."""
     from ncclctl.fabric.graph import KINDS
     from ncclctl.fabric.hostlist import compress
-    from ncclctl.plan.paths import natural_key
+    from ncclctl.names import natural_key
 
     summary = inp.graph.summary()
     hosts = sorted(inp.endpoints, key=natural_key)

@@ -5,7 +5,6 @@
 * :mod:`ncclctl.topo.validate` turns a file into :class:`~ncclctl.findings.Finding` values (rule ids in
   :mod:`ncclctl.topo.rules`).
 * :mod:`ncclctl.topo.schema` checks the structure against ``schemas/nccl-topo.xsd`` / ``nccl-graph.xsd``.
-* :mod:`ncclctl.topo.generate` writes topology files from the node model.
 
 NCCL versions (``nccl_version`` arguments) are parsed by :mod:`ncclctl.nccl.version`.
 

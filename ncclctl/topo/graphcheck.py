@@ -840,7 +840,7 @@ class _Checks:
 
 
 def _natural(name: str) -> tuple:
-    from ncclctl.plan.paths import natural_key
+    from ncclctl.names import natural_key
 
     return natural_key(name)
 

@@ -11,9 +11,10 @@ from ncclctl.findings import Finding
 from ncclctl.model import Node
 from ncclctl.nccl.cpuset import cpu_ranges, kernel_cpumap, nccl_cpuset
 from ncclctl.nccl.version import Version
-from ncclctl.plan.paths import natural_key, pcie_rank, pcie_path_type
+from ncclctl.names import natural_key
+from ncclctl.plan.paths import pcie_rank, pcie_path_type
 from ncclctl.sysfs import normalize_bdf
-from ncclctl.topo.generate import ib_pci_busid, net_devices
+from ncclctl.nccl.detect import ib_pci_busid, net_devices
 from ncclctl.topo.interpret import TopoView, gpu_gpu, gpu_net
 from ncclctl.topo.rules import rule
 
@@ -184,7 +185,7 @@ def check_rail_ids(view: TopoView, node: Node, path: str, version, fleet=None) -
     """NTH040-NTH044: the rail=/plane= of the file's <net> elements against the host (its rail NICs, its
     NCCL_IB_HCA) and, with ``fleet`` (:class:`ncclctl.plan.railids.PortIds` from --fabric/--rail-map), against the
     leaf each port lands on."""
-    from ncclctl.plan.railids import RAIL_IDS_SINCE
+    from ncclctl.nccl.railids import RAIL_IDS_SINCE
 
     out: list[Finding] = []
     host_nets = {nd.nic.name: nd for nd in net_devices(node)}

@@ -216,7 +216,7 @@ def _spec_corpus() -> list[bytes]:
 def _topo_spec(data: bytes) -> Any:
     """``topo generate --spec F`` on a flat-PCIe VM: load the spec, then generate with it."""
     from ncclctl.errors import InputError
-    from ncclctl.topo import generate as gen
+    from ncclctl.nccl import detect as gen
 
     layout = gen.load_spec(data.decode("utf-8", "replace"), path=SOURCE)
     try:
@@ -275,7 +275,7 @@ def _node_model_consumers(data: bytes) -> Any:
     from ncclctl import render
     from ncclctl.errors import InputError
     from ncclctl.plan.rails import plan_doc, plan_rails, plan_text
-    from ncclctl.topo import generate as gen
+    from ncclctl.nccl import detect as gen
 
     node = _node_model(data)
     render.dumps(render.node_document(node))

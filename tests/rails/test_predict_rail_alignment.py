@@ -56,7 +56,7 @@ def topo_file(tmp_path: Path, fabric: str | None, host: str | None, name: str = 
     from ncclctl.cli.common import load_node
     from ncclctl.plan.railids import ids_from_options
     from ncclctl.plan.rails import plan_rails
-    from ncclctl.topo.generate import generate_for
+    from ncclctl.nccl.detect import generate_for
 
     node = load_node(DGX, None)
     ids = None

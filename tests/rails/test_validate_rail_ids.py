@@ -32,7 +32,7 @@ def generate(tmp_path: Path, host: str, fabric: str | Path, name: str = "topo.xm
     from ncclctl.nccl.version import parse
     from ncclctl.plan.railids import ids_from_options
     from ncclctl.plan.rails import plan_rails
-    from ncclctl.topo.generate import generate_for
+    from ncclctl.nccl.detect import generate_for
 
     node = node_for(host)
     ids = ids_from_options(node, plan_rails(node), fabric_file=str(PLANES / fabric), rail_map=None, host=host)
