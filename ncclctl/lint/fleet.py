@@ -13,12 +13,12 @@ import os
 import sys
 from collections import Counter
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 from ncclctl.findings import Finding, Severity, sort_key
 from ncclctl.lint.rules_fleet import FleetCtx, fleet_facts
 from ncclctl.record import record
+from ncclctl.report.fleet import FleetResult, HostResult
 
 
 # --------------------------------------------------------------------------------------------------
@@ -32,30 +32,6 @@ class Source:
     path: str
     kind: str  # "snapshot" or "model"
     name: str | None = None
-
-
-@dataclass
-class HostResult:
-    host: str
-    source: str
-    findings: list[Finding] = field(default_factory=list)
-    #: Rule ids that ran on this host (node rules, then FLT rules), for one JUnit testcase each.
-    rules: list[str] = field(default_factory=list)
-    facts: dict[str, Any] | None = None
-    #: The load error (NcclctlError.to_dict()) when the host could not be read.
-    error: dict[str, Any] | None = None
-
-    @property
-    def ok_loaded(self) -> bool:
-        return self.error is None
-
-
-@dataclass
-class FleetResult:
-    hosts: list[HostResult]
-
-    def findings(self) -> list[Finding]:
-        return [f for h in self.hosts for f in h.findings]
 
 
 def sources_from_paths(paths: Iterable[str]) -> list[Source]:

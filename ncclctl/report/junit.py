@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ncclctl.findings import Finding, Severity, sort_key
-from ncclctl.report import Report
+from ncclctl.report.core import Report
 from ncclctl.report.text import finding_lines
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ncclctl.lint.fleet import FleetResult
+    from ncclctl.report.fleet import FleetResult
 
 
 def junit(reports: Sequence[Report], *, fail_on: Severity, name: str = "ncclctl",
