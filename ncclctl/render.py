@@ -34,7 +34,7 @@ def dumps(doc: object) -> str:
     except UnicodeEncodeError:
         import re
 
-        from ncclctl.probe.hostroot import printable
+        from ncclctl.inputs import printable
 
         # Lone surrogates only occur inside string literals; the backslash of their escape must itself be escaped.
         text = re.sub("[\ud800-\udfff]+", lambda m: _encode_str(printable(m.group()))[1:-1], text)
@@ -165,7 +165,7 @@ def text_summary(node: Node) -> str:
         lines.append("not seen:")
         for u in node.unavailable:
             if u.source == "nvml" and u.detail is None:  # initialisation: say what it means
-                from ncclctl.probe.nvml import describe_init_failure
+                from ncclctl.model import describe_init_failure
 
                 lines.append(f"  nvml: {describe_init_failure(u.reason)}")
                 continue

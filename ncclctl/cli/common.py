@@ -176,7 +176,7 @@ def out(text: str) -> None:
     try:
         sys.stdout.write(text)
     except UnicodeEncodeError:  # a surrogate-escaped name or path under a strict (UTF-8 locale) stdout
-        from ncclctl.probe.hostroot import printable
+        from ncclctl.inputs import printable
 
         sys.stdout.write(printable(text))
 

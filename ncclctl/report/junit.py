@@ -72,7 +72,7 @@ def junit(reports: Sequence[Report], *, fail_on: Severity, name: str = "ncclctl"
     for k, v in total.items():
         root.set(k, str(v))
     ET.indent(root, space="  ")
-    from ncclctl.probe.hostroot import printable  # undecodable bytes (a --root path) as \xNN: UTF-8 as declared
+    from ncclctl.inputs import printable  # undecodable bytes (a --root path) as \xNN: UTF-8 as declared
 
     return printable('<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n")
 
