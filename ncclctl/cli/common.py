@@ -211,7 +211,7 @@ def load_node(root: Optional[str], model: Optional[str], *, roce_qos: bool = Tru
     if root is not None and model is not None:
         raise usage("give --root or --model, not both")
     if model is not None:
-        from ncclctl.ops.inventory import load_model
+        from ncclctl.inventory import load_model
 
         return load_model(model)
     if root is not None:
@@ -285,7 +285,7 @@ def emit_result(data: bytes, output: Optional[str], *, check: bool = False, diff
 
     Without ``-o``: the content goes to stdout (or into ``content_key`` of the JSON record); ``--check``,
     ``--diff``, ``--backup``, ``--follow`` and ``--exit-code`` are usage errors. With ``-o``:
-    :func:`ncclctl.ops.fileio.emit` writes atomically and only on change (a symlink at ``output`` is replaced, or with
+    :func:`ncclctl.fileio.emit` writes atomically and only on change (a symlink at ``output`` is replaced, or with
     ``follow`` written through); the JSON record is ``{"schema_version", "changed", "path", "diff", "msg",
     "backup_file", "check_mode", **extra}``; in text mode a ``--diff`` goes to stdout and the one-line message to
     stderr. ``exit_code`` (with ``check``): exit 1 when the file would change.
@@ -306,7 +306,7 @@ def emit_result(data: bytes, output: Optional[str], *, check: bool = False, diff
         return
     if exit_code and not check:
         raise usage("--exit-code reports drift found by --check", fix="add --check")
-    from ncclctl.ops.fileio import emit
+    from ncclctl.fileio import emit
 
     result = emit(output, data, check=check, diff=diff, backup=backup, follow=follow)
     if json_record:

@@ -18,7 +18,7 @@ layout places). Every other host the inventory or the fabric names is listed in 
 written the plan reads its own files back (:func:`check_plan`): each host's NCCL_IB_HCA rail/plane ids against its
 topo.xml ``<net rail= plane=>`` and against the fabric, the hostfile against the ring order (FAB023).
 
-Writing (:func:`write_plan`): every file atomically and only when its bytes change (:func:`ncclctl.ops.fileio.emit`:
+Writing (:func:`write_plan`): every file atomically and only when its bytes change (:func:`ncclctl.fileio.emit`:
 a re-run that changes nothing rewrites nothing and keeps the mtimes); the manifest holds nothing that depends on
 the run (no time, no change status), so the same inputs give byte-identical files. The output folder is the plan's:
 ncclctl writes into an empty or missing folder, or one holding an earlier plan (its ``plan.json``); a folder with
@@ -495,7 +495,7 @@ def check_out_dir(out_dir: str, plan: FabricPlan, *, force: bool = False) -> lis
 def write_plan(plan: FabricPlan, out_dir: str, *, force: bool = False, check: bool = False) -> WriteOutcome:
     """Write the plan's files under ``out_dir``: atomic, only on change, the manifest last. ``check``: report
     what would change, write nothing."""
-    from ncclctl.ops.fileio import emit
+    from ncclctl.fileio import emit
     from ncclctl.names import natural_key
 
     stale = check_out_dir(out_dir, plan, force=force)
@@ -531,7 +531,7 @@ def _mkdir(path: str) -> None:
         if not os.path.isdir(path):
             raise InputError("exists and is not a folder", path=path, fix="remove it, or give another output folder")
     except OSError as exc:
-        from ncclctl.ops.fileio import write_error
+        from ncclctl.fileio import write_error
 
         raise write_error(exc, path, f"cannot create the folder: {exc.strerror}") from None
 

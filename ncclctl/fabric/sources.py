@@ -77,7 +77,7 @@ def load_input(fabric_file: str | None, inventory: str | None, *, keep_nodes: bo
         eps, found = host_endpoints(graph, unknown_out=unknown)
         return FabricInput(graph=graph, endpoints=eps, findings=list(graph.findings) + found, unknown=unknown)
 
-    from ncclctl.ops.inventory import load_inventory
+    from ncclctl.inventory import load_inventory
     from ncclctl.plan.rails import plan_rails
 
     inv = load_inventory(inventory)

@@ -43,7 +43,7 @@ def sources_from_paths(paths: Iterable[str]) -> list[Source]:
 
 
 def sources_from_inventory(path: str) -> list[Source]:
-    from ncclctl.ops.inventory import load_inventory
+    from ncclctl.inventory import load_inventory
 
     inv = load_inventory(path)
     return [Source(path=h.model or h.snapshot or "", kind="model" if h.model else "snapshot", name=h.name)
@@ -95,7 +95,7 @@ def _init(config, expect, only=None, timeout: float | None = HOST_TIMEOUT) -> No
 
 
 def _load(src: Source):
-    from ncclctl.ops.inventory import load_model, load_snapshot
+    from ncclctl.inventory import load_model, load_snapshot
 
     if src.kind == "model":
         return load_model(src.path)

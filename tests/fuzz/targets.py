@@ -250,7 +250,7 @@ def _inventory_corpus() -> list[bytes]:
 
 
 def _inventory(data: bytes) -> Any:
-    from ncclctl.ops.inventory import load_inventory
+    from ncclctl.inventory import load_inventory
 
     return load_inventory(_Scratch.write("inventory.yaml", data))
 
@@ -614,7 +614,7 @@ def _build() -> dict[str, Target]:
         Target("topo_spec_yaml", _topo_spec, _spec_corpus, kind="yaml"),
         _guarded("lint_config_yaml", _lint_config, _lint_config_corpus, "ncclctl.lint.config", "load_config",
                  kind="yaml"),
-        _guarded("inventory_yaml", _inventory, _inventory_corpus, "ncclctl.ops.inventory", "load_inventory",
+        _guarded("inventory_yaml", _inventory, _inventory_corpus, "ncclctl.inventory", "load_inventory",
                  kind="yaml"),
         Target("node_model_json", _node_model, _node_model_corpus, kind="json"),
         Target("node_model_consumers", _node_model_consumers, _node_model_corpus, kind="json"),
