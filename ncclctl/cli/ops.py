@@ -49,7 +49,7 @@ def conf_generate(
     if comments:
         conf.check_comments(version)
     node = load_node(root, model)
-    from ncclctl.plan.railids import ids_from_options
+    from ncclctl.fabric.railids import ids_from_options
     from ncclctl.plan.rails import plan_rails
 
     rail_ids = ids_from_options(node, plan_rails(node, csv_list(compute_nics)), fabric_file=fabric, rail_map=rail_map,

@@ -32,7 +32,8 @@ def rails_cmd(
     With --fabric (the leaf each port lands on) or --rail-map, each rail also gets its fleet-wide rail/plane ids,
     written into NCCL_IB_HCA (name:port:rail:plane) for NCCL 2.30.7 and later."""
     from ncclctl.nccl.version import parse_option
-    from ncclctl.plan.railids import ids_from_options, pcie_ids
+    from ncclctl.fabric.railids import ids_from_options
+    from ncclctl.plan.railids import pcie_ids
     from ncclctl.plan.rails import plan_doc, plan_rails, plan_text
 
     version = parse_option(nccl_version)

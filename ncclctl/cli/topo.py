@@ -46,7 +46,7 @@ def topo_generate(
     node = load_node(root, model)
     rail_ids = None
     if fabric is not None or rail_map is not None:
-        from ncclctl.plan.railids import ids_from_options
+        from ncclctl.fabric.railids import ids_from_options
         from ncclctl.plan.rails import plan_rails
 
         rail_ids = ids_from_options(node, plan_rails(node), fabric_file=fabric, rail_map=rail_map, host=host)
@@ -202,7 +202,7 @@ def topo_predict(
             inputs.gdr, inputs.gdr_why = gdr == GdrMode.on, f"--gdr {gdr.value}"
         down: frozenset = frozenset()
         if fabric is not None:
-            from ncclctl.plan.railids import port_ids
+            from ncclctl.fabric.railids import port_ids
 
             got = port_ids(None, fabric_file=fabric, rail_map=None, host=host)
             assert got is not None
@@ -218,7 +218,7 @@ def topo_predict(
         source = root or model or "this host"
         rail_ids = None
         if fabric is not None or rail_map is not None:
-            from ncclctl.plan.railids import ids_from_options
+            from ncclctl.fabric.railids import ids_from_options
             from ncclctl.plan.rails import plan_rails
 
             rail_ids = ids_from_options(node, plan_rails(node), fabric_file=fabric, rail_map=rail_map, host=host)

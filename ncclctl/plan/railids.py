@@ -98,7 +98,7 @@ def load_rail_map(path: str) -> RailMap:
     return RailMap(path, switches, subnets, hosts)
 
 
-def _short(name: str) -> str:
+def short_name(name: str) -> str:
     return name.split(".")[0]
 
 
@@ -110,9 +110,9 @@ def _port_of(node: Node, hca: str):
     return nic, next((p for p in nic.ports if str(p.num) == num), None)
 
 
-def _map_sources(node: Node, plan: RailPlan, rmap: RailMap, host: str) -> RailIds | None:
+def map_sources(node: Node, plan: RailPlan, rmap: RailMap, host: str) -> RailIds | None:
     keys = [r.hca for r in plan.rails]
-    explicit = rmap.hosts.get(host) or rmap.hosts.get(_short(host))
+    explicit = rmap.hosts.get(host) or rmap.hosts.get(short_name(host))
     if explicit and all(k in explicit for k in keys):
         return RailIds({k: explicit[k] for k in keys}, "inventory", f"{rmap.path}: hosts: {host}")
     if rmap.switches:
@@ -120,8 +120,8 @@ def _map_sources(node: Node, plan: RailPlan, rmap: RailMap, host: str) -> RailId
         for r in plan.rails:
             nd = next((d for d in node.netdevs if d.name == r.netdev), None) if r.netdev else None
             chassis = nd.lldp.chassis_name if nd is not None and nd.lldp is not None else None
-            if chassis is not None and (chassis in rmap.switches or _short(chassis) in rmap.switches):
-                ids[r.hca] = rmap.switches.get(chassis) or rmap.switches[_short(chassis)]
+            if chassis is not None and (chassis in rmap.switches or short_name(chassis) in rmap.switches):
+                ids[r.hca] = rmap.switches.get(chassis) or rmap.switches[short_name(chassis)]
         if len(ids) == len(keys):
             return RailIds(ids, "inventory", f"{rmap.path}: switches: (LLDP neighbours)")
     if rmap.subnets:
@@ -261,50 +261,6 @@ def leaf_name(lay, leaf: str) -> str:
     return desc.split(";")[-1].split(":")[0] or leaf
 
 
-@dataclass
-class PortIds:
-    """A host's ports as a fleet source places them, port by port (what a check compares a file with)."""
-
-    #: ``"mlx5_0:1"`` -> ids, for every port the source places.
-    ids: dict[str, RailId]
-    #: ``"mlx5_0:1"`` -> the name of the leaf it lands on (fabric only).
-    leaves: dict[str, str]
-    source: str
-    #: What was read: ``FILE: host NAME``.
-    detail: str
-
-
-def port_ids(node: Node | None, *, fabric_file: str | None, rail_map: str | None,
-             host: str | None) -> PortIds | None:
-    """The ids ``--fabric FILE`` / ``--rail-map FILE`` give ``node``'s ports (``--host NAME``, default its
-    hostname), port by port: the fabric's when it knows the host, else the rail map's when it covers the node's
-    rail ports (a rail map needs the node). None without a source; InputError when no source knows the host."""
-    if fabric_file is None and rail_map is None:
-        return None
-    host = host or (node.hostname if node is not None else "")
-    tried = []
-    if fabric_file is not None:
-        from ncclctl.fabric.layout import analyze
-        from ncclctl.fabric.sources import load_input
-
-        lay = analyze(load_input(fabric_file, None))
-        ids, leaves = fabric_host_ids(lay), fabric_host_leaves(lay)
-        key = host if host in ids else _short(host)
-        if ids.get(key):
-            return PortIds(dict(ids[key]), {k: leaf_name(lay, v) for k, v in leaves.get(key, {}).items()}, "fabric",
-                           f"{fabric_file}: host {key}")
-        tried.append(f"the fabric {fabric_file} has no rail port of host {host}")
-    if rail_map is not None and node is not None:
-        from ncclctl.plan.rails import plan_rails
-
-        got = _map_sources(node, plan_rails(node), load_rail_map(rail_map), host)
-        if got is not None:
-            return PortIds(dict(got.ids), {}, got.source, got.detail)
-        tried.append(f"the rail map {rail_map} does not cover every rail port of host {host}")
-    raise InputError("; ".join(tried), path=fabric_file or rail_map,
-                     fix="name the node as the fabric or rail map does with --host NAME")
-
-
 def resolve(node: Node, plan: RailPlan, *, host: str | None = None, fabric: dict[str, dict[str, RailId]] | None = None,
             fabric_label: str = "", rail_map: RailMap | None = None, rail_only: bool = False) -> RailIds:
     """The ids of ``plan``'s rail ports from the best source that covers them all (see the module doc).
@@ -313,7 +269,7 @@ def resolve(node: Node, plan: RailPlan, *, host: str | None = None, fabric: dict
     keys = [r.hca for r in plan.rails]
     notes: list[str] = []
     if fabric is not None:
-        ids = fabric.get(host) or fabric.get(_short(host))
+        ids = fabric.get(host) or fabric.get(short_name(host))
         if ids is None:
             notes.append(f"the fabric has no host {host}")
         elif all(k in ids for k in keys):
@@ -323,7 +279,7 @@ def resolve(node: Node, plan: RailPlan, *, host: str | None = None, fabric: dict
             missing = [k for k in keys if k not in ids]
             notes.append(f"the fabric does not place {', '.join(missing)} of {host} on a rail leaf")
     if rail_map is not None:
-        got = _map_sources(node, plan, rail_map, host)
+        got = map_sources(node, plan, rail_map, host)
         if got is not None:
             got.notes = notes
             return got
@@ -350,23 +306,6 @@ def fusion_crosses_rails(node: Node, plan: RailPlan, ids: RailIds) -> list[tuple
 def ids_doc(ids: RailIds) -> dict:
     return {"source": ids.source, "detail": ids.detail, "notes": list(ids.notes),
             "ids": {k: {"rail": v.rail, "plane": v.plane} for k, v in sorted(ids.ids.items())}}
-
-
-def ids_from_options(node: Node, plan: RailPlan, *, fabric_file: str | None, rail_map: str | None,
-                     host: str | None) -> RailIds | None:
-    """The CLI's ``--fabric FILE`` / ``--rail-map FILE`` / ``--host NAME``: None when neither source is given
-    (the output keeps today's form, without a note)."""
-    if fabric_file is None and rail_map is None:
-        return None
-    fabric, label, rail_only = None, "", False
-    if fabric_file is not None:
-        from ncclctl.fabric.layout import analyze
-        from ncclctl.fabric.sources import load_input
-
-        lay = analyze(load_input(fabric_file, None))
-        fabric, label, rail_only = fabric_host_ids(lay), fabric_file, fabric_rail_only(lay)
-    rmap = load_rail_map(rail_map) if rail_map is not None else None
-    return resolve(node, plan, host=host, fabric=fabric, fabric_label=label, rail_map=rmap, rail_only=rail_only)
 
 
 def nccl_ib_hca(plan: RailPlan, ids: RailIds | None, version: Version) -> str:

@@ -36,7 +36,7 @@ class Meaning:
 @dataclass
 class RailSource:
     """``topo validate --fabric FILE / --rail-map FILE / --host NAME``: where the rail/plane ids of the host's ports
-    come from for NTH040/NTH042 (:func:`ncclctl.plan.railids.port_ids`)."""
+    come from for NTH040/NTH042 (:func:`ncclctl.fabric.railids.port_ids`)."""
 
     fabric: str | None = None
     rail_map: str | None = None
@@ -79,7 +79,7 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
                 confirmed = hostcheck.confirmed_values(view, node)
                 fleet = None
                 if rails is not None:
-                    from ncclctl.plan.railids import port_ids
+                    from ncclctl.fabric.railids import port_ids
 
                     fleet = port_ids(node, fabric_file=rails.fabric, rail_map=rails.rail_map, host=rails.host)
                 against_host += hostcheck.check_rail_ids(view, node, path, version, fleet)

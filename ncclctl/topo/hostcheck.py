@@ -183,7 +183,7 @@ def _ids_str(rail: int | None, plane: int | None) -> str:
 
 def check_rail_ids(view: TopoView, node: Node, path: str, version, fleet=None) -> list[Finding]:
     """NTH040-NTH044: the rail=/plane= of the file's <net> elements against the host (its rail NICs, its
-    NCCL_IB_HCA) and, with ``fleet`` (:class:`ncclctl.plan.railids.PortIds` from --fabric/--rail-map), against the
+    NCCL_IB_HCA) and, with ``fleet`` (:class:`ncclctl.fabric.railids.PortIds` from --fabric/--rail-map), against the
     leaf each port lands on."""
     from ncclctl.nccl.railids import RAIL_IDS_SINCE
 
