@@ -1010,7 +1010,8 @@ def _xml_hits(ctx: Ctx, kind: Literal["topology", "graph"], conf, opts: dict, no
     from ncclctl.topo import hostcheck
     from ncclctl.topo.interpret import interpret
     from ncclctl.nccl.xml import parse_nccl_xml
-    from ncclctl.topo.validate import validate_graph, validate_topology
+    from ncclctl.topo.graphfile import validate_graph
+    from ncclctl.topo.validate import validate_topology
 
     data = conf.text.encode("utf-8", errors="replace")
     path = conf.path

@@ -25,6 +25,7 @@ E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 _READER = "ncclctl/nccl/xml.py"
 _VALIDATE = "ncclctl/topo/validate.py"
+_GRAPHFILE = "ncclctl/topo/graphfile.py"
 _HOST = "ncclctl/topo/hostcheck.py"
 _SCHEMA = "ncclctl/topo/schema.py"
 _MEANING = "ncclctl/topo/graphcheck.py"
@@ -72,8 +73,8 @@ _FAMILY_DOC: dict[str, tuple[str, str, str, str]] = {
         "silently does nothing); a wrong one pins a slow or invalid channel layout on every job that reads it.",
         "ncclctl checks the graphs > graph > channel > net/gpu tree against what NCCL's graph loader "
         "(src/graph/search.cc, ncclTopoGetGraphFromXml) requires and how it reads each value, for the target "
-        "--nccl-version (ncclctl/topo/validate.py).",
-        _VALIDATE,
+        "--nccl-version (ncclctl/topo/graphfile.py).",
+        _GRAPHFILE,
     ),
     "NTV": (
         "for the NCCL version given with --nccl-version",
@@ -104,6 +105,8 @@ _EXTRA: dict[str, dict[str, str]] = {
     "NTG003": {"checked_by": _READER},
     "NTV005": {"checked_by": _READER},
     "NTV010": {"checked_by": _READER},
+    "NTV004": {"checked_by": _GRAPHFILE},
+    "NTV006": {"checked_by": _GRAPHFILE},
     "NTS025": {
         "why": "dev, sm, gdr (on <gpu>) and speed, port, guid, latency, maxconn, coll, gdr (on <net>) are read once "
                "at init and used instead of what NCCL would detect or ask the net plugin. A value that is right "

@@ -17,12 +17,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ncclctl.topo.validate import validate_file, validate_graph, validate_topology
+    from ncclctl.topo.graphfile import validate_graph
+    from ncclctl.topo.validate import validate_file, validate_topology
 
 # The names below load on first use (PEP 562): importing one submodule (show, hostcheck) must not import the
 # validator, the rule registry and the findings machinery with it (start-up time of `topo predict`).
 _LAZY = {
-    "validate_file": "ncclctl.topo.validate", "validate_graph": "ncclctl.topo.validate",
+    "validate_file": "ncclctl.topo.validate", "validate_graph": "ncclctl.topo.graphfile",
     "validate_topology": "ncclctl.topo.validate",
 }
 

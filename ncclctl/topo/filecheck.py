@@ -91,7 +91,7 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
                     meant = _meaning(result, path, node, meaning, version)
                     against_host = _without_repeats(against_host, meant, meaning.doc is not None)
     if kind == "graph" and result is not None:
-        from ncclctl.topo.validate import _validate_graph_result
+        from ncclctl.topo.graphfile import _validate_graph_result
 
         findings = _validate_graph_result(result, path)  # the file read once
     else:
