@@ -9,6 +9,9 @@ search budget is NCCL's own (``NCCL_SEARCH_TIMEOUT`` steps per search, ``NCCL_SE
 counted in the same recursion steps, so a search that times out in NCCL times out here at the same point and
 the result is the same graph.
 
+One file on purpose (1,500 lines): it mirrors ``search.cc`` function for function, so that a diff of a new NCCL
+release's ``search.cc`` maps onto one place here; splitting it along other lines would lose that.
+
 Inputs: a :class:`~ncclctl.nccl.system.System` with its paths computed (:mod:`ncclctl.nccl.paths`, after
 ``ncclTopoTrimSystem``), then :func:`search_init` (``ncclTopoSearchInit``). :func:`compute` fills a
 :class:`Graph` like ``ncclTopoCompute``; :func:`ring_and_tree` runs the two searches ``init.cc`` runs.
