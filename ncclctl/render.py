@@ -23,7 +23,7 @@ def dumps(doc: object) -> str:
     Byte-identical to ``json.dumps(doc, indent=2, ensure_ascii=False)``, but built with the C string encoder:
     ``json.dumps`` with ``indent`` falls back to the pure-Python encoder, which costs a DGX-sized model ~10 ms.
     Always encodable as UTF-8: a string with undecodable bytes (a surrogate-escaped path or environment value)
-    has them written as the text ``\\xNN`` (:func:`ncclctl.probe.hostroot.printable`) instead of failing on write.
+    has them written as the text ``\\xNN`` (:func:`ncclctl.inputs.printable`) instead of failing on write.
     """
     out: list[str] = []
     _emit(doc, "", out)

@@ -73,7 +73,7 @@ def render(report: Report, fmt: str, *, show_info: bool = False) -> str:
 
 def render_fleet(result: Any, fmt: str, *, fail_on: Severity, fields: tuple[tuple[str, Any], ...] = (),
                  show_info: bool = False) -> str:
-    """A fleet lint result (:class:`ncclctl.lint.fleet.FleetResult`) as text, json or junit: per-host findings,
+    """A fleet lint result (:class:`ncclctl.report.fleet.FleetResult`) as text, json or junit: per-host findings,
     the host table and one summary line (text), one document with every host (json), a testsuite per host
     (junit)."""
     if fmt == "json":

@@ -366,7 +366,7 @@ def _pairings(view: TopoView, node: Node, path: str) -> list[Finding]:
 
 
 def check_graph_against_host(result, node: Node, path: str, *, nets_available: int | None = None) -> list[Finding]:
-    """A graph file (parsed by ncclxml) against a host: GPU devs, GPU count, net devs, node-wide use."""
+    """A graph file (parsed by NCCL's reader, ncclctl.nccl.xml) against a host: GPU devs, GPU count, net devs, node-wide use."""
     from ncclctl.nccl.params import strtol
 
     out: list[Finding] = []
