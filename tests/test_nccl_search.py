@@ -24,8 +24,8 @@ from ncclctl.nccl.system import CPU, GPU, NET, PATH_TYPE_STR, Params, f32
 from ncclctl.nccl.tuning import tune
 from ncclctl.nccl.version import Version
 from ncclctl.probe import probe
-from ncclctl.topo.generate import generate_for
-from ncclctl.topo.ncclxml import parse_nccl_xml
+from ncclctl.nccl.detect import generate_for
+from ncclctl.nccl.xml import parse_nccl_xml
 
 from conftest import HOSTS
 

@@ -15,7 +15,7 @@ import shutil
 import pytest
 
 from conftest import HOSTS, run_cli
-from ncclctl.topo.ncclxml import parse_nccl_xml
+from ncclctl.nccl.xml import parse_nccl_xml
 
 
 def _meaning_rule(rule_id: str) -> bool:

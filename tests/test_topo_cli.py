@@ -13,9 +13,9 @@ from conftest import HOSTS, REPO, host_names, run_cli
 from ncclctl.errors import InputError
 from ncclctl.plan.paths import matrix as probe_matrix
 from ncclctl.probe import probe
-from ncclctl.topo.generate import generate
+from ncclctl.nccl.detect import generate
 from ncclctl.topo.interpret import load_view, matrix as file_matrix
-from ncclctl.topo.ncclxml import parse_nccl_xml
+from ncclctl.nccl.xml import parse_nccl_xml
 from ncclctl.topo.validate import validate_topology
 
 HOSTS_LIST = host_names()

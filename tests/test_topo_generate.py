@@ -9,7 +9,7 @@ import pytest
 from ncclctl.errors import InputError, UsageError
 from ncclctl.model import C2c, Gpu, IbPort, Nic, Node, PciDevice
 from ncclctl.nccl.version import parse_option as parse_version
-from ncclctl.topo.generate import (
+from ncclctl.nccl.detect import (
     Options, generate, load_spec, net_devices, profile_layout,
 )
 from conftest import HOSTS

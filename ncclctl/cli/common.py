@@ -176,7 +176,7 @@ def out(text: str) -> None:
     try:
         sys.stdout.write(text)
     except UnicodeEncodeError:  # a surrogate-escaped name or path under a strict (UTF-8 locale) stdout
-        from ncclctl.probe.hostroot import printable
+        from ncclctl.inputs import printable
 
         sys.stdout.write(printable(text))
 
@@ -211,7 +211,7 @@ def load_node(root: Optional[str], model: Optional[str], *, roce_qos: bool = Tru
     if root is not None and model is not None:
         raise usage("give --root or --model, not both")
     if model is not None:
-        from ncclctl.ops.inventory import load_model
+        from ncclctl.inventory import load_model
 
         return load_model(model)
     if root is not None:
@@ -285,7 +285,7 @@ def emit_result(data: bytes, output: Optional[str], *, check: bool = False, diff
 
     Without ``-o``: the content goes to stdout (or into ``content_key`` of the JSON record); ``--check``,
     ``--diff``, ``--backup``, ``--follow`` and ``--exit-code`` are usage errors. With ``-o``:
-    :func:`ncclctl.ops.fileio.emit` writes atomically and only on change (a symlink at ``output`` is replaced, or with
+    :func:`ncclctl.fileio.emit` writes atomically and only on change (a symlink at ``output`` is replaced, or with
     ``follow`` written through); the JSON record is ``{"schema_version", "changed", "path", "diff", "msg",
     "backup_file", "check_mode", **extra}``; in text mode a ``--diff`` goes to stdout and the one-line message to
     stderr. ``exit_code`` (with ``check``): exit 1 when the file would change.
@@ -306,7 +306,7 @@ def emit_result(data: bytes, output: Optional[str], *, check: bool = False, diff
         return
     if exit_code and not check:
         raise usage("--exit-code reports drift found by --check", fix="add --check")
-    from ncclctl.ops.fileio import emit
+    from ncclctl.fileio import emit
 
     result = emit(output, data, check=check, diff=diff, backup=backup, follow=follow)
     if json_record:
@@ -319,10 +319,33 @@ def emit_result(data: bytes, output: Optional[str], *, check: bool = False, diff
         raise typer.Exit(int(ExitCode.FINDINGS))
 
 
+def validate_file(file: str, *, root: Optional[str], live: bool, nccl_version: str, fmt: ReportFormat,
+                  fail_on: FailOn, xsd: bool, config: Optional[str], rule: Optional[List[str]], show_info: bool,
+                  command: str, meaning=None, model: Optional[str] = None, rails=None) -> None:
+    """The body of ``topo validate`` and ``rings validate``."""
+    from ncclctl.nccl.version import parse_option
+    from ncclctl.topo.filecheck import validate_report
+
+    if root is not None and live:
+        raise usage("give --root or --live, not both")
+    if model is not None and (root is not None or live):
+        raise usage("give one of --root, --model and --live")
+    if rails is not None and root is None and model is None and not live:
+        raise usage("--fabric/--rail-map check the file's rail ids of a host: give --root DIR, --model JSON or --live")
+    only = select_rules(rule, ("file",), command)
+    cfg_path, cfg = load_config(config)
+    rep = validate_report(read_xml(file), file, nccl_version=parse_option(nccl_version), xsd=xsd,
+                          load_node=(lambda: load_node(root, model)) if (root is not None or model is not None
+                                                                          or live) else None,
+                          config=cfg, config_path=cfg_path, only=only, fail_on=fail_on.value, command=command,
+                          meaning=meaning, rails=rails)
+    emit_report(rep, fmt, show_info)
+
+
 __all__ = [
     "BACKUP_OPTION", "CHECK_OPTION", "CONFIG_HELP", "DIFF_OPTION", "EXIT_CODE_OPTION", "FAIL_ON_HELP", "FOLLOW_OPTION",
     "FORMAT_VALUES", "FailOn", "Format", "Group", "FleetFormat", "OrderFormat", "ProbeFormat", "ReportFormat", "RulesFormat", "ShowFormat", "SynthFormat", "JSON_SCHEMA_VERSION", "MODEL_HELP", "NCCL_DEFAULT", "ROOT_HELP", "RULE_HELP",
     "SHOW_INFO_OPTION", "command_app", "csv_list", "dumps", "emit_report", "emit_result",
     "format_option", "load_config", "FABRIC_IDS_HELP", "RAIL_MAP_HELP", "HOST_IDS_HELP", "load_node", "note", "out", "read_xml", "rule_or_usage", "select_rules",
-    "sub_app", "usage",
+    "sub_app", "usage", "validate_file",
 ]

@@ -58,7 +58,7 @@ def fabric_synth(
     if output is None and follow:
         emit_result(b"", None, follow=follow)  # the usage error
     if output is not None:
-        from ncclctl.ops.fileio import write_atomic
+        from ncclctl.fileio import write_atomic
 
         data = text.encode()
         write_atomic(output, data, follow=follow)

@@ -42,14 +42,14 @@ def conf_generate(
 
     What could not be decided (no QoS data, inconsistent GIDs) is left out and said on stderr.
     """
-    from ncclctl.nccl import confgen as conf
+    from ncclctl.plan import confgen as conf
     from ncclctl.nccl.version import parse_option as parse_version
 
     version = parse_version(nccl_version)
     if comments:
         conf.check_comments(version)
     node = load_node(root, model)
-    from ncclctl.plan.railids import ids_from_options
+    from ncclctl.fabric.railids import ids_from_options
     from ncclctl.plan.rails import plan_rails
 
     rail_ids = ids_from_options(node, plan_rails(node, csv_list(compute_nics)), fabric_file=fabric, rail_map=rail_map,

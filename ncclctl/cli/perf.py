@@ -58,7 +58,7 @@ def perf_check(
 
         hardware["*"] = perf.hardware_from_node(load_node(root, model), root or model or "")
     elif inventory is not None:
-        from ncclctl.ops.inventory import load_inventory
+        from ncclctl.inventory import load_inventory
 
         inv = load_inventory(inventory)
         seen: dict[str, perf.Hardware] = {}

@@ -10,7 +10,7 @@ from ncclctl.cli.common import (JSON_SCHEMA_VERSION, BACKUP_OPTION, CHECK_OPTION
                                 EXIT_CODE_OPTION, FABRIC_IDS_HELP, FAIL_ON_HELP, FOLLOW_OPTION, HOST_IDS_HELP,
                                 RAIL_MAP_HELP, MODEL_HELP, NCCL_DEFAULT, ROOT_HELP, RULE_HELP,
                                 SHOW_INFO_OPTION, FailOn, Format, GdrMode, ReportFormat, command_app, csv_list, dumps,
-                                emit_result, format_option, load_node, note, out, read_xml, sub_app)
+                                emit_result, format_option, load_node, note, out, read_xml, sub_app, validate_file)
 
 rails_app = command_app()
 rings_app = sub_app("NCCL graph XML (NCCL_GRAPH_FILE) with rail-pinned ring and tree channels.")
@@ -32,7 +32,8 @@ def rails_cmd(
     With --fabric (the leaf each port lands on) or --rail-map, each rail also gets its fleet-wide rail/plane ids,
     written into NCCL_IB_HCA (name:port:rail:plane) for NCCL 2.30.7 and later."""
     from ncclctl.nccl.version import parse_option
-    from ncclctl.plan.railids import ids_from_options, pcie_ids
+    from ncclctl.fabric.railids import ids_from_options
+    from ncclctl.plan.railids import pcie_ids
     from ncclctl.plan.rails import plan_doc, plan_rails, plan_text
 
     version = parse_option(nccl_version)
@@ -116,7 +117,6 @@ def rings_validate(
     """Validate a graph file as NCCL reads it (structure, types, channel counts), against a host, and what it means
     there: path types, speeds, crossnic, NICs, GPU sets and net devs against NCCL's model of the node (--topo, or
     --root/--live)."""
-    from ncclctl.cli.topo import validate_file
     from ncclctl.nccl.predict import parse_env
     from ncclctl.plan.rings import require_graph_file
     from ncclctl.topo.filecheck import Meaning

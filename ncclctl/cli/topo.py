@@ -9,8 +9,8 @@ import typer
 from ncclctl.cli.common import (BACKUP_OPTION, CHECK_OPTION, CONFIG_HELP, DIFF_OPTION, EXIT_CODE_OPTION,
                                 FABRIC_IDS_HELP, FAIL_ON_HELP, FOLLOW_OPTION, HOST_IDS_HELP, RAIL_MAP_HELP, JSON_SCHEMA_VERSION, MODEL_HELP, NCCL_DEFAULT, ROOT_HELP,
                                 RULE_HELP, SHOW_INFO_OPTION, FailOn, Format, GdrMode, ReportFormat, ShowFormat, csv_list,
-                                dumps, emit_report, emit_result, format_option, load_config, load_node, note, out,
-                                read_xml, select_rules, sub_app, usage)
+                                dumps, emit_result, format_option, load_node, note, out, read_xml, sub_app, usage,
+                                validate_file)
 from ncclctl.errors import ExitCode
 
 topo_app = sub_app("NCCL topology XML (NCCL_TOPO_FILE): generate, validate, show, diff, predict.")
@@ -38,7 +38,7 @@ def topo_generate(
 ) -> None:
     """Generate an NCCL topology file for this node (bare metal) or a virtual layout (VMs)."""
     from ncclctl.nccl.version import parse_option
-    from ncclctl.topo import generate as gen
+    from ncclctl.nccl import detect as gen
 
     version = parse_option(nccl_version)
     if spec is not None and profile is not None:
@@ -46,7 +46,7 @@ def topo_generate(
     node = load_node(root, model)
     rail_ids = None
     if fabric is not None or rail_map is not None:
-        from ncclctl.plan.railids import ids_from_options
+        from ncclctl.fabric.railids import ids_from_options
         from ncclctl.plan.rails import plan_rails
 
         rail_ids = ids_from_options(node, plan_rails(node), fabric_file=fabric, rail_map=rail_map, host=host)
@@ -58,29 +58,6 @@ def topo_generate(
                 json_record=fmt == Format.json,
                 extra={"layout": layout.name if layout else "bare-metal",
                        "elements": data.count(b"<") - data.count(b"</")}, content_key="xml")
-
-
-def validate_file(file: str, *, root: Optional[str], live: bool, nccl_version: str, fmt: ReportFormat,
-                  fail_on: FailOn, xsd: bool, config: Optional[str], rule: Optional[List[str]], show_info: bool,
-                  command: str, meaning=None, model: Optional[str] = None, rails=None) -> None:
-    """The body of ``topo validate`` and ``rings validate``."""
-    from ncclctl.nccl.version import parse_option
-    from ncclctl.topo.filecheck import validate_report
-
-    if root is not None and live:
-        raise usage("give --root or --live, not both")
-    if model is not None and (root is not None or live):
-        raise usage("give one of --root, --model and --live")
-    if rails is not None and root is None and model is None and not live:
-        raise usage("--fabric/--rail-map check the file's rail ids of a host: give --root DIR, --model JSON or --live")
-    only = select_rules(rule, ("file",), command)
-    cfg_path, cfg = load_config(config)
-    rep = validate_report(read_xml(file), file, nccl_version=parse_option(nccl_version), xsd=xsd,
-                          load_node=(lambda: load_node(root, model)) if (root is not None or model is not None
-                                                                          or live) else None,
-                          config=cfg, config_path=cfg_path, only=only, fail_on=fail_on.value, command=command,
-                          meaning=meaning, rails=rails)
-    emit_report(rep, fmt, show_info)
 
 
 @topo_app.command("validate")
@@ -202,7 +179,7 @@ def topo_predict(
             inputs.gdr, inputs.gdr_why = gdr == GdrMode.on, f"--gdr {gdr.value}"
         down: frozenset = frozenset()
         if fabric is not None:
-            from ncclctl.plan.railids import port_ids
+            from ncclctl.fabric.railids import port_ids
 
             got = port_ids(None, fabric_file=fabric, rail_map=None, host=host)
             assert got is not None
@@ -218,7 +195,7 @@ def topo_predict(
         source = root or model or "this host"
         rail_ids = None
         if fabric is not None or rail_map is not None:
-            from ncclctl.plan.railids import ids_from_options
+            from ncclctl.fabric.railids import ids_from_options
             from ncclctl.plan.rails import plan_rails
 
             rail_ids = ids_from_options(node, plan_rails(node), fabric_file=fabric, rail_map=rail_map, host=host)

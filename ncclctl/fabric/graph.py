@@ -254,21 +254,19 @@ def parse_fabric_text(text: str, *, source: str):
     return kind, parse_ibnetdiscover(text, source=source)
 
 
-def load_fabric_file(path: str) -> FabricGraph:
-    # The lean reader first: plain ibnetdiscover output (the large case) straight into the graph; anything else
-    # (iblinkinfo, pasted or re-indented text, inconsistent links) by the general parser and builder below.
-    from ncclctl.fabric.lean import read_graph
+def accelerator() -> Any:
+    """The C readers (``ncclctl.fabric._fastread``), or None: not built (no compiler at install time) or turned off
+    with ``NCCLCTL_PURE_PYTHON=1`` (the tests run both)."""
+    import os
 
-    g = read_graph(path)
-    if g is not None:
-        return g
-    text = read_fabric_text(path)
-    kind, fabric = parse_fabric_text(text, source=path)
-    del text
-    if not fabric.nodes:
-        raise InputError("no fabric nodes in the file", path=path,
-                         fix="capture it with: ibnetdiscover > fabric.txt")
-    return from_fabric(fabric, source=path, kind=kind)
+    if os.environ.get("NCCLCTL_PURE_PYTHON"):
+        return None
+    try:
+        from ncclctl.fabric import _fastread
+    except ImportError:
+        return None
+    return _fastread
+
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -569,7 +567,7 @@ def from_lldp(hosts, *, source: str) -> FabricGraph:
     g = FabricGraph(source=source, kind="lldp")
     owner: dict[str, str] = {}
     claimed: dict[tuple[str, str], str] = {}
-    from ncclctl.plan.paths import natural_key
+    from ncclctl.names import natural_key
 
     for name, node, line in hosts:
         netdevs = {nd.name: nd for nd in node.netdevs}
@@ -658,8 +656,6 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
     agg = g.aggregation
     fast = None
     if known_hosts is None and model_guids is None and host_guids is None:  # a fabric file alone
-        from ncclctl.fabric.lean import accelerator
-
         fast = accelerator()
     res = fast.endpoints(g.hcas, links, agg, _NO_HOST, Endpoint) if fast is not None else None
     # linked ports the HCA's port list lacks (the ports form lists only unlinked ones), in link order, found with
@@ -815,13 +811,13 @@ def unknown_findings(g: FabricGraph, unknown: list[UnknownHca]) -> list[Finding]
         if len(us) == 1:
             msg = f"HCA {first.guid}: description {first.desc!r} {WHY_TEXT[why]}; the HCA is left out"
         elif why == "localhost":
-            from ncclctl.plan.paths import natural_key
+            from ncclctl.names import natural_key
 
             hcas = ", ".join(sorted({u.desc.split()[1] for u in us}, key=natural_key))
             msg = (f"{len(us)} HCAs ({hcas}) name the host {first.desc.split()[0]!r}: rdma-ndd ran before the "
                    f"hostname was set (first: {first.guid} at line {first.line}); they are left out")
         elif why == "not-inventory":
-            from ncclctl.plan.paths import natural_key
+            from ncclctl.names import natural_key
 
             hcas = ", ".join(sorted({u.desc.split()[1] for u in us}, key=natural_key))
             msg = f"host {label} ({len(us)} HCAs: {hcas}) names no inventory host; its HCAs are left out"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ncclctl.plan.paths import natural_key
+from ncclctl.names import natural_key
 
 _TAIL = re.compile(r"^(.*?)(\d+)$")
 

@@ -36,7 +36,7 @@ from ncclctl.fabric.naming import NameField, find_field, mismatches, with_number
 from ncclctl.fabric.sources import FabricInput
 from ncclctl.findings import Finding, Severity
 from ncclctl.parsers.ibnetdiscover import LANE_GBPS
-from ncclctl.plan.paths import natural_key
+from ncclctl.names import natural_key
 
 _RAIL_IN_NAME = re.compile(r"rail[^0-9a-z]{0,2}(\d+)", re.IGNORECASE)
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

@@ -13,6 +13,9 @@ from both ends, every node described once) and returns ``None`` for anything els
 its checks and findings, handles every other input. On what it accepts it builds the same graph, field for field
 and in the same order, as the general path's fast pass (``_from_fabric_fast``); ``tests/fabric/test_fabric_lean.py``
 compares the two on the synthetic fabrics (both forms, several sizes) and on every fixture.
+
+It builds on :mod:`ncclctl.fabric.graph` (the graph, its C accelerator), which never imports it: a file is read by
+:func:`ncclctl.fabric.sources.load_fabric_file`, which tries this reader first.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 import re
 
 from ncclctl.errors import InputError
-from ncclctl.fabric.graph import FabricGraph, Switch, _rate, claims
+from ncclctl.fabric.graph import FabricGraph, Switch, _rate, accelerator, claims
 from ncclctl.parsers.ibnetdiscover import _SW_EXTRA, LANE_GBPS, MAX_PORTS
 
 #: Characters some line splitters treat as line ends or that ``str.strip`` removes: input holding one takes the
@@ -91,20 +94,6 @@ def read_graph(path: str) -> FabricGraph | None:
     if kind == "ibnetdiscover-ports":
         return _ports(box, path)
     return None
-
-
-def accelerator() -> Any:
-    """The C readers (``ncclctl.fabric._fastread``), or None: not built (no compiler at install time) or turned off
-    with ``NCCLCTL_PURE_PYTHON=1`` (the tests run both)."""
-    import os
-
-    if os.environ.get("NCCLCTL_PURE_PYTHON"):
-        return None
-    try:
-        from ncclctl.fabric import _fastread
-    except ImportError:
-        return None
-    return _fastread
 
 
 def _from_fast(reader, text: bytes, source: str, kind: str) -> FabricGraph | None:

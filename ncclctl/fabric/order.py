@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from ncclctl.fabric.cost import CostParams, FabricCapacity, params_doc, ring_cost
 from ncclctl.fabric.hostlist import compress
 from ncclctl.fabric.layout import Layout
-from ncclctl.plan.paths import natural_key
+from ncclctl.names import natural_key
 
 
 @dataclass

@@ -4,8 +4,8 @@ One :func:`ncclctl.fabric.layout.analyze` of the fabric (the inventory's, or ``-
 
 * the rail/plane ids of each host's rail ports (:func:`ncclctl.plan.railids.resolve`: the fabric's leaf ids, else
   the rail map, else a per-node PCIe guess that is not written), the same leaf giving the same id on every host;
-* per host ``hosts/<host>/nccl.conf`` (what ``conf generate`` writes: :func:`ncclctl.nccl.confgen.plan_conf` and
-  ``render``) and ``hosts/<host>/topo.xml`` (what ``topo generate`` writes: :func:`ncclctl.topo.generate.generate_for`);
+* per host ``hosts/<host>/nccl.conf`` (what ``conf generate`` writes: :func:`ncclctl.plan.confgen.plan_conf` and
+  ``render``) and ``hosts/<host>/topo.xml`` (what ``topo generate`` writes: :func:`ncclctl.nccl.detect.generate_for`);
 * ``hostfile`` and ``topology.conf`` (Slurm topology/tree), exactly as ``fabric order --format hostfile|slurm``
   writes them (:func:`ncclctl.fabric.order.plan_order`, ``render_order``);
 * ``plan.json``: the manifest (hosts, their ids and source, the files with their SHA-256, the hosts left out and
@@ -18,7 +18,7 @@ layout places). Every other host the inventory or the fabric names is listed in 
 written the plan reads its own files back (:func:`check_plan`): each host's NCCL_IB_HCA rail/plane ids against its
 topo.xml ``<net rail= plane=>`` and against the fabric, the hostfile against the ring order (FAB023).
 
-Writing (:func:`write_plan`): every file atomically and only when its bytes change (:func:`ncclctl.ops.fileio.emit`:
+Writing (:func:`write_plan`): every file atomically and only when its bytes change (:func:`ncclctl.fileio.emit`:
 a re-run that changes nothing rewrites nothing and keeps the mtimes); the manifest holds nothing that depends on
 the run (no time, no change status), so the same inputs give byte-identical files. The output folder is the plan's:
 ncclctl writes into an empty or missing folder, or one holding an earlier plan (its ``plan.json``); a folder with
@@ -40,7 +40,7 @@ from ncclctl.errors import InputError, UsageError
 from ncclctl.fabric.graph import finding
 from ncclctl.findings import Finding, Severity
 from ncclctl.nccl.version import Version
-from ncclctl.plan.railids import RailId, RailIds
+from ncclctl.nccl.railids import RailId, RailIds
 
 if TYPE_CHECKING:
     from ncclctl.fabric.layout import Layout
@@ -139,12 +139,12 @@ def build_plan(inp, lay, *, nccl_version: Version, rail_map: str | None = None,
                topo_file: str | None = None) -> FabricPlan:
     """The plan from one analysed fabric (``inp`` loaded with ``keep_nodes=True``, ``lay`` its layout)."""
     from ncclctl.fabric.order import plan_order, render_order
-    from ncclctl.nccl import confgen
-    from ncclctl.plan.railids import (RAIL_IDS_SINCE, emit_note, fabric_host_ids, fabric_rail_only, load_rail_map,
-                                      resolve, written)
+    from ncclctl.plan import confgen
+    from ncclctl.nccl.railids import RAIL_IDS_SINCE, emit_note, written
+    from ncclctl.plan.railids import fabric_host_ids, fabric_rail_only, load_rail_map, resolve
     from ncclctl.plan.rails import plan_rails
-    from ncclctl.plan.paths import natural_key
-    from ncclctl.topo.generate import generate_for
+    from ncclctl.names import natural_key
+    from ncclctl.nccl.detect import generate_for
 
     if inp.inventory_path is None or inp.hosts is None:
         raise UsageError("fabric plan needs an inventory (--inventory INV): the hosts' snapshots or node models",
@@ -299,7 +299,7 @@ def conf_ids(conf: bytes) -> dict[str, RailId | None]:
 def topo_ids(topo: bytes) -> dict[str, RailId | None]:
     """``"mlx5_0:1"`` -> the ``rail=``/``plane=`` of its ``<net>`` in a topology file (None: none given), read by
     the project's one NCCL XML reader."""
-    from ncclctl.topo.ncclxml import parse_nccl_xml
+    from ncclctl.nccl.xml import parse_nccl_xml
 
     res = parse_nccl_xml(topo, kind="topology")
     out: dict[str, RailId | None] = {}
@@ -495,8 +495,8 @@ def check_out_dir(out_dir: str, plan: FabricPlan, *, force: bool = False) -> lis
 def write_plan(plan: FabricPlan, out_dir: str, *, force: bool = False, check: bool = False) -> WriteOutcome:
     """Write the plan's files under ``out_dir``: atomic, only on change, the manifest last. ``check``: report
     what would change, write nothing."""
-    from ncclctl.ops.fileio import emit
-    from ncclctl.plan.paths import natural_key
+    from ncclctl.fileio import emit
+    from ncclctl.names import natural_key
 
     stale = check_out_dir(out_dir, plan, force=force)
     for e in plan.planned:
@@ -531,7 +531,7 @@ def _mkdir(path: str) -> None:
         if not os.path.isdir(path):
             raise InputError("exists and is not a folder", path=path, fix="remove it, or give another output folder")
     except OSError as exc:
-        from ncclctl.ops.fileio import write_error
+        from ncclctl.fileio import write_error
 
         raise write_error(exc, path, f"cannot create the folder: {exc.strerror}") from None
 

@@ -11,10 +11,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ncclctl.errors import UsageError
-from ncclctl.fabric.graph import (FabricGraph, UnknownHca, finding, from_lldp, host_endpoints, load_fabric_file,
-                                  norm_guid, unknown_findings)
+from ncclctl.errors import InputError, UsageError
+from ncclctl.fabric.graph import (FabricGraph, UnknownHca, finding, from_fabric, from_lldp, host_endpoints,
+                                  norm_guid, parse_fabric_text, read_fabric_text, unknown_findings)
 from ncclctl.findings import Finding
+
+
+def load_fabric_file(path: str) -> FabricGraph:
+    """The graph of a fabric file. The lean reader (:mod:`ncclctl.fabric.lean`) first: plain ibnetdiscover output
+    (the large case) straight into the graph; anything else (iblinkinfo, pasted or re-indented text, inconsistent
+    links) by the general parser and builder (:mod:`ncclctl.fabric.graph`)."""
+    from ncclctl.fabric.lean import read_graph
+
+    g = read_graph(path)
+    if g is not None:
+        return g
+    text = read_fabric_text(path)
+    kind, fabric = parse_fabric_text(text, source=path)
+    del text
+    if not fabric.nodes:
+        raise InputError("no fabric nodes in the file", path=path,
+                         fix="capture it with: ibnetdiscover > fabric.txt")
+    return from_fabric(fabric, source=path, kind=kind)
 
 
 @dataclass
@@ -59,7 +77,7 @@ def load_input(fabric_file: str | None, inventory: str | None, *, keep_nodes: bo
         eps, found = host_endpoints(graph, unknown_out=unknown)
         return FabricInput(graph=graph, endpoints=eps, findings=list(graph.findings) + found, unknown=unknown)
 
-    from ncclctl.ops.inventory import load_inventory
+    from ncclctl.inventory import load_inventory
     from ncclctl.plan.rails import plan_rails
 
     inv = load_inventory(inventory)
@@ -106,7 +124,7 @@ def load_summary(inp: FabricInput) -> tuple[str, dict]:
     """``ncclctl fabric load``: the summary as text lines and as the JSON document's ``fabric`` field."""
     from ncclctl.fabric.graph import KINDS
     from ncclctl.fabric.hostlist import compress
-    from ncclctl.plan.paths import natural_key
+    from ncclctl.names import natural_key
 
     summary = inp.graph.summary()
     hosts = sorted(inp.endpoints, key=natural_key)

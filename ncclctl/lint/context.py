@@ -76,7 +76,7 @@ class Ctx:
     @cached_property
     def ports(self) -> tuple[tuple[Nic, IbPort], ...]:
         """Every port of every RDMA device, in device (natural) then port order."""
-        from ncclctl.plan.paths import natural_key
+        from ncclctl.names import natural_key
 
         out = [(n, p) for n in self.node.nics for p in n.ports]
         out.sort(key=lambda e: (natural_key(e[0].name), e[1].num))
@@ -101,7 +101,7 @@ def nccl_ports(ctx: Ctx) -> frozenset[tuple[str, int]]:
 def rdma_nics(node: Node) -> list[Nic]:
     """RDMA NICs NCCL's IB plugin can use: placed on PCI, with an InfiniBand or Ethernet (RoCE) port, in natural
     name order."""
-    from ncclctl.plan.paths import natural_key
+    from ncclctl.names import natural_key
 
     out = [n for n in node.nics if n.bdf and any(p.link_layer in ("InfiniBand", "Ethernet") for p in n.ports)]
     return sorted(out, key=lambda n: natural_key(n.name))

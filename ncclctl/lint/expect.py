@@ -151,7 +151,7 @@ def dump(profile: dict[str, Any], *, version: str | None = None) -> bytes:
 
 def write_profile(node, path: str) -> tuple[bool, str]:
     """``lint --write-expect PATH``: derive the profile and write it atomically; ``(changed, message)``."""
-    from ncclctl.ops.fileio import write_atomic
+    from ncclctl.fileio import write_atomic
 
     changed = write_atomic(path, dump(derive(node)))
     msg = (f"wrote the expected-state profile of {node.hostname} to {path}" if changed

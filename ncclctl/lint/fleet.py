@@ -13,12 +13,12 @@ import os
 import sys
 from collections import Counter
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
 from ncclctl.findings import Finding, Severity, sort_key
 from ncclctl.lint.rules_fleet import FleetCtx, fleet_facts
 from ncclctl.record import record
+from ncclctl.report.fleet import FleetResult, HostResult
 
 
 # --------------------------------------------------------------------------------------------------
@@ -34,30 +34,6 @@ class Source:
     name: str | None = None
 
 
-@dataclass
-class HostResult:
-    host: str
-    source: str
-    findings: list[Finding] = field(default_factory=list)
-    #: Rule ids that ran on this host (node rules, then FLT rules), for one JUnit testcase each.
-    rules: list[str] = field(default_factory=list)
-    facts: dict[str, Any] | None = None
-    #: The load error (NcclctlError.to_dict()) when the host could not be read.
-    error: dict[str, Any] | None = None
-
-    @property
-    def ok_loaded(self) -> bool:
-        return self.error is None
-
-
-@dataclass
-class FleetResult:
-    hosts: list[HostResult]
-
-    def findings(self) -> list[Finding]:
-        return [f for h in self.hosts for f in h.findings]
-
-
 def sources_from_paths(paths: Iterable[str]) -> list[Source]:
     out = []
     for p in paths:
@@ -67,7 +43,7 @@ def sources_from_paths(paths: Iterable[str]) -> list[Source]:
 
 
 def sources_from_inventory(path: str) -> list[Source]:
-    from ncclctl.ops.inventory import load_inventory
+    from ncclctl.inventory import load_inventory
 
     inv = load_inventory(path)
     return [Source(path=h.model or h.snapshot or "", kind="model" if h.model else "snapshot", name=h.name)
@@ -119,7 +95,7 @@ def _init(config, expect, only=None, timeout: float | None = HOST_TIMEOUT) -> No
 
 
 def _load(src: Source):
-    from ncclctl.ops.inventory import load_model, load_snapshot
+    from ncclctl.inventory import load_model, load_snapshot
 
     if src.kind == "model":
         return load_model(src.path)

@@ -73,7 +73,7 @@ def expect_nics(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     exp = _section(ctx, "nics") or {}
     if "count" in exp and exp["count"] != len(ctx.node.nics):
         names = [n.name for n in ctx.node.nics]
-        from ncclctl.plan.paths import natural_key
+        from ncclctl.names import natural_key
 
         missing = sorted(set((exp.get("firmware") or {})) - set(names), key=natural_key)
         extra = f" (missing: {', '.join(missing)})" if missing else ""

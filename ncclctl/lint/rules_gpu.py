@@ -11,7 +11,7 @@ from ncclctl.findings import Severity
 from ncclctl.lint.context import Ctx
 from ncclctl.registry import Hit, Option, rule
 from ncclctl.model import Gpu, Node
-from ncclctl.probe.nvml import NVML_INIT_CAUSES, NVML_NOT_A_NODE_FAULT
+from ncclctl.model import NVML_INIT_CAUSES, NVML_NOT_A_NODE_FAULT
 
 E = Severity.ERROR
 W = Severity.WARNING

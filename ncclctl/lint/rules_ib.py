@@ -19,7 +19,7 @@ from ncclctl.findings import Severity
 from ncclctl.lint.context import Ctx
 from ncclctl.registry import Hit, Option, rule
 from ncclctl.model import IbPort, Nic
-from ncclctl.plan.paths import natural_key
+from ncclctl.names import natural_key
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 

@@ -1058,8 +1058,9 @@ def _xml_hits(ctx: Ctx, kind: Literal["topology", "graph"], conf, opts: dict, no
     from ncclctl.errors import InputError
     from ncclctl.topo import hostcheck
     from ncclctl.topo.interpret import interpret
-    from ncclctl.topo.ncclxml import parse_nccl_xml
-    from ncclctl.topo.validate import validate_graph, validate_topology
+    from ncclctl.nccl.xml import parse_nccl_xml
+    from ncclctl.topo.graphfile import validate_graph
+    from ncclctl.topo.validate import validate_topology
 
     data = conf.text.encode("utf-8", errors="replace")
     path = conf.path

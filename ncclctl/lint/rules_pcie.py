@@ -478,7 +478,7 @@ def links(node: Node) -> list[Link]:
             continue
         for comp in dev.path[1:]:
             below.setdefault(comp, []).append(bdf)
-    from ncclctl.plan.paths import natural_key
+    from ncclctl.names import natural_key
 
     def order(bdf: str) -> tuple:  # GPUs by index, then NICs by name
         g = gpu_by_bdf.get(bdf)

@@ -665,7 +665,7 @@ def predict_models(ls: LogSet, *, root: str | None = None, inventory: str | None
         dict[str, HostModel], list[str]]:
     """The model of every host of the log: one node (``--root``) for all, or each host's node from the inventory.
     Returns (host -> model, notes)."""
-    from ncclctl.cli.common import load_node
+    from ncclctl.inventory import load_snapshot
     from ncclctl.nccl.predict import inputs_for_node, predict_xml
     from ncclctl.nccl.version import DEFAULT
 
@@ -674,12 +674,12 @@ def predict_models(ls: LogSet, *, root: str | None = None, inventory: str | None
     sources: dict[str, str] = {}
     hosts = ls.hosts
     if root is not None:
-        node = load_node(root, None)
+        node = load_snapshot(root)
         for h in hosts:
             nodes[h] = node
             sources[h] = root
     elif inventory is not None:
-        from ncclctl.ops.inventory import load_inventory
+        from ncclctl.inventory import load_inventory
 
         inv = load_inventory(inventory)
         cache: dict[str, Any] = {}

@@ -206,7 +206,7 @@ class LogSet:
 
     @property
     def hosts(self) -> list[str]:
-        from ncclctl.plan.paths import natural_key
+        from ncclctl.names import natural_key
 
         return sorted({p.host for p in self.procs.values()}, key=natural_key)
 
@@ -927,7 +927,7 @@ class Parser:
 def expand_inputs(paths: list[str]) -> list[str]:
     """Files, folders (every regular file inside, sorted, one level of subfolders) and ``-`` (stdin)."""
     from ncclctl.errors import InputError
-    from ncclctl.plan.paths import natural_key
+    from ncclctl.names import natural_key
 
     out: list[str] = []
     for p in paths:

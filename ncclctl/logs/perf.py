@@ -147,7 +147,7 @@ class Test:
 
     @property
     def hosts(self) -> list[str]:
-        from ncclctl.plan.paths import natural_key
+        from ncclctl.names import natural_key
 
         return sorted({d["host"] for d in self.devices if d.get("host")}, key=natural_key)
 

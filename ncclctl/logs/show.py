@@ -189,7 +189,7 @@ def summary(ls: LogSet) -> dict[str, Any]:
 
 
 def _proc_key(p: Proc) -> tuple:
-    from ncclctl.plan.paths import natural_key
+    from ncclctl.names import natural_key
 
     return (natural_key(p.host or "~"), p.pid if p.pid is not None else -1)
 

@@ -2,7 +2,7 @@
 
 Steps, each after NCCL 2.30.7 (``src/graph/topo.cc``, ``xml.cc``, ``transport/net_ib/init.cc``):
 
-1. The file is read with NCCL's own reader (:func:`ncclctl.topo.ncclxml.parse_nccl_xml`).
+1. The file is read with NCCL's own reader (:func:`ncclctl.nccl.xml.parse_nccl_xml`).
 2. Each rank's GPU gets ``keep``/``rank``/``gdr`` (``ncclTopoFillGpu``; ``gdr`` only when the file has none).
 3. The network plugin is asked for its devices (:class:`Plugin`: the IB plugin's view, filtered by
    ``NCCL_IB_HCA``, sorted by PCI path) and every one it reports is filled in (``ncclTopoPopulateNics``: ``dev`` is
@@ -52,7 +52,7 @@ class X:
 
 
 def _copy(root) -> X:
-    """Our mutable copy of a :class:`~ncclctl.topo.ncclxml.XmlNode` tree (first attribute of a name wins, as
+    """Our mutable copy of a :class:`~ncclctl.nccl.xml.XmlNode` tree (first attribute of a name wins, as
     ``xmlGetAttr``)."""
     def one(n, parent: X | None) -> X:
         attrs: dict[str, str] = {}

@@ -1,4 +1,4 @@
-"""C integer parsing as NCCL calls it, and ``ncclLoadParam`` (the ``NCCL_PARAM`` integer variables).
+"""C number parsing as NCCL calls it (integers; floats: :func:`c_strtof`), and ``ncclLoadParam`` (the ``NCCL_PARAM`` integer variables).
 
 One model of glibc's ``strtol``/``strtoll`` and ``strtoul``/``strtoull`` (``long`` and ``long long`` are both
 64 bits on the LP64 Linux NCCL runs on; NVIDIA/nccl ``src/misc/param.cc``, ``src/graph/xml.h``), checked against
@@ -148,3 +148,18 @@ def param_int(value: str | None, default: int) -> int:
     """An ``NCCL_PARAM`` integer variable whose raw value (None: unset) is ``value``, with its default."""
     v = load_param(value)
     return default if v is None else v
+
+
+_FLOAT = re.compile(r"\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)", re.IGNORECASE)
+
+
+def c_strtof(s: str) -> tuple[float, bool]:
+    """C ``strtof`` as NCCL reads a float attribute (``speedintra``, ``latencyinter``, ...): leading white space,
+    the longest float prefix (``inf``/``nan`` too); the value and whether it consumed the whole string."""
+    m = _FLOAT.match(s)
+    if not m:
+        return 0.0, False
+    try:
+        return float(m.group(0)), m.end() == len(s)
+    except ValueError:  # pragma: no cover - the regex only matches float syntax
+        return 0.0, False

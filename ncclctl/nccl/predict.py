@@ -107,7 +107,7 @@ def predict_xml(data: bytes, *, inputs: Inputs, down: frozenset[tuple[str, int]]
                 path: str | None = None, channels: bool = True) -> Prediction:
     """NCCL's view of a node from a topology file's bytes."""
     from ncclctl.errors import InputError
-    from ncclctl.topo.ncclxml import parse_nccl_xml
+    from ncclctl.nccl.xml import parse_nccl_xml
 
     res = parse_nccl_xml(data, kind="topology", nccl_version=inputs.version, path=path)
     if res.fatal is not None:
@@ -579,12 +579,12 @@ def parse_env(pairs: list[str] | None) -> dict[str, str]:
 def inputs_for_node(node, *, nodes: int, env: dict[str, str], version: Version, gdr: str,
                     source: str, rail_ids=None) -> tuple[bytes, Inputs, frozenset[tuple[str, int]]]:
     """The topology bytes NCCL would read on ``node`` (its NCCL_TOPO_FILE, else what NCCL detects, which is what
-    ``topo generate`` writes, with ``rail_ids`` (:class:`ncclctl.plan.railids.RailIds`, ``--fabric``/``--rail-map``)
+    ``topo generate`` writes, with ``rail_ids`` (:class:`ncclctl.nccl.railids.RailIds`, ``--fabric``/``--rail-map``)
     on its <net> elements as ``topo generate --fabric`` writes them), the node's NCCL settings (environment and conf
     files) overridden by ``env``, its GPUDirect RDMA support, and the ports that are not ACTIVE (the plugin does
     not list them)."""
     from ncclctl.nccl.settings import resolve
-    from ncclctl.topo.generate import generate_for
+    from ncclctl.nccl.detect import generate_for
 
     resolved = resolve(node, version)
     merged: dict[str, str] = {}
@@ -623,7 +623,7 @@ def inputs_for_node(node, *, nodes: int, env: dict[str, str], version: Version, 
                          "host: predicted from the detected hardware")
         data = generate_for(node, nccl_version=version, rail_ids=rail_ids, socket=socket)[0]
         if rail_ids is not None:
-            from ncclctl.plan.railids import emit_note
+            from ncclctl.nccl.railids import emit_note
 
             why = emit_note(rail_ids, version)
             notes.append(f"rail/plane ids from the {rail_ids.source} ({rail_ids.detail}) "

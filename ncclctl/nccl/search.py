@@ -9,6 +9,9 @@ search budget is NCCL's own (``NCCL_SEARCH_TIMEOUT`` steps per search, ``NCCL_SE
 counted in the same recursion steps, so a search that times out in NCCL times out here at the same point and
 the result is the same graph.
 
+One file on purpose (1,500 lines): it mirrors ``search.cc`` function for function, so that a diff of a new NCCL
+release's ``search.cc`` maps onto one place here; splitting it along other lines would lose that.
+
 Inputs: a :class:`~ncclctl.nccl.system.System` with its paths computed (:mod:`ncclctl.nccl.paths`, after
 ``ncclTopoTrimSystem``), then :func:`search_init` (``ncclTopoSearchInit``). :func:`compute` fills a
 :class:`Graph` like ``ncclTopoCompute``; :func:`ring_and_tree` runs the two searches ``init.cc`` runs.
@@ -37,7 +40,7 @@ from ncclctl.nccl.system import (
 from ncclctl.nccl.version import Version
 
 if TYPE_CHECKING:
-    from ncclctl.topo.ncclxml import XmlNode
+    from ncclctl.nccl.xml import XmlNode
 
 # --------------------------------------------------------------------------------------------------
 # Markers
@@ -1353,7 +1356,7 @@ def _attr_int(node: XmlNode, name: str, path: str | None) -> int:
 
 
 def _attr_float(node: XmlNode, name: str, path: str | None) -> float:
-    from ncclctl.topo.validate import c_strtof
+    from ncclctl.nccl.params import c_strtof
 
     return f32(c_strtof(_attr_str(node, name, path))[0])
 
@@ -1424,7 +1427,7 @@ def _graph_from_xml(xml_graph: XmlNode, system: System, graph: Graph, path: str 
     if lat is None:
         graph.latency_inter = 0.0
     else:
-        from ncclctl.topo.validate import c_strtof
+        from ncclctl.nccl.params import c_strtof
 
         graph.latency_inter = f32(c_strtof(lat)[0])
     for attr in ("typeintra", "typeinter"):
@@ -1452,7 +1455,7 @@ def load_graph_file(system: System, graph: Graph, data: bytes, *, path: str | No
     ``samechannels``, net ids, GPU ranks. Checked: the XML syntax and version, the presence of each required
     attribute, and GPU ``dev`` values when no ``rank`` is given. Returns the channel element count of the last
     graph loaded (None: none for this id)."""
-    from ncclctl.topo.ncclxml import parse_nccl_xml
+    from ncclctl.nccl.xml import parse_nccl_xml
 
     graph.ensure(len(system.nodes[GPU]))
     res = parse_nccl_xml(data, kind="graph", nccl_version=system.params.version, path=path)

@@ -1,2 +1,2 @@
-"""Operations around the model: Ansible facts (:mod:`.facts`), fleet inventories (:mod:`.inventory`) and the one
-atomic, idempotent file writer (:mod:`.fileio`)."""
+"""Operations on top of everything else: Ansible facts (:mod:`.facts`: the probe, the model, a lint summary in one
+document). The fleet inventory is :mod:`ncclctl.inventory`, the one file writer :mod:`ncclctl.fileio`."""

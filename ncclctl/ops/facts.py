@@ -30,7 +30,7 @@ from typing import Any, Callable
 from ncclctl import __version__
 from ncclctl.errors import ExitCode, NcclctlError
 from ncclctl.model import Node
-from ncclctl.plan.paths import natural_key
+from ncclctl.names import natural_key
 
 FACTS_SCHEMA_VERSION = 1
 

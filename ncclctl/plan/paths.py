@@ -11,32 +11,17 @@ GPU and a NIC under the same switch are PIX even though three bridge functions l
 
 from __future__ import annotations
 
-import re
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from ncclctl.names import natural_key
 from ncclctl.record import record
 
-if TYPE_CHECKING:  # ncclctl.model is a large import; the fabric commands need only natural_key from here
+if TYPE_CHECKING:  # ncclctl.model is a large import
     from ncclctl.model import Gpu, Nic, Node
 
 #: PCIe path types from closest to farthest.
 PCIE_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")
 _RANK = {name: i for i, name in enumerate(PCIE_ORDER)}
-
-
-_DIGIT_RUNS = re.compile(r"(\d+)")
-
-
-@lru_cache(maxsize=1 << 16)  # fabric commands sort the same tens of thousands of host names several times
-def natural_key(name: str) -> tuple:
-    """``mlx5_2`` before ``mlx5_10``."""
-    parts: list = _DIGIT_RUNS.split(name)  # text, digits, text, ..., text: the digit runs at the odd places
-    runs = parts[1::2]
-    # (a run of 50+ digits sorts as one huge number: int() refuses over 4300 digits)
-    parts[1::2] = map(int, runs) if max(map(len, runs), default=0) < 50 else (
-        int(p) if len(p) < 50 else 10**50 for p in runs)
-    return tuple(parts)
 
 
 def pcie_rank(path_type: str) -> int:

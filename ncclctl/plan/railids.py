@@ -1,8 +1,6 @@
-"""Rail and plane ids of a node's rail ports, from the best source available, and how NCCL 2.30.7+ is told them.
+"""Rail and plane ids of a node's rail ports, from the best source available.
 
-NCCL reads rail/plane ids from 2.30.7 on (``src/graph/topo.cc`` ``ncclTopoAddNet``: ``<net rail= plane=>``;
-``misc/utils.cc`` ``parseStringList``: ``NCCL_IB_HCA`` entries ``name[:port[:rail[:plane]]]``; ``ncclTopoAutoMerge``:
-``NCCL_NET_MERGE_POLICY=RAIL``). Earlier releases ignore the extra ``NCCL_IB_HCA`` fields and the attributes.
+What NCCL 2.30.7+ reads of them, and when they are written, is :mod:`ncclctl.nccl.railids`.
 
 Sources, best first (the first one that covers every rail port of the node wins, and is named):
 
@@ -31,47 +29,16 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ncclctl.errors import InputError
 from ncclctl.model import Node
+from ncclctl.nccl.railids import RailId, RailIds, emit_note, written
 from ncclctl.nccl.version import Version
 from ncclctl.plan.rails import RailPlan
-from ncclctl.record import record
 
-#: NCCL reads rail/plane ids (topology ``<net>`` attributes, NCCL_IB_HCA fields, NCCL_NET_MERGE_POLICY) from here on.
-RAIL_IDS_SINCE = Version(2, 30, 7)
 #: Sources in order of trust.
 SOURCES = ("fabric", "inventory", "subnet", "pcie")
-
-
-@record
-class RailId:
-    rail: int
-    plane: int | None = None
-
-
-@dataclass
-class RailIds:
-    #: ``"mlx5_0:1"`` -> its ids, for every rail port of the plan.
-    ids: dict[str, RailId]
-    source: str
-    #: One line: what the source was (file, host name).
-    detail: str = ""
-    notes: list[str] = field(default_factory=list)
-    #: The fabric joins no two rails below the top (a spine set per rail): crossing rails has no switch path.
-    rail_only: bool = False
-
-    @property
-    def fleet(self) -> bool:
-        """Ids that mean the same on every node (anything but the local PCIe order)."""
-        return self.source != "pcie"
-
-    def hca_entry(self, hca: str) -> str:
-        rid = self.ids.get(hca)
-        if rid is None:
-            return hca
-        return f"{hca}:{rid.rail}" + ("" if rid.plane is None else f":{rid.plane}")
 
 
 def pcie_ids(plan: RailPlan) -> RailIds:
@@ -131,7 +98,7 @@ def load_rail_map(path: str) -> RailMap:
     return RailMap(path, switches, subnets, hosts)
 
 
-def _short(name: str) -> str:
+def short_name(name: str) -> str:
     return name.split(".")[0]
 
 
@@ -143,9 +110,9 @@ def _port_of(node: Node, hca: str):
     return nic, next((p for p in nic.ports if str(p.num) == num), None)
 
 
-def _map_sources(node: Node, plan: RailPlan, rmap: RailMap, host: str) -> RailIds | None:
+def map_sources(node: Node, plan: RailPlan, rmap: RailMap, host: str) -> RailIds | None:
     keys = [r.hca for r in plan.rails]
-    explicit = rmap.hosts.get(host) or rmap.hosts.get(_short(host))
+    explicit = rmap.hosts.get(host) or rmap.hosts.get(short_name(host))
     if explicit and all(k in explicit for k in keys):
         return RailIds({k: explicit[k] for k in keys}, "inventory", f"{rmap.path}: hosts: {host}")
     if rmap.switches:
@@ -153,8 +120,8 @@ def _map_sources(node: Node, plan: RailPlan, rmap: RailMap, host: str) -> RailId
         for r in plan.rails:
             nd = next((d for d in node.netdevs if d.name == r.netdev), None) if r.netdev else None
             chassis = nd.lldp.chassis_name if nd is not None and nd.lldp is not None else None
-            if chassis is not None and (chassis in rmap.switches or _short(chassis) in rmap.switches):
-                ids[r.hca] = rmap.switches.get(chassis) or rmap.switches[_short(chassis)]
+            if chassis is not None and (chassis in rmap.switches or short_name(chassis) in rmap.switches):
+                ids[r.hca] = rmap.switches.get(chassis) or rmap.switches[short_name(chassis)]
         if len(ids) == len(keys):
             return RailIds(ids, "inventory", f"{rmap.path}: switches: (LLDP neighbours)")
     if rmap.subnets:
@@ -294,50 +261,6 @@ def leaf_name(lay, leaf: str) -> str:
     return desc.split(";")[-1].split(":")[0] or leaf
 
 
-@dataclass
-class PortIds:
-    """A host's ports as a fleet source places them, port by port (what a check compares a file with)."""
-
-    #: ``"mlx5_0:1"`` -> ids, for every port the source places.
-    ids: dict[str, RailId]
-    #: ``"mlx5_0:1"`` -> the name of the leaf it lands on (fabric only).
-    leaves: dict[str, str]
-    source: str
-    #: What was read: ``FILE: host NAME``.
-    detail: str
-
-
-def port_ids(node: Node | None, *, fabric_file: str | None, rail_map: str | None,
-             host: str | None) -> PortIds | None:
-    """The ids ``--fabric FILE`` / ``--rail-map FILE`` give ``node``'s ports (``--host NAME``, default its
-    hostname), port by port: the fabric's when it knows the host, else the rail map's when it covers the node's
-    rail ports (a rail map needs the node). None without a source; InputError when no source knows the host."""
-    if fabric_file is None and rail_map is None:
-        return None
-    host = host or (node.hostname if node is not None else "")
-    tried = []
-    if fabric_file is not None:
-        from ncclctl.fabric.layout import analyze
-        from ncclctl.fabric.sources import load_input
-
-        lay = analyze(load_input(fabric_file, None))
-        ids, leaves = fabric_host_ids(lay), fabric_host_leaves(lay)
-        key = host if host in ids else _short(host)
-        if ids.get(key):
-            return PortIds(dict(ids[key]), {k: leaf_name(lay, v) for k, v in leaves.get(key, {}).items()}, "fabric",
-                           f"{fabric_file}: host {key}")
-        tried.append(f"the fabric {fabric_file} has no rail port of host {host}")
-    if rail_map is not None and node is not None:
-        from ncclctl.plan.rails import plan_rails
-
-        got = _map_sources(node, plan_rails(node), load_rail_map(rail_map), host)
-        if got is not None:
-            return PortIds(dict(got.ids), {}, got.source, got.detail)
-        tried.append(f"the rail map {rail_map} does not cover every rail port of host {host}")
-    raise InputError("; ".join(tried), path=fabric_file or rail_map,
-                     fix="name the node as the fabric or rail map does with --host NAME")
-
-
 def resolve(node: Node, plan: RailPlan, *, host: str | None = None, fabric: dict[str, dict[str, RailId]] | None = None,
             fabric_label: str = "", rail_map: RailMap | None = None, rail_only: bool = False) -> RailIds:
     """The ids of ``plan``'s rail ports from the best source that covers them all (see the module doc).
@@ -346,7 +269,7 @@ def resolve(node: Node, plan: RailPlan, *, host: str | None = None, fabric: dict
     keys = [r.hca for r in plan.rails]
     notes: list[str] = []
     if fabric is not None:
-        ids = fabric.get(host) or fabric.get(_short(host))
+        ids = fabric.get(host) or fabric.get(short_name(host))
         if ids is None:
             notes.append(f"the fabric has no host {host}")
         elif all(k in ids for k in keys):
@@ -356,7 +279,7 @@ def resolve(node: Node, plan: RailPlan, *, host: str | None = None, fabric: dict
             missing = [k for k in keys if k not in ids]
             notes.append(f"the fabric does not place {', '.join(missing)} of {host} on a rail leaf")
     if rail_map is not None:
-        got = _map_sources(node, plan, rail_map, host)
+        got = map_sources(node, plan, rail_map, host)
         if got is not None:
             got.notes = notes
             return got
@@ -364,26 +287,6 @@ def resolve(node: Node, plan: RailPlan, *, host: str | None = None, fabric: dict
     got = pcie_ids(plan)
     got.notes = notes
     return got
-
-
-def emit_note(ids: RailIds, version: Version) -> str | None:
-    """Why the ids are not written for this target, or None when they are."""
-    if not ids.ids:
-        return None
-    if not ids.fleet:
-        return ("rail ids from the local PCIe order are a per-node guess: not written (give --fabric or --rail-map "
-                "for ids NCCL 2.30.7+ can use)")
-    if version < RAIL_IDS_SINCE:
-        return (f"NCCL {version} reads no rail/plane ids (2.30.7+: NCCL_IB_HCA name:port:rail:plane, <net rail= "
-                f"plane=>, NCCL_NET_MERGE_POLICY=RAIL): the {ids.source} ids are not written")
-    return None
-
-
-def written(ids: RailIds | None, version: Version) -> RailIds | None:
-    """The ids to write for this target: fleet ids for NCCL 2.30.7+, else None."""
-    if ids is None or not ids.ids or emit_note(ids, version) is not None:
-        return None
-    return ids
 
 
 def fusion_crosses_rails(node: Node, plan: RailPlan, ids: RailIds) -> list[tuple[str, str]]:
@@ -403,23 +306,6 @@ def fusion_crosses_rails(node: Node, plan: RailPlan, ids: RailIds) -> list[tuple
 def ids_doc(ids: RailIds) -> dict:
     return {"source": ids.source, "detail": ids.detail, "notes": list(ids.notes),
             "ids": {k: {"rail": v.rail, "plane": v.plane} for k, v in sorted(ids.ids.items())}}
-
-
-def ids_from_options(node: Node, plan: RailPlan, *, fabric_file: str | None, rail_map: str | None,
-                     host: str | None) -> RailIds | None:
-    """The CLI's ``--fabric FILE`` / ``--rail-map FILE`` / ``--host NAME``: None when neither source is given
-    (the output keeps today's form, without a note)."""
-    if fabric_file is None and rail_map is None:
-        return None
-    fabric, label, rail_only = None, "", False
-    if fabric_file is not None:
-        from ncclctl.fabric.layout import analyze
-        from ncclctl.fabric.sources import load_input
-
-        lay = analyze(load_input(fabric_file, None))
-        fabric, label, rail_only = fabric_host_ids(lay), fabric_file, fabric_rail_only(lay)
-    rmap = load_rail_map(rail_map) if rail_map is not None else None
-    return resolve(node, plan, host=host, fabric=fabric, fabric_label=label, rail_map=rmap, rail_only=rail_only)
 
 
 def nccl_ib_hca(plan: RailPlan, ids: RailIds | None, version: Version) -> str:

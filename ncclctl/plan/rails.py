@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from ncclctl.errors import InputError
 from ncclctl.model import Node
-from ncclctl.plan.paths import natural_key, pcie_path_type, pcie_rank
+from ncclctl.names import natural_key
+from ncclctl.plan.paths import pcie_path_type, pcie_rank
 from ncclctl.model import IbPort, Nic
 from ncclctl.record import record
 

@@ -264,7 +264,7 @@ def plan_graph(node: Node, *, compute_nics: tuple[str, ...] | None = None, nodes
 def require_graph_file(path: str) -> None:
     """InputError when ``path`` is a topology file given to ``rings validate``."""
     from ncclctl.inputs import read_bytes
-    from ncclctl.topo.ncclxml import sniff_kind
+    from ncclctl.nccl.xml import sniff_kind
 
     data = read_bytes(path, "xml")
     if data is not None and sniff_kind(data) == "topology":

@@ -26,6 +26,7 @@ import stat
 from dataclasses import dataclass, field
 
 from ncclctl.errors import InputError
+from ncclctl.inputs import printable
 
 _MAX_LINK_HOPS = 40
 
@@ -41,20 +42,6 @@ class Recorder:
     entries: dict[str, tuple[str, str | None, str]] = field(default_factory=dict)
     #: Paths whose existence was tested (present ones are recreated as empty files or folders).
     probed: dict[str, str] = field(default_factory=dict)
-
-
-def printable(text: str) -> str:
-    """``text`` with every undecodable byte (a surrogate escape, as ``os.listdir`` returns it) written ``\\xNN``
-    and any other lone surrogate ``\\udNNN``: valid UTF-8, readable, deterministic."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        pass
-    try:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _decodable(name: str) -> bool:

@@ -173,13 +173,13 @@ def snapshot(out_dir: str | None = None, tar_path: str | None = None, *, redact:
              root: str | None = None, follow: bool = False) -> SnapshotResult:
     """Capture the live host (or re-capture a fixture ``root``) into ``out_dir`` or a tar file.
 
-    The target is found as every writer finds it (:func:`ncclctl.ops.fileio.resolve_target`): a symlink at ``out_dir``
+    The target is found as every writer finds it (:func:`ncclctl.fileio.resolve_target`): a symlink at ``out_dir``
     or ``tar_path`` is replaced by the new folder or file (its target untouched); with ``follow`` the link is
     followed (not another user's link in a sticky world-writable folder) and what it points to is replaced."""
     import shutil
     import tempfile
 
-    from ncclctl.ops.fileio import resolve_target, write_error
+    from ncclctl.fileio import resolve_target, write_error
     if (out_dir is None) == (tar_path is None):
         raise NcclctlError("give exactly one of -o DIR or --tar FILE", fix="ncclctl snapshot -o ./myhost")
     dest = out_dir if out_dir is not None else tar_path

@@ -9,7 +9,7 @@ Families (section numbers refer to the reference ``nccl-format.md``):
 * ``NTV`` (nccl-version): constructs a given NCCL version does not understand (or understands differently);
 * ``NTH`` (host-match): the file compared with a host (a ``--root`` fixture or the live host).
 
-The checks stay where they are (:mod:`ncclctl.topo.ncclxml`, :mod:`ncclctl.topo.validate`,
+The checks stay where they are (:mod:`ncclctl.nccl.xml`, :mod:`ncclctl.topo.validate`,
 :mod:`ncclctl.topo.hostcheck`, :mod:`ncclctl.topo.schema`) and create findings by id through
 :func:`ncclctl.topo.rules.rule`. Each row gives the id, slug, default severity, title and fix; the documentation's
 *why* and *how detected* come from the family (below) unless a row has its own, and *what* is the title in its
@@ -23,8 +23,9 @@ from ncclctl.registry import Rule, table
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 
-_READER = "ncclctl/topo/ncclxml.py"
+_READER = "ncclctl/nccl/xml.py"
 _VALIDATE = "ncclctl/topo/validate.py"
+_GRAPHFILE = "ncclctl/topo/graphfile.py"
 _HOST = "ncclctl/topo/hostcheck.py"
 _SCHEMA = "ncclctl/topo/schema.py"
 _MEANING = "ncclctl/topo/graphcheck.py"
@@ -50,7 +51,7 @@ _FAMILY_DOC: dict[str, tuple[str, str, str, str]] = {
         "initialisation, or make it read other names and values than the author wrote; its fixed-size buffers "
         "drop what does not fit without a warning.",
         "ncclctl reads the file byte by byte the way NCCL's reader does for the target --nccl-version "
-        "(ncclctl/topo/ncclxml.py) and reports the construct with its line and column: the fatal one where NCCL "
+        "(ncclctl/nccl/xml.py) and reports the construct with its line and column: the fatal one where NCCL "
         "would stop, and every lenient one NCCL would misread.",
         _READER,
     ),
@@ -72,8 +73,8 @@ _FAMILY_DOC: dict[str, tuple[str, str, str, str]] = {
         "silently does nothing); a wrong one pins a slow or invalid channel layout on every job that reads it.",
         "ncclctl checks the graphs > graph > channel > net/gpu tree against what NCCL's graph loader "
         "(src/graph/search.cc, ncclTopoGetGraphFromXml) requires and how it reads each value, for the target "
-        "--nccl-version (ncclctl/topo/validate.py).",
-        _VALIDATE,
+        "--nccl-version (ncclctl/topo/graphfile.py).",
+        _GRAPHFILE,
     ),
     "NTV": (
         "for the NCCL version given with --nccl-version",
@@ -104,6 +105,8 @@ _EXTRA: dict[str, dict[str, str]] = {
     "NTG003": {"checked_by": _READER},
     "NTV005": {"checked_by": _READER},
     "NTV010": {"checked_by": _READER},
+    "NTV004": {"checked_by": _GRAPHFILE},
+    "NTV006": {"checked_by": _GRAPHFILE},
     "NTS025": {
         "why": "dev, sm, gdr (on <gpu>) and speed, port, guid, latency, maxconn, coll, gdr (on <net>) are read once "
                "at init and used instead of what NCCL would detect or ask the net plugin. A value that is right "

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from ncclctl import JSON_SCHEMA_VERSION
 from ncclctl.findings import Severity, sort_key
-from ncclctl.report import Report, counts, fails
+from ncclctl.report.core import Report, counts, fails
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ncclctl.lint.fleet import FleetResult
+    from ncclctl.report.fleet import FleetResult
 
 
 def json_doc(report: Report) -> dict[str, Any]:

@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ncclctl.findings import Finding, Severity, sort_key
-from ncclctl.report import Report
+from ncclctl.report.core import Report
 from ncclctl.report.text import finding_lines
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ncclctl.lint.fleet import FleetResult
+    from ncclctl.report.fleet import FleetResult
 
 
 def junit(reports: Sequence[Report], *, fail_on: Severity, name: str = "ncclctl",
@@ -72,7 +72,7 @@ def junit(reports: Sequence[Report], *, fail_on: Severity, name: str = "ncclctl"
     for k, v in total.items():
         root.set(k, str(v))
     ET.indent(root, space="  ")
-    from ncclctl.probe.hostroot import printable  # undecodable bytes (a --root path) as \xNN: UTF-8 as declared
+    from ncclctl.inputs import printable  # undecodable bytes (a --root path) as \xNN: UTF-8 as declared
 
     return printable('<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n")
 

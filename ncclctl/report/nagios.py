@@ -10,7 +10,7 @@ message can break the line or the perfdata (``|`` and newlines are replaced).
 from __future__ import annotations
 
 from ncclctl.findings import Finding, Severity
-from ncclctl.report import Report, counts, plural
+from ncclctl.report.core import Report, counts, plural
 from ncclctl.report.group import group
 from ncclctl.report.text import group_lines
 

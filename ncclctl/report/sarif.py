@@ -8,7 +8,7 @@ from typing import Any
 
 from ncclctl import __version__
 from ncclctl.findings import Finding, Severity, sort_key
-from ncclctl.report import Report
+from ncclctl.report.core import Report
 
 INFO_URI = "https://ncclctl.invalid/docs/rules"
 LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}

@@ -16,11 +16,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ncclctl.findings import Finding, Severity, sort_key
-from ncclctl.report import HIDDEN_NOTE, Report, count_phrase, counts, fails, plural, summary_line
+from ncclctl.report.core import HIDDEN_NOTE, Report, count_phrase, counts, fails, plural, summary_line
 from ncclctl.report.group import Group, group
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ncclctl.lint.fleet import FleetResult
+    from ncclctl.report.fleet import FleetResult
 
 
 def visible(findings: Iterable[Finding], show_info: bool) -> list[Finding]:

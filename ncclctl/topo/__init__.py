@@ -1,10 +1,10 @@
-"""NCCL topology XML (``NCCL_TOPO_FILE``) and graph XML (``NCCL_GRAPH_FILE``): reading and validation.
+"""NCCL topology XML (``NCCL_TOPO_FILE``) and graph XML (``NCCL_GRAPH_FILE``): validation, show, diff, explain.
 
-* :mod:`ncclctl.topo.ncclxml` reads bytes exactly as NCCL's own byte-level reader (``graph/xml.cc``) does.
+* NCCL's own byte-level reader (``graph/xml.cc``) is :mod:`ncclctl.nccl.xml`, part of NCCL's model below this
+  package.
 * :mod:`ncclctl.topo.validate` turns a file into :class:`~ncclctl.findings.Finding` values (rule ids in
   :mod:`ncclctl.topo.rules`).
 * :mod:`ncclctl.topo.schema` checks the structure against ``schemas/nccl-topo.xsd`` / ``nccl-graph.xsd``.
-* :mod:`ncclctl.topo.generate` writes topology files from the node model.
 
 NCCL versions (``nccl_version`` arguments) are parsed by :mod:`ncclctl.nccl.version`.
 
@@ -17,17 +17,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ncclctl.topo.ncclxml import (IgnoredElement, ParseResult, XmlDiagnostic, XmlNode, parse_nccl_xml,
-                                      sniff_kind)
-    from ncclctl.topo.validate import validate_file, validate_graph, validate_topology
+    from ncclctl.topo.graphfile import validate_graph
+    from ncclctl.topo.validate import validate_file, validate_topology
 
-# The names below load on first use (PEP 562): importing one submodule (generate, ncclxml) must not import the
+# The names below load on first use (PEP 562): importing one submodule (show, hostcheck) must not import the
 # validator, the rule registry and the findings machinery with it (start-up time of `topo predict`).
 _LAZY = {
-    "IgnoredElement": "ncclctl.topo.ncclxml", "ParseResult": "ncclctl.topo.ncclxml",
-    "XmlDiagnostic": "ncclctl.topo.ncclxml", "XmlNode": "ncclctl.topo.ncclxml",
-    "parse_nccl_xml": "ncclctl.topo.ncclxml", "sniff_kind": "ncclctl.topo.ncclxml",
-    "validate_file": "ncclctl.topo.validate", "validate_graph": "ncclctl.topo.validate",
+    "validate_file": "ncclctl.topo.validate", "validate_graph": "ncclctl.topo.graphfile",
     "validate_topology": "ncclctl.topo.validate",
 }
 
@@ -44,12 +40,6 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "IgnoredElement",
-    "ParseResult",
-    "XmlDiagnostic",
-    "XmlNode",
-    "parse_nccl_xml",
-    "sniff_kind",
     "validate_file",
     "validate_graph",
     "validate_topology",

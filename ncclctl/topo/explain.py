@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ncclctl.topo.interpret import TopoView
-from ncclctl.topo.ncclxml import XmlNode
+from ncclctl.nccl.xml import XmlNode
 from ncclctl.record import record
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ncclctl.findings import Finding
 from ncclctl.nccl.version import DEFAULT, parse
-from ncclctl.topo.ncclxml import Kind, sniff_kind
+from ncclctl.nccl.xml import Kind, sniff_kind
 
 if TYPE_CHECKING:  # pragma: no cover
     from ncclctl.model import Node
@@ -36,7 +36,7 @@ class Meaning:
 @dataclass
 class RailSource:
     """``topo validate --fabric FILE / --rail-map FILE / --host NAME``: where the rail/plane ids of the host's ports
-    come from for NTH040/NTH042 (:func:`ncclctl.plan.railids.port_ids`)."""
+    come from for NTH040/NTH042 (:func:`ncclctl.fabric.railids.port_ids`)."""
 
     fabric: str | None = None
     rail_map: str | None = None
@@ -62,7 +62,7 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
     if (load_node is not None or meaning is not None) and kind in ("topology", "graph"):
         from ncclctl.topo import hostcheck
         from ncclctl.topo.interpret import interpret
-        from ncclctl.topo.ncclxml import parse_nccl_xml
+        from ncclctl.nccl.xml import parse_nccl_xml
 
         result = parse_nccl_xml(data, kind=kind, nccl_version=version, path=path)
         if result.ok and result.root is not None:
@@ -79,7 +79,7 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
                 confirmed = hostcheck.confirmed_values(view, node)
                 fleet = None
                 if rails is not None:
-                    from ncclctl.plan.railids import port_ids
+                    from ncclctl.fabric.railids import port_ids
 
                     fleet = port_ids(node, fabric_file=rails.fabric, rail_map=rails.rail_map, host=rails.host)
                 against_host += hostcheck.check_rail_ids(view, node, path, version, fleet)
@@ -91,7 +91,7 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
                     meant = _meaning(result, path, node, meaning, version)
                     against_host = _without_repeats(against_host, meant, meaning.doc is not None)
     if kind == "graph" and result is not None:
-        from ncclctl.topo.validate import _validate_graph_result
+        from ncclctl.topo.graphfile import _validate_graph_result
 
         findings = _validate_graph_result(result, path)  # the file read once
     else:
@@ -205,7 +205,7 @@ def summary_notes(data: bytes, kind: Kind | None, nccl_version: object = DEFAULT
     detection`` for a skeleton topology file (rule NTS053)."""
     if kind != "topology":
         return ()
-    from ncclctl.topo.ncclxml import parse_nccl_xml
+    from ncclctl.nccl.xml import parse_nccl_xml
     from ncclctl.topo.validate import skeleton_elements
 
     version = parse(nccl_version)

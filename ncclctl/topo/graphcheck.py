@@ -37,7 +37,7 @@ from ncclctl.topo.rules import rule
 if TYPE_CHECKING:  # pragma: no cover
     from ncclctl.model import Node as HostNode
     from ncclctl.nccl.predict import Prediction
-    from ncclctl.topo.ncclxml import ParseResult, XmlNode
+    from ncclctl.nccl.xml import ParseResult, XmlNode
 
 RING, BALANCED_TREE, SPLIT_TREE, TREE = 4, 1, 2, 3
 _PATTERN_NAME = {RING: "ring", BALANCED_TREE: "balanced tree", SPLIT_TREE: "split tree", TREE: "tree"}
@@ -154,7 +154,7 @@ class Graph:
 
 
 def _float(text: str | None) -> float:
-    from ncclctl.topo.validate import c_strtof
+    from ncclctl.nccl.params import c_strtof
 
     return c_strtof(text or "")[0]
 
@@ -840,7 +840,7 @@ class _Checks:
 
 
 def _natural(name: str) -> tuple:
-    from ncclctl.plan.paths import natural_key
+    from ncclctl.names import natural_key
 
     return natural_key(name)
 

@@ -11,9 +11,10 @@ from ncclctl.findings import Finding
 from ncclctl.model import Node
 from ncclctl.nccl.cpuset import cpu_ranges, kernel_cpumap, nccl_cpuset
 from ncclctl.nccl.version import Version
-from ncclctl.plan.paths import natural_key, pcie_rank, pcie_path_type
+from ncclctl.names import natural_key
+from ncclctl.plan.paths import pcie_rank, pcie_path_type
 from ncclctl.sysfs import normalize_bdf
-from ncclctl.topo.generate import ib_pci_busid, net_devices
+from ncclctl.nccl.detect import ib_pci_busid, net_devices
 from ncclctl.topo.interpret import TopoView, gpu_gpu, gpu_net
 from ncclctl.topo.rules import rule
 
@@ -188,9 +189,9 @@ def _ids_str(rail: int | None, plane: int | None) -> str:
 
 def check_rail_ids(view: TopoView, node: Node, path: str, version, fleet=None) -> list[Finding]:
     """NTH040-NTH044: the rail=/plane= of the file's <net> elements against the host (its rail NICs, its
-    NCCL_IB_HCA) and, with ``fleet`` (:class:`ncclctl.plan.railids.PortIds` from --fabric/--rail-map), against the
+    NCCL_IB_HCA) and, with ``fleet`` (:class:`ncclctl.fabric.railids.PortIds` from --fabric/--rail-map), against the
     leaf each port lands on."""
-    from ncclctl.plan.railids import RAIL_IDS_SINCE
+    from ncclctl.nccl.railids import RAIL_IDS_SINCE
 
     out: list[Finding] = []
     host_nets = {nd.nic.name: nd for nd in net_devices(node)}
@@ -390,7 +391,7 @@ def _pairings(view: TopoView, node: Node, path: str) -> list[Finding]:
 
 
 def check_graph_against_host(result, node: Node, path: str, *, nets_available: int | None = None) -> list[Finding]:
-    """A graph file (parsed by ncclxml) against a host: GPU devs, GPU count, net devs, node-wide use."""
+    """A graph file (parsed by NCCL's reader, ncclctl.nccl.xml) against a host: GPU devs, GPU count, net devs, node-wide use."""
     from ncclctl.nccl.params import strtol
 
     out: list[Finding] = []

@@ -1,6 +1,6 @@
 """What NCCL understands from a topology file: CPUs, switches, GPUs, NICs/nets and links (pure).
 
-Built on :mod:`ncclctl.topo.ncclxml` (the tree NCCL keeps). The view follows ``ncclTopoAddPci`` (nccl-format.md
+Built on :mod:`ncclctl.nccl.xml` (the tree NCCL keeps). The view follows ``ncclTopoAddPci`` (nccl-format.md
 §2.2): a ``<pci>`` holding a ``<gpu>`` is a GPU; one holding a ``<nic>`` is a NIC (its other children ignored);
 a bridge-class ``<pci>`` with children is a switch. Path types between GPUs and NICs are computed on the file's
 own tree, in the same vocabulary as the probe: NV#, PIX, PXB, PHB (same CPU), SYS (different CPUs).
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ncclctl.errors import InputError
 from ncclctl.nccl.version import DEFAULT
-from ncclctl.topo.ncclxml import ParseResult, XmlNode, parse_nccl_xml
+from ncclctl.nccl.xml import ParseResult, XmlNode, parse_nccl_xml
 
 NVSWITCH_CLASS = "0x068000"
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping
 
 from ncclctl.nccl.version import DEFAULT, Version
-from ncclctl.topo.ncclxml import ParseResult, XmlNode
+from ncclctl.nccl.xml import ParseResult, XmlNode
 from ncclctl.record import record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -313,7 +313,7 @@ def host_gdr_lost(res: ParseResult, node: "Node", path: str) -> list["Finding"]:
     from ncclctl.findings import Finding
     from ncclctl.nccl.predict import inputs_for_node, predict_xml
     from ncclctl.sysfs import normalize_bdf
-    from ncclctl.topo.generate import generate_for, net_devices
+    from ncclctl.nccl.detect import generate_for, net_devices
     from ncclctl.topo.rules import rule
 
     if res.root is None or node.is_virtual or not node.gpus:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ncclctl import JSON_SCHEMA_VERSION
 from ncclctl.topo.interpret import TopoView, matrix
-from ncclctl.topo.ncclxml import XmlNode
+from ncclctl.nccl.xml import XmlNode
 
 #: Attributes NCCL overwrites whatever the file says (nccl-format.md §2.3).
 OVERWRITTEN = {("gpu", "rank"), ("gpu", "keep"), ("gpu", "mlopart"), ("cpu", "host_hash"), ("net", "dev"),

@@ -1,10 +1,11 @@
 """Validate NCCL topology (``NCCL_TOPO_FILE``) and graph (``NCCL_GRAPH_FILE``) XML files.
 
-The file is first read with :mod:`ncclctl.topo.ncclxml`, which reproduces NCCL's own reader: every fatal
+The file is first read with :mod:`ncclctl.nccl.xml`, which reproduces NCCL's own reader: every fatal
 construct becomes an ``NTX`` error finding. If NCCL would read the file, the tree is then checked against
-what NCCL does with it (``NTS`` topology rules, ``NTG`` graph rules, ``NTV`` rules for the target NCCL
-version). Rule ids, severities and fixes are rows of the rule registry (:mod:`ncclctl.registry.file_rules`); section numbers refer to the
-reference ``nccl-format.md``.
+what NCCL does with it (``NTS`` topology rules here, ``NTG`` graph rules in :mod:`ncclctl.topo.graphfile`,
+``NTV`` rules for the target NCCL version in both; what they share is :mod:`ncclctl.topo.checking`). Rule ids,
+severities and fixes are rows of the rule registry (:mod:`ncclctl.registry.file_rules`); section numbers refer to
+the reference ``nccl-format.md``.
 
 Nothing here raises for bad content: a file always yields findings. Only input that is not bytes, an
 unreadable path, or an invalid version raise :class:`~ncclctl.errors.InputError`.
@@ -14,42 +15,21 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Iterable
 
 from ncclctl.errors import InputError
 from ncclctl.findings import Finding
 from ncclctl.nccl.params import strtol, strtoul
 from ncclctl.nccl.version import DEFAULT, Version, parse
-from ncclctl.topo.ncclxml import (
-    IgnoredElement,
-    Kind,
-    ParseResult,
-    XmlDiagnostic,
-    XmlNode,
-    parse_nccl_xml,
-    show_text,
-    sniff_kind,
-)
-from ncclctl.topo.rules import rule
+from ncclctl.nccl.xml import Kind, ParseResult, XmlNode, parse_nccl_xml, show_text, sniff_kind
+from ncclctl.topo.checking import Ctx, check_roots, kv_lookup, lexical, quote
+from ncclctl.topo.graphfile import validate_graph
 
-__all__ = ["validate_topology", "validate_graph", "validate_file", "validate_bytes", "skeleton_elements",
-           "without_repeated_xsd"]
+__all__ = ["validate_topology", "validate_file", "validate_bytes", "skeleton_elements", "without_repeated_xsd"]
 
 # --------------------------------------------------------------------------------------------------
 # C library number parsing, as NCCL uses it (§1.4)
 
 _HEX = "0123456789abcdefABCDEF"
-_FLOAT = re.compile(r"\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)", re.IGNORECASE)
-
-
-def c_strtof(s: str) -> tuple[float, bool]:
-    m = _FLOAT.match(s)
-    if not m:
-        return 0.0, False
-    try:
-        return float(m.group(0)), m.end() == len(s)
-    except ValueError:  # pragma: no cover - the regex only matches float syntax
-        return 0.0, False
 
 
 def busid_to_int(busid: str) -> int:
@@ -67,14 +47,6 @@ def busid_to_int(busid: str) -> int:
     if not out:
         return 0
     return min(int("".join(out), 16), 2**63 - 1)
-
-
-def kv_lookup(value: str, keys: Iterable[str]) -> str | None:
-    """``kvConvertToInt``: the first key the value starts with (prefix match), or None (fallback)."""
-    for k in keys:
-        if value.startswith(k):
-            return k
-    return None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -111,17 +83,6 @@ def pci_class_type(cls: str, v: Version) -> str:
     return "PCI" if k is None else keys[k]
 
 
-def link_type_keys(v: Version) -> tuple[str, ...]:
-    keys = ["LOC", "NVL", "PIX", "PXB", "PHB", "SYS"]
-    if v >= Version(2, 8, 0):
-        keys.append("NVB")
-    if v >= Version(2, 12, 0):
-        keys.append("PXN")
-    if v >= Version(2, 27, 0):
-        keys.append("P2C")
-    return tuple(keys)
-
-
 ARCH_KEYS = ("x86_64", "arm64", "ppc64")
 VENDOR_KEYS = {"GenuineIntel": "intel", "AuthenticAMD": "amd", "CentaurHauls": "zhaoxin", "  Shanghai  ": "zhaoxin"}
 
@@ -138,119 +99,18 @@ _TOPO_ATTR_SINCE = (("net", "latency", Version(2, 12, 0)), ("net", "gin", Versio
                     ("net", "rma", Version(2, 30, 7)), ("gpu", "mlopart", Version(2, 30, 7)),
                     ("net", "net", Version(2, 24, 0)))
 
-_EXPECTED_PATTERNS = {0: (4,), 1: (1, 2, 3), 2: (3,), 3: (5,), 4: (6,)}
-_GRAPH_NAMES = {0: "ring", 1: "tree", 2: "CollNet chain", 3: "NVLS", 4: "CollNet direct"}
-
-
-# --------------------------------------------------------------------------------------------------
-# Collecting findings
-
-
-class _Ctx:
-    def __init__(self, path: str, version: Version, confirmed: frozenset[tuple[int, int, str]] = frozenset()) -> None:
-        self.path = path
-        self.version = version
-        # (line, column, attribute) of init-only values the host check found equal to what NCCL detects (NTS025)
-        self.confirmed = confirmed
-        self.findings: list[Finding] = []
-        self._seen: set[tuple] = set()
-
-    def add(self, rule_id: str, message: str, node: XmlNode | IgnoredElement | None = None, *,
-            line: int | None = None, column: int | None = None, fix: str | None = None,
-            evidence: tuple[str, ...] = ()) -> None:
-        r = rule(rule_id)
-        if node is not None:
-            line, column = node.line, node.column
-            if isinstance(node, XmlNode) and not evidence:
-                evidence = (node.start_tag(),)
-        key = (rule_id, line, column, message)
-        if key in self._seen:
-            return
-        self._seen.add(key)
-        self.findings.append(Finding(rule_id, r.severity, message, self.path, line, column, fix or r.fix,
-                                     evidence))
-
-    def from_diag(self, d: XmlDiagnostic) -> None:
-        r = rule(d.rule)
-        evidence = (d.nccl_message,) if d.nccl_message else ()
-        key = (d.rule, d.line, d.column, d.message)
-        if key in self._seen:
-            return
-        self._seen.add(key)
-        self.findings.append(Finding(d.rule, d.severity, d.message, self.path, d.line, d.column, r.fix,
-                                     evidence))
-
-    def result(self) -> list[Finding]:
-        return sorted(self.findings, key=lambda f: (f.line or 0, f.column or 0, f.rule, f.message))
-
-
-def _lexical(ctx: _Ctx, res: ParseResult) -> bool:
-    """Report the reader's diagnostics; True if NCCL would fail to read the file."""
-    if res.fatal is not None:
-        # Once NCCL stops, warnings about what it read before are noise: keep the errors.
-        for d in res.diagnostics:
-            if d.severity.value == "error":
-                ctx.from_diag(d)
-        ctx.from_diag(res.fatal)
-        return True
-    for d in res.diagnostics:
-        ctx.from_diag(d)
-    return False
-
-
-def _q(s: str | None) -> str:
-    return '""' if s is None else f'"{show_text(s)}"'
-
 
 def _where(node: XmlNode) -> str:
     busid = node.get("busid")
     if node.name == "pci" and busid is not None:
-        return f"<pci busid={_q(busid)}>"
+        return f"<pci busid={quote(busid)}>"
     if node.name == "cpu" and node.get("numaid") is not None:
-        return f"<cpu numaid={_q(node.get('numaid'))}>"
+        return f"<cpu numaid={quote(node.get('numaid'))}>"
     if node.name == "net" and node.get("name") is not None:
-        return f"<net name={_q(node.get('name'))}>"
+        return f"<net name={quote(node.get('name'))}>"
     if node.name == "gpu" and node.parent is not None and node.parent.get("busid") is not None:
-        return f"<gpu> of {_q(node.parent.get('busid'))}"
+        return f"<gpu> of {quote(node.parent.get('busid'))}"
     return f"<{node.name}>"
-
-
-def _roots_in_order(res: ParseResult) -> list[XmlNode | IgnoredElement]:
-    tops: list[XmlNode | IgnoredElement] = list(res.roots)
-    tops += [i for i in res.ignored if i.reason == "wrong-root"]
-    return sorted(tops, key=lambda t: (t.line, t.column))
-
-
-#: (expected root, root found) -> the fix, where the rule's own fix would point the wrong way.
-_WRONG_ROOT_FIX = {
-    ("graphs", "graph"): 'Wrap the <graph> elements in <graphs version="1"> ... </graphs>: NCCL reads <graph> only '
-                         "inside <graphs>.",
-    ("system", "graph"): "This is a graph file: give it as NCCL_GRAPH_FILE with the root <graphs version=\"1\">; "
-                         "NCCL_TOPO_FILE takes a topology file (<system version=\"1\">).",
-    ("system", "graphs"): "This is a graph file: give it as NCCL_GRAPH_FILE; NCCL_TOPO_FILE takes a topology file "
-                          "(<system version=\"1\">).",
-    ("graphs", "system"): "This is a topology file: give it as NCCL_TOPO_FILE; NCCL_GRAPH_FILE takes a graph file "
-                          "(<graphs version=\"1\">).",
-}
-
-
-def _check_roots(ctx: _Ctx, res: ParseResult, root_name: str, r_none: str, r_two: str) -> None:
-    """No root / several top-level elements. (A missing or wrong version is fatal in the reader.)"""
-    tops = _roots_in_order(res)
-    wrong = [t for t in tops if isinstance(t, IgnoredElement)]
-    if not res.roots:
-        if wrong:
-            ctx.add(r_none, f"the top-level element is <{show_text(wrong[0].name)}>, not <{root_name}>: NCCL "
-                            "ignores it with its whole subtree and loads nothing", wrong[0],
-                    fix=_WRONG_ROOT_FIX.get((root_name, wrong[0].name)))
-        else:
-            ctx.add(r_none, f"the file contains no element: NCCL loads nothing from it (no <{root_name}>)",
-                    line=1, column=1)
-    if len(tops) > 1:
-        used = res.roots[0] if res.roots else tops[0]
-        extra = next(t for t in tops if t is not used)
-        ctx.add(r_two, f"{len(tops)} top-level elements: NCCL uses only the <{show_text(used.name)}> at line "
-                       f"{used.line} and ignores this <{show_text(extra.name)}>", extra)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -269,11 +129,11 @@ def validate_topology(data: bytes, *, path: str, nccl_version: object = DEFAULT,
 
 def _validate_topology_result(res: ParseResult, path: str,
                               confirmed: frozenset[tuple[int, int, str]] = frozenset()) -> list[Finding]:
-    ctx = _Ctx(path, res.version, confirmed)
-    if _lexical(ctx, res):
+    ctx = Ctx(path, res.version, confirmed)
+    if lexical(ctx, res):
         _after_fatal(ctx, res, confirmed)
         return ctx.result()
-    _check_roots(ctx, res, "system", "NTS001", "NTS002")
+    check_roots(ctx, res, "system", "NTS001", "NTS002")
     _check_topo_ignored(ctx, res)
     if res.root is not None:
         _TopoChecks(ctx, res.root, res).run()
@@ -292,14 +152,14 @@ _WHOLE_FILE = frozenset({"NTS001", "NTS002", "NTS007", "NTS008", "NTS010", "NTS0
 AFTER_FATAL = "after the fatal {rule} at line {line}, in the part NCCL read before it: "
 
 
-def _after_fatal(ctx: _Ctx, res: ParseResult, confirmed: frozenset[tuple[int, int, str]]) -> None:
+def _after_fatal(ctx: Ctx, res: ParseResult, confirmed: frozenset[tuple[int, int, str]]) -> None:
     """The other findings of a file NCCL stops reading (a truncated file, a syntax error): the checks run on the
     elements read before the fatal error, except those that need the whole file; each message starts with
     :data:`AFTER_FATAL`."""
     fatal = res.fatal
     if fatal is None or res.root is None or res.root.name != "system":
         return
-    sub = _Ctx(ctx.path, ctx.version, confirmed)
+    sub = Ctx(ctx.path, ctx.version, confirmed)
     _TopoChecks(sub, res.root, res, complete=False).run()
     prefix = AFTER_FATAL.format(rule=fatal.rule, line=fatal.line)
     for f in sub.findings:
@@ -309,7 +169,7 @@ def _after_fatal(ctx: _Ctx, res: ParseResult, confirmed: frozenset[tuple[int, in
                                     f.evidence))
 
 
-def _check_topo_ignored(ctx: _Ctx, res: ParseResult) -> None:
+def _check_topo_ignored(ctx: Ctx, res: ParseResult) -> None:
     for ig in res.ignored:
         where = f"under <{ig.parent_name}>" if ig.parent_name else "at top level"
         name = show_text(ig.name)
@@ -429,7 +289,7 @@ def _skeleton_completes(n: XmlNode) -> bool:
 
 
 class _TopoChecks:
-    def __init__(self, ctx: _Ctx, root: XmlNode, res: ParseResult | None = None, *, complete: bool = True) -> None:
+    def __init__(self, ctx: Ctx, root: XmlNode, res: ParseResult | None = None, *, complete: bool = True) -> None:
         self.ctx = ctx
         self.v = ctx.version
         self.root = root
@@ -484,7 +344,7 @@ class _TopoChecks:
         ctx = self.ctx
         for n in self.nodes:
             if n.has("keep"):
-                ctx.add("NTS022", f"{_where(n)} has keep={_q(n.get('keep'))}: with keep=\"1\" NCCL keeps the "
+                ctx.add("NTS022", f"{_where(n)} has keep={quote(n.get('keep'))}: with keep=\"1\" NCCL keeps the "
                                   "whole subtree untrimmed (stale ranks, devs and other GPUs' nodes survive)", n)
             if n.has("rank") and n.name != "gpu":
                 ctx.add("NTS023", f"{_where(n)} has a rank attribute: ranks are set by NCCL at run time", n)
@@ -507,13 +367,13 @@ class _TopoChecks:
                 key = (strtol(numaid).value, host)
                 if key in seen_numa:
                     first = seen_numa[key]
-                    ctx.add("NTS015", f"numaid={_q(numaid)} is also used by the <cpu> at line {first.line}: both "
+                    ctx.add("NTS015", f"numaid={quote(numaid)} is also used by the <cpu> at line {first.line}: both "
                                       "become CPU nodes with the same id", cpu)
                 else:
                     seen_numa[key] = cpu
             host_hash = cpu.get("host_hash")
             if host_hash is not None and Version(2, 21, 0) <= v < Version(2, 27, 0):
-                ctx.add("NTV007", f"host_hash={_q(host_hash)}: NCCL {v} uses it as-is (2.27+ "
+                ctx.add("NTV007", f"host_hash={quote(host_hash)}: NCCL {v} uses it as-is (2.27+ "
                                   "overwrites it), so a value from another host splits this node into several "
                                   "systems", cpu)
             filled = id(cpu) in self.gpu_chain
@@ -524,10 +384,10 @@ class _TopoChecks:
             arch_key = kv_lookup(arch, ARCH_KEYS) if arch is not None else None
             if arch is not None and arch_key is None:
                 if v < Version(2, 7, 0):
-                    ctx.add("NTV008", f"arch={_q(arch)} is not in NCCL 2.6's dictionary: fatal", cpu)
+                    ctx.add("NTV008", f"arch={quote(arch)} is not in NCCL 2.6's dictionary: fatal", cpu)
                 else:
                     hint = " (write arm64 for aarch64 hosts)" if arch.startswith("aarch64") else ""
-                    ctx.add("NTS012", f"arch={_q(arch)} is not x86_64, arm64 or ppc64{hint}: NCCL maps it to 0, "
+                    ctx.add("NTS012", f"arch={quote(arch)} is not x86_64, arm64 or ppc64{hint}: NCCL maps it to 0, "
                                       "so CPU-dependent defaults (P2P level, SYS bandwidth 5000 GB/s) are wrong",
                             cpu)
             x86 = arch_key == "x86_64" or arch is None
@@ -537,9 +397,9 @@ class _TopoChecks:
                 vendor_kind = VENDOR_KEYS[vk] if vk else None
                 if vk is None and x86:
                     if v < Version(2, 7, 0):
-                        ctx.add("NTV008", f"vendor={_q(vendor)} is not in NCCL 2.6's dictionary: fatal", cpu)
+                        ctx.add("NTV008", f"vendor={quote(vendor)} is not in NCCL 2.6's dictionary: fatal", cpu)
                     else:
-                        ctx.add("NTS013", f"vendor={_q(vendor)} is not a vendor NCCL knows: the x86 CPU gets "
+                        ctx.add("NTS013", f"vendor={quote(vendor)} is not a vendor NCCL knows: the x86 CPU gets "
                                           "vendor 0 and the inter-CPU (SYS) bandwidth becomes 5000 GB/s", cpu)
             required: list[str] = []
             if arch is None:
@@ -594,13 +454,13 @@ class _TopoChecks:
                 binds = (f"binds the threads of {gpus} to CPUs {cpu_ranges(mask)}" if mask else
                          f"reads no CPU from it and leaves the threads of {gpus} unbound")
                 if v < STRTOK_READER and not misreadings(affinity, DEFAULT):
-                    ctx.add("NTV012", f"{_where(cpu)} affinity={_q(affinity)}: {'; '.join(why)}: NCCL {v} {binds}"
+                    ctx.add("NTV012", f"{_where(cpu)} affinity={quote(affinity)}: {'; '.join(why)}: NCCL {v} {binds}"
                                       f"{meant} (NCCL 2.28 and later read it right)", cpu)
                 else:
-                    ctx.add("NTS043", f"{_where(cpu)} affinity={_q(affinity)}: {'; '.join(why)}: NCCL {v} {binds}"
+                    ctx.add("NTS043", f"{_where(cpu)} affinity={quote(affinity)}: {'; '.join(why)}: NCCL {v} {binds}"
                                       f"{meant}", cpu)
             elif mask == 0 and id(cpu) in self.gpu_device_chain:
-                ctx.add("NTS046", f"{_where(cpu)} affinity={_q(affinity)} holds no CPU: NCCL logs 'Affinity for GPU "
+                ctx.add("NTS046", f"{_where(cpu)} affinity={quote(affinity)} holds no CPU: NCCL logs 'Affinity for GPU "
                                   f"... is empty, ignoring' and does not bind the threads of {gpus}", cpu)
             if mask and numa is not None:
                 host = cpu.get("host_hash")
@@ -671,12 +531,12 @@ class _TopoChecks:
             else:
                 num = busid_to_int(busid)
                 if num in seen_bus:
-                    ctx.add("NTS014", f"busid={_q(busid)} is also used by the <pci> at line {seen_bus[num].line}: "
+                    ctx.add("NTS014", f"busid={quote(busid)} is also used by the <pci> at line {seen_bus[num].line}: "
                                       "the two nodes get the same id", pci)
                 else:
                     seen_bus[num] = pci
                 if not _CANONICAL_BUSID.fullmatch(busid):
-                    ctx.add("NTS028", f"busid={_q(busid)} is not lowercase dddd:bb:dd.f: NCCL compares bus ids as "
+                    ctx.add("NTS028", f"busid={quote(busid)} is not lowercase dddd:bb:dd.f: NCCL compares bus ids as "
                                       "exact strings, so it never matches the detected device (it is "
                                       "auto-detected instead and this subtree is trimmed)", pci)
             missing = [a for a in ("class", "link_speed", "link_width") if not pci.has(a)]
@@ -695,12 +555,12 @@ class _TopoChecks:
             if cls is not None:
                 if kv_lookup(cls, pci_class_keys(v)) is None:
                     if kv_lookup(cls, pci_class_keys(DEFAULT)) is not None:
-                        ctx.add("NTV009", f"class={_q(cls)} is known only from NCCL 2.28; NCCL {v} "
+                        ctx.add("NTV009", f"class={quote(cls)} is known only from NCCL 2.28; NCCL {v} "
                                           "falls back to a PCI switch, which is the same type", pci)
                     elif v < Version(2, 7, 0):
-                        ctx.add("NTV008", f"class={_q(cls)} is not in NCCL 2.6's dictionary: fatal", pci)
+                        ctx.add("NTV008", f"class={quote(cls)} is not in NCCL 2.6's dictionary: fatal", pci)
                     else:
-                        ctx.add("NTS042", f"class={_q(cls)} is not in NCCL's class dictionary: treated as a PCI "
+                        ctx.add("NTS042", f"class={quote(cls)} is not in NCCL's class dictionary: treated as a PCI "
                                           "switch (INFO 'could not find value')", pci)
             self.check_link(pci)
             self.check_nic_pci(pci)
@@ -713,27 +573,27 @@ class _TopoChecks:
             if key is None:
                 newer = kv_lookup(speed, pci_gen_keys(DEFAULT))
                 if v < Version(2, 7, 0):
-                    ctx.add("NTV008", f"link_speed={_q(speed)} is not in NCCL 2.6's dictionary: fatal", pci)
+                    ctx.add("NTV008", f"link_speed={quote(speed)} is not in NCCL 2.6's dictionary: fatal", pci)
                 elif newer is not None:
-                    ctx.add("NTV003", f"link_speed={_q(speed)} is known only to newer NCCL; NCCL "
+                    ctx.add("NTV003", f"link_speed={quote(speed)} is known only to newer NCCL; NCCL "
                                       f"{v} falls back to 6 Gb/s per lane (Gen3)", pci)
                 else:
                     hint = ""
                     m = re.fullmatch(r"(\d+(?:\.\d+)?) GT/s", speed.strip())
                     if m:
                         hint = f" (write \"{m.group(1)} GT/s PCIe\")" if "." in m.group(1) else ""
-                    ctx.add("NTS030", f"link_speed={_q(speed)} matches none of NCCL's strings{hint}: NCCL falls "
+                    ctx.add("NTS030", f"link_speed={quote(speed)} matches none of NCCL's strings{hint}: NCCL falls "
                                       "back to 6 Gb/s per lane (Gen3), whatever the real speed", pci)
             elif speed not in KNOWN_LINK_SPEEDS:
-                ctx.add("NTS048", f"link_speed={_q(speed)} is not one of NCCL's strings; NCCL reads it by its prefix "
-                                  f"{_q(key)}: {_PCI_GEN_SPEED[key] / 10:g} Gb/s per lane", pci)
+                ctx.add("NTS048", f"link_speed={quote(speed)} is not one of NCCL's strings; NCCL reads it by its prefix "
+                                  f"{quote(key)}: {_PCI_GEN_SPEED[key] / 10:g} Gb/s per lane", pci)
         width = pci.get("link_width")
         if width is not None:
             num = strtol(width)
             n, full = num.value, num.whole
             if not full or n <= 0:
                 bw = link_bw(pci, v)
-                ctx.add("NTS031", f"link_width={_q(width)}: NCCL reads {n}"
+                ctx.add("NTS031", f"link_width={quote(width)}: NCCL reads {n}"
                                   + (", which it treats as x16" if n == 0 else "")
                                   + (f" ({bw:g} GB/s for this link)" if bw is not None and bw > 0 else ""), pci)
 
@@ -754,7 +614,7 @@ class _TopoChecks:
             return
         m = _BUSID_PARTS.fullmatch(busid)
         if m and (m.group(3) != "00" or m.group(4) != "0"):
-            ctx.add("NTS029", f"IB NIC busid={_q(busid)}: the IB plugin reports the NIC's PCI path with the "
+            ctx.add("NTS029", f"IB NIC busid={quote(busid)}: the IB plugin reports the NIC's PCI path with the "
                               "function forced to 0 and (NCCL_IB_MERGE_VFS=1, the default) the device to 00, so "
                               f"NCCL looks for {m.group(1)}:{m.group(2)}:00.0", pci)
 
@@ -782,7 +642,7 @@ class _TopoChecks:
             d, best, kind = max(faster, key=lambda t: t[1] or 0.0)
             self.ctx.add("NTS047", f"{_where(pci)} link {_link_text(pci)} is {bw:g} GB/s for NCCL, below "
                                    f"{len(faster)} of the {len(devices)} devices under it (up to {best:g} GB/s: "
-                                   f"{kind} {_q(d.get('busid'))} at {_link_text(d)}): NCCL caps every path that "
+                                   f"{kind} {quote(d.get('busid'))} at {_link_text(d)}): NCCL caps every path that "
                                    f"leaves this switch (to the CPU, other switches, NICs and GPUs elsewhere) at "
                                    f"{bw:g} GB/s", pci)
 
@@ -817,18 +677,18 @@ class _TopoChecks:
                                       "if the <gpu> has no rank, skips the whole switch", gpu)
                 busid = pci.get("busid")
                 if busid is not None and v >= Version(2, 30, 7) and busid_to_int(busid) & 0x3:
-                    ctx.add("NTS035", f"GPU busid={_q(busid)} has the low 2 bits set: NCCL 2.30.7+ fails ('BusId "
+                    ctx.add("NTS035", f"GPU busid={quote(busid)} has the low 2 bits set: NCCL 2.30.7+ fails ('BusId "
                                       "... has non-zero bits in MLOPart mask')", gpu)
             if gpu.has("rank"):
-                ctx.add("NTS023", f"{_where(gpu)} has rank={_q(gpu.get('rank'))}: NCCL overwrites it on its own "
+                ctx.add("NTS023", f"{_where(gpu)} has rank={quote(gpu.get('rank'))}: NCCL overwrites it on its own "
                                   "GPU, and a surviving file rank collides with real ranks", gpu)
             mlopart = gpu.get("mlopart")
             if mlopart is not None and v >= Version(2, 30, 7) and strtol(mlopart).value >= 2:
-                ctx.add("NTS036", f"{_where(gpu)} mlopart={_q(mlopart)}: NCCL fails with 'MLOPart index out of "
+                ctx.add("NTS036", f"{_where(gpu)} mlopart={quote(mlopart)}: NCCL fails with 'MLOPart index out of "
                                   "range (max 1)'", gpu)
             gdr = gpu.get("gdr")
             if gdr is not None and strtol(gdr).value != 0:
-                ctx.add("NTS024", f"{_where(gpu)} gdr={_q(gdr)}: NCCL trusts it and uses GPUDirect RDMA even "
+                ctx.add("NTS024", f"{_where(gpu)} gdr={quote(gdr)}: NCCL trusts it and uses GPUDirect RDMA even "
                                   "where the GPU or driver does not support it", gpu)
             dev = gpu.get("dev")
             overrides = [a for a in ("dev", "sm") if gpu.has(a)]
@@ -838,11 +698,11 @@ class _TopoChecks:
                 num = strtol(dev)
                 n, full = num.value, num.whole
                 if not full:
-                    ctx.add("NTS027", f"{_where(gpu)} dev={_q(dev)} is not a number: NCCL reads {n}", gpu)
+                    ctx.add("NTS027", f"{_where(gpu)} dev={quote(dev)} is not a number: NCCL reads {n}", gpu)
                 elif n < 0:
-                    ctx.add("NTS027", f"{_where(gpu)} dev={_q(dev)}: NCCL skips this GPU (no rank, trimmed)", gpu)
+                    ctx.add("NTS027", f"{_where(gpu)} dev={quote(dev)}: NCCL skips this GPU (no rank, trimmed)", gpu)
                 elif n in devs:
-                    ctx.add("NTS027", f"{_where(gpu)} dev={_q(dev)} is also the dev of the GPU at line "
+                    ctx.add("NTS027", f"{_where(gpu)} dev={quote(dev)} is also the dev of the GPU at line "
                                       f"{devs[n].line}: NVML indices are unique", gpu)
                 else:
                     devs[n] = gpu
@@ -877,22 +737,22 @@ class _TopoChecks:
                                   "(crash) or fails with 'Attribute tclass of node nvlink not found'", nv)
                 continue
             if tclass is None:
-                ctx.add("NTS018", f"<nvlink target={_q(target)}> without tclass: NCCL reads the target's class from "
+                ctx.add("NTS018", f"<nvlink target={quote(target)}> without tclass: NCCL reads the target's class from "
                                   "sysfs on the GPU's own rank, and assumes an NVSwitch if it is not found", nv)
                 continue
             keys = pci_class_keys(v)
             k = kv_lookup(tclass, keys)
             if k is None:
                 if v < Version(2, 7, 0):
-                    ctx.add("NTV008", f"tclass={_q(tclass)} is not in NCCL 2.6's dictionary: fatal", nv)
+                    ctx.add("NTV008", f"tclass={quote(tclass)} is not in NCCL 2.6's dictionary: fatal", nv)
                 else:
-                    ctx.add("NTS041", f"tclass={_q(tclass)} is not a known class: NCCL treats the link as going to "
+                    ctx.add("NTS041", f"tclass={quote(tclass)} is not a known class: NCCL treats the link as going to "
                                       "an NVSwitch", nv)
                 continue
             if keys[k] != "GPU":
                 continue
             if target is None:
-                ctx.add("NTS017", f"<nvlink tclass={_q(tclass)}> (a GPU) without target: NCCL fails with "
+                ctx.add("NTS017", f"<nvlink tclass={quote(tclass)}> (a GPU) without target: NCCL fails with "
                                   "'Attribute target of node nvlink not found'", nv)
                 continue
             if gpu is None or gpu.name != "gpu":
@@ -903,13 +763,13 @@ class _TopoChecks:
             tid = busid_to_int(target)
             n = strtol(count or "0").value
             if tid == busid_to_int(src):
-                ctx.add("NTS049", f"<nvlink target={_q(target)} count=\"{n}\"> is the GPU's own bus id: NCCL adds a "
+                ctx.add("NTS049", f"<nvlink target={quote(target)} count=\"{n}\"> is the GPU's own bus id: NCCL adds a "
                                   "link from the GPU to itself, which no path uses, so these NVLinks connect the GPU "
                                   f"to nothing{self._paths_from(src)}", nv)
                 continue
             if tid not in gpus_by_id:
                 if self.complete:
-                    ctx.add("NTS020", f"<nvlink target={_q(target)}> names a GPU that is not in the file: NCCL drops "
+                    ctx.add("NTS020", f"<nvlink target={quote(target)}> names a GPU that is not in the file: NCCL drops "
                                       f"the link silently{self._paths_from(src)}", nv)
                 continue
             links[(busid_to_int(src), tid)] = (n, nv, src)
@@ -917,15 +777,15 @@ class _TopoChecks:
             for (a, b), (n, nv, src) in links.items():
                 back = links.get((b, a))
                 if back is None:
-                    ctx.add("NTS019", f"NVLink from {_q(src)} to {_q(nv.get('target'))} has no "
+                    ctx.add("NTS019", f"NVLink from {quote(src)} to {quote(nv.get('target'))} has no "
                                       "reverse <nvlink> on the target GPU: NCCL adds GPU-GPU links in one direction "
                                       "only, and init fails ('Failed to find reverse path') when both GPUs are in the "
                                       "job", nv)
                 elif back[0] != n and nv.offset < back[1].offset:
                     per = self._nvlink_bw(gpus_by_id[a])
                     bws = f" ({n * per:g} GB/s one way, {back[0] * per:g} GB/s back)" if per else ""
-                    ctx.add("NTS019", f"NVLink count {n} from {_q(src)} to "
-                                      f"{_q(nv.get('target'))} but {back[0]} in the reverse direction{bws}", nv)
+                    ctx.add("NTS019", f"NVLink count {n} from {quote(src)} to "
+                                      f"{quote(nv.get('target'))} but {back[0]} in the reverse direction{bws}", nv)
         self._nvlink_totals()
 
     def _nvlink_bw(self, gpu: XmlNode) -> float | None:
@@ -1027,7 +887,7 @@ class _TopoChecks:
             elif "gpu" in sub:
                 reason = "it holds a <gpu>"
             elif cls is not None and pci_class_type(cls, v) != "PCI":
-                reason = f"its class {_q(cls)} is not a PCI switch"
+                reason = f"its class {quote(cls)} is not a PCI switch"
             if reason:
                 ctx.add("NTS037", f"<pcilink> under {_where(parent)}, which does not become a PCI switch ({reason}): "
                                   "NCCL fails with 'Add PCI Link error : could not find PCI SW'", pl)
@@ -1037,11 +897,11 @@ class _TopoChecks:
             links[(busid_to_int(parent.get("busid") or ""), busid_to_int(target))] = pl
         for (a, b), pl in links.items():
             if b not in switches:
-                ctx.add("NTS021", f"<pcilink target={_q(pl.get('target'))}> names no <pci> in the file: NCCL "
+                ctx.add("NTS021", f"<pcilink target={quote(pl.get('target'))}> names no <pci> in the file: NCCL "
                                   "ignores it", pl)
             elif (b, a) not in links:
-                ctx.add("NTS021", f"<pcilink> from {_q(pl.parent.get('busid') if pl.parent else None)} to "
-                                  f"{_q(pl.get('target'))} has no reverse <pcilink>: NCCL adds pcilinks in one "
+                ctx.add("NTS021", f"<pcilink> from {quote(pl.parent.get('busid') if pl.parent else None)} to "
+                                  f"{quote(pl.get('target'))} has no reverse <pcilink>: NCCL adds pcilinks in one "
                                   "direction only", pl)
 
     # -- <c2c> -----------------------------------------------------------------------------------------
@@ -1063,7 +923,7 @@ class _TopoChecks:
                                   "one is never used (and is trimmed)", net)
             gdr = net.get("gdr")
             if gdr is not None and strtol(gdr).value != 0:
-                ctx.add("NTS024", f"{_where(net)} gdr={_q(gdr)}: NCCL trusts it and uses GPUDirect RDMA without "
+                ctx.add("NTS024", f"{_where(net)} gdr={quote(gdr)}: NCCL trusts it and uses GPUDirect RDMA without "
                                   "checking plugin support", net)
             speed = net.get("speed")
             overrides = [a for a in ("speed", "port", "guid", "latency", "maxconn", "coll") if net.has(a)]
@@ -1073,10 +933,10 @@ class _TopoChecks:
                 num = strtol(speed)
                 n, full = num.value, num.whole
                 if not full or n <= 0:
-                    ctx.add("NTS026", f"{_where(net)} speed={_q(speed)}: NCCL reads {n} and uses 10000 Mb/s "
+                    ctx.add("NTS026", f"{_where(net)} speed={quote(speed)}: NCCL reads {n} and uses 10000 Mb/s "
                                       "(1.25 GB/s) instead", net)
                 elif n < 1000:
-                    ctx.add("NTS026", f"{_where(net)} speed={_q(speed)} Mb/s is {n / 8000:g} GB/s: speed is in "
+                    ctx.add("NTS026", f"{_where(net)} speed={quote(speed)} Mb/s is {n / 8000:g} GB/s: speed is in "
                                       f"Mb/s (400 Gb/s is 400000)", net)
             overrides = [a for a in overrides if (net.line, net.column, a) not in ctx.confirmed]
             if overrides:
@@ -1088,7 +948,7 @@ class _TopoChecks:
                 port = strtol(net.get("port") or "0").value
                 key = (gval, port)
                 if key in ports:
-                    ctx.add("NTS032", f"{_where(net)} has guid={_q(guid)} port={port} like the <net> at line "
+                    ctx.add("NTS032", f"{_where(net)} has guid={quote(guid)} port={port} like the <net> at line "
                                       f"{ports[key].line}: NCCL treats them as one physical port (shared "
                                       "bandwidth; crossnic=0 rings may return on the other)", net)
                 else:
@@ -1100,7 +960,7 @@ class _TopoChecks:
                         continue
                     num = strtol(val, 10)
                     if not num.whole or num.value < 0:
-                        ctx.add("NTS090", f"{_where(net)} {a}={_q(val)}: NCCL reads it with strtol as {num.value}"
+                        ctx.add("NTS090", f"{_where(net)} {a}={quote(val)}: NCCL reads it with strtol as {num.value}"
                                           + (" (undefined)" if num.value == -1 else "")
                                           + f", not the {a} id written", net)
             keys = set(net.keys())
@@ -1202,210 +1062,6 @@ class _TopoChecks:
             parts.append(f"class, link_speed and link_width of {len(pcis)} <pci> (sysfs)")
         self.ctx.add("NTS053", f"skeleton file: only <cpu> and <pci> elements, so NCCL completes {left} of them on "
                                f"each host: {'; '.join(parts)}", self.root)
-
-
-# --------------------------------------------------------------------------------------------------
-# Graph
-
-
-def validate_graph(data: bytes, *, path: str, nccl_version: object = DEFAULT) -> list[Finding]:
-    """Findings for ``data`` used as ``NCCL_GRAPH_FILE`` by NCCL ``nccl_version``."""
-    version = parse(nccl_version)
-    res = parse_nccl_xml(data, kind="graph", nccl_version=version, path=path)
-    return _validate_graph_result(res, path)
-
-
-def _validate_graph_result(res: ParseResult, path: str) -> list[Finding]:
-    ctx = _Ctx(path, res.version)
-    if _lexical(ctx, res):
-        return ctx.result()
-    _check_roots(ctx, res, "graphs", "NTG001", "NTG002")
-    for ig in res.ignored:
-        if ig.reason in ("wrong-root", "stray-close"):
-            continue
-        where = f"under <{ig.parent_name}>" if ig.parent_name else "at top level"
-        ctx.add("NTG021", f"<{show_text(ig.name)}> {where}: NCCL ignores it with its whole subtree (hierarchy: "
-                          "graphs > graph > channel > net|gpu)", ig)
-    if res.root is not None:
-        _check_graphs(ctx, res.root)
-    return ctx.result()
-
-
-_GRAPH_REQUIRED = ("id", "pattern", "crossnic", "nchannels", "speedintra", "speedinter", "typeintra", "typeinter",
-                   "samechannels")
-_GRAPH_INTS = ("id", "pattern", "crossnic", "nchannels", "samechannels")
-_GRAPH_FLOATS = ("speedintra", "speedinter", "latencyinter")
-
-
-def _check_graphs(ctx: _Ctx, root: XmlNode) -> None:
-    v = ctx.version
-    ids: dict[int, XmlNode] = {}
-    for graph in root.children:
-        if graph.name != "graph":
-            continue
-        missing = [a for a in _GRAPH_REQUIRED if not graph.has(a)]
-        if missing:
-            crash = [a for a in missing if a in ("typeintra", "typeinter")]
-            how = ("NCCL passes the missing value to a string compare (crash)" if crash and len(crash) == len(missing)
-                   else f"NCCL fails with 'Attribute {missing[0]} of node graph not found'")
-            ctx.add("NTG004", f"<graph> lacks {', '.join(missing)}: {how}", graph)
-        for a in _GRAPH_INTS:
-            val = graph.get(a)
-            if val is not None and not strtol(val).whole:
-                ctx.add("NTG019", f"<graph> {a}={_q(val)} is not an integer: NCCL reads {strtol(val).value}", graph)
-        for a in _GRAPH_FLOATS:
-            val = graph.get(a)
-            if val is not None and not c_strtof(val)[1]:
-                ctx.add("NTG019", f"<graph> {a}={_q(val)} is not a number: NCCL reads {c_strtof(val)[0]:g}", graph)
-        if graph.has("latencyinter") and v < Version(2, 12, 0):
-            ctx.add("NTV002", f"<graph> attribute latencyinter is read only from NCCL 2.12: NCCL {v} "
-                              "ignores it", graph)
-        gid = strtol(graph.get("id") or "").value if graph.has("id") else None
-        pattern = strtol(graph.get("pattern") or "").value if graph.has("pattern") else None
-        if gid is not None:
-            if gid in ids:
-                ctx.add("NTG017", f"a second <graph id=\"{gid}\"> (the first is at line {ids[gid].line}): NCCL "
-                                  "applies both in turn, so the last one's attributes win", graph)
-            else:
-                ids[gid] = graph
-        _check_graph_kind(ctx, graph, gid, pattern)
-        for a in ("typeintra", "typeinter"):
-            val = graph.get(a)
-            if val is None:
-                continue
-            if kv_lookup(val, link_type_keys(v)) is None:
-                if kv_lookup(val, link_type_keys(DEFAULT)) is not None:
-                    ctx.add("NTV004", f"{a}={_q(val)} is not in NCCL {v}'s path-type dictionary "
-                                      "(NVB 2.8+, PXN 2.12+, P2C 2.27+): it falls back to LOC", graph)
-                elif v < Version(2, 7, 0):
-                    ctx.add("NTV008", f"{a}={_q(val)} is not in NCCL 2.6's dictionary: fatal", graph)
-                else:
-                    extra = (" (C2C, NET and DIS are path types NCCL cannot read or dump here: with "
-                             "NCCL_GRAPH_DUMP_FILE set, init fails)" if val[:3] in ("C2C", "NET", "DIS") else "")
-                    ctx.add("NTG005", f"{a}={_q(val)} is not one of LOC NVL NVB PIX PXB P2C PXN PHB SYS: NCCL "
-                                      f"falls back to LOC{extra}", graph)
-        crossnic = graph.get("crossnic")
-        if crossnic is not None:
-            cn = strtol(crossnic).value
-            if cn not in (0, 1, 2):
-                ctx.add("NTG013", f"crossnic={_q(crossnic)}: NCCL knows 0, 1 and 2", graph)
-            elif cn == 1:
-                ctx.add("NTG020", "crossnic=\"1\": NCCL skips this graph when NCCL_CROSS_NIC=0", graph)
-        same = graph.get("samechannels")
-        if same is not None and strtol(same).value not in (0, 1):
-            ctx.add("NTG018", f"samechannels={_q(same)}: expected 0 or 1", graph)
-        _check_channels(ctx, graph, gid)
-
-
-def _check_graph_kind(ctx: _Ctx, graph: XmlNode, gid: int | None, pattern: int | None) -> None:
-    v = ctx.version
-    if gid is not None:
-        if gid not in _EXPECTED_PATTERNS:
-            ctx.add("NTG010", f"<graph id=\"{gid}\">: NCCL computes ids 0 (ring), 1 (tree), 2 (CollNet chain), "
-                              "3 (NVLS) and 4 (CollNet direct) only, so this graph is never used", graph)
-        elif (gid == 3 and v < Version(2, 18, 0)) or (gid == 4 and v < Version(2, 23, 0)):
-            ctx.add("NTV006", f"graph id {gid} ({_GRAPH_NAMES[gid]}) does not exist in NCCL {v}: the "
-                              "graph is never used", graph)
-        elif pattern is not None and pattern not in _EXPECTED_PATTERNS[gid]:
-            ctx.add("NTG010", f"<graph id=\"{gid}\"> ({_GRAPH_NAMES[gid]}) with pattern {pattern}: NCCL expects "
-                              f"{' or '.join(str(p) for p in _EXPECTED_PATTERNS[gid])}, and the file's pattern "
-                              "replaces NCCL's", graph)
-    if pattern is not None and ((pattern == 5 and v < Version(2, 18, 0)) or (pattern == 6 and v < Version(2, 22, 0))):
-        ctx.add("NTV006", f"pattern {pattern} does not exist in NCCL {v}", graph)
-
-
-def _check_channels(ctx: _Ctx, graph: XmlNode, gid: int | None) -> None:
-    v = ctx.version
-    channels = [c for c in graph.children if c.name == "channel"]
-    nch_s = graph.get("nchannels")
-    nch = strtol(nch_s).value if nch_s is not None else None
-    if nch is not None:
-        if nch == 0 and not channels:
-            ctx.add("NTG016", "nchannels=\"0\" and no <channel>: NCCL treats this graph as not provided", graph)
-        elif nch != len(channels):
-            what = (": NCCL ignores the graph and searches" if nch == 0 else
-                    ": NCCL uses nchannels as is; missing channels are all rank 0, extra ones are dropped")
-            ctx.add("NTG006", f"nchannels={_q(nch_s)} but the graph has {len(channels)} <channel> elements{what}",
-                    graph)
-        if gid in (0, 1) and nch > 32:
-            ctx.add("NTG007", f"nchannels={nch} for a {_GRAPH_NAMES[gid]} graph: NCCL duplicates channels into "
-                              "[n, 2n), so more than 32 overflows MAXCHANNELS (64)", graph)
-        elif nch > 64:
-            ctx.add("NTG007", f"nchannels={nch} is over MAXCHANNELS (64)", graph)
-    if len(channels) > 64 and (nch is None or nch <= 64):
-        ctx.add("NTG007", f"{len(channels)} <channel> elements: NCCL writes past MAXCHANNELS (64)", graph)
-    gpu_counts: list[tuple[int, XmlNode]] = []
-    net_counts: list[tuple[int, XmlNode]] = []
-    for ch in channels:
-        gpus = [c for c in ch.children if c.name == "gpu"]
-        nets = [c for c in ch.children if c.name == "net"]
-        gpu_counts.append((len(gpus), ch))
-        net_counts.append((len(nets), ch))
-        seen: dict[tuple[str, int], XmlNode] = {}
-        for el in ch.children:
-            dev = el.get("dev")
-            if dev is None:
-                ctx.add("NTG014", f"<{el.name}> without dev: NCCL fails with 'Attribute dev of node {el.name} not "
-                                  "found'", el)
-            else:
-                _check_dev(ctx, el, dev)
-            if el.name != "gpu":
-                continue
-            if el.has("rank"):
-                ctx.add("NTG012", f"<gpu rank={_q(el.get('rank'))}>: NCCL uses the rank as is and ignores dev, "
-                                  "which ties the file to one node's rank numbering"
-                        + ("" if v >= Version(2, 30, 3) else f" (NCCL {v} ignores rank: read from 2.30.3)"),
-                        el)
-                key = ("rank", strtol(el.get("rank") or "").value)
-            elif dev is not None:
-                key = ("dev", strtol(dev, 16 if v >= Version(2, 21, 0) else 0).value)
-            else:
-                continue
-            if key in seen:
-                ctx.add("NTG015", f"<gpu {key[0]}=...> {key[1]} appears twice in this channel (first at line "
-                                  f"{seen[key].line})", el)
-            else:
-                seen[key] = el
-    if channels:
-        if gid == 3:
-            for n, ch in gpu_counts:
-                if n < 1:
-                    ctx.add("NTG008", "NVLS channel without <gpu>: each channel needs at least its head GPU", ch)
-        else:
-            first = gpu_counts[0][0]
-            for n, ch in gpu_counts:
-                if n == 0:
-                    ctx.add("NTG008", "channel without <gpu>: its ranks stay 0", ch)
-                elif n != first:
-                    ctx.add("NTG008", f"channel lists {n} GPUs but the first channel lists {first}: every channel "
-                                      "must list every local GPU once (extra entries spill into the next channel)",
-                            ch)
-        first_net = net_counts[0][0]
-        for n, ch in net_counts:
-            if n not in (0, 2):
-                ctx.add("NTG009", f"channel has {n} <net> elements: NCCL expects 0 (single node) or 2 (first and "
-                                  "last); extra ones spill into the next channel", ch)
-            elif n != first_net and first_net in (0, 2):
-                ctx.add("NTG009", f"channel has {n} <net> elements but the first channel has {first_net}", ch)
-
-
-def _check_dev(ctx: _Ctx, el: XmlNode, dev: str) -> None:
-    s = dev.strip()
-    if s[:2] in ("0x", "0X") or s == "":
-        return
-    if re.fullmatch(r"[0-9]", s):
-        return
-    if re.fullmatch(r"[0-9]+", s):
-        hexv = int(s, 16)
-        dec = int(s, 10)
-        ctx.add("NTG011", f"<{el.name} dev={_q(dev)}>: NCCL 2.21+ reads dev as hex ({hexv}), NCCL 2.20 and older "
-                          f"as decimal ({dec}); write 0x{dec:x} (or 0x{hexv:x})", el)
-    elif re.fullmatch(r"[0-9a-fA-F]+", s):
-        ctx.add("NTG011", f"<{el.name} dev={_q(dev)}>: hex without 0x is {int(s, 16)} for NCCL 2.21+ but 0 for "
-                          f"NCCL 2.20 and older; write 0x{int(s, 16):x}", el)
-    else:
-        ctx.add("NTG011", f"<{el.name} dev={_q(dev)}> is not a number: NCCL reads "
-                          f"{strtol(dev, 16).value} (2.21+)", el)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import pytest
 
 from conftest import REPO, run_cli
 from ncclctl.fabric import graph as G
+from ncclctl.fabric.sources import load_fabric_file
 from ncclctl.fabric.hostlist import compress
 from tests.fabric.hostlist_expand import expand
 from ncclctl.fabric.sources import load_input
@@ -24,8 +25,8 @@ def by_desc(g: G.FabricGraph) -> dict:
 
 
 def test_topology_and_ports_forms_give_the_same_graph():
-    topo = G.load_fabric_file(str(IB / "ibnetdiscover.txt"))
-    ports = G.load_fabric_file(str(IB / "ibnetdiscover-p.txt"))
+    topo = load_fabric_file(str(IB / "ibnetdiscover.txt"))
+    ports = load_fabric_file(str(IB / "ibnetdiscover-p.txt"))
     assert (topo.kind, ports.kind) == ("ibnetdiscover", "ibnetdiscover-ports")
     assert by_desc(topo) == by_desc(ports) and len(by_desc(topo)) == 32
     assert len(topo.switch_links) == len(ports.switch_links) == 32

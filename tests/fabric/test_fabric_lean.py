@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ncclctl.fabric import graph as G
+from ncclctl.fabric.sources import load_fabric_file
 from ncclctl.fabric import lean
 from ncclctl.fabric.synth import SynthSpec, as_form, synth
 
@@ -37,10 +38,10 @@ def reader(request, monkeypatch):
         if not _built():
             pytest.skip("the C accelerator is not built here (no compiler at install time): see test_accelerator_built")
         monkeypatch.delenv("NCCLCTL_PURE_PYTHON", raising=False)
-        assert lean.accelerator() is not None
+        assert G.accelerator() is not None
     else:
         monkeypatch.setenv("NCCLCTL_PURE_PYTHON", "1")
-        assert lean.accelerator() is None
+        assert G.accelerator() is None
     return request.param
 
 
@@ -111,7 +112,7 @@ def test_fixture_same_graph(path):
     g = lean.read_graph(str(path))
     if g is not None:
         assert state(g) == state(general(str(path)))
-    assert state(G.load_fabric_file(str(path))) == state(general(str(path)))
+    assert state(load_fabric_file(str(path))) == state(general(str(path)))
 
 
 def _topo() -> str:
@@ -173,9 +174,9 @@ def _check_fallback(tmp_path, text: str) -> None:
         want = state(general(str(path)))
     except Exception as exc:  # the general path refuses it: so must loading
         with pytest.raises(type(exc)):
-            G.load_fabric_file(str(path))
+            load_fabric_file(str(path))
         return
-    assert state(G.load_fabric_file(str(path))) == want
+    assert state(load_fabric_file(str(path))) == want
 
 
 @pytest.mark.parametrize("name,build", HOSTILE, ids=[h[0] for h in HOSTILE])
@@ -394,7 +395,7 @@ def test_swapped_spine_lines_go_to_general_path(tmp_path, reader):
     path = tmp_path / "fabric.txt"
     path.write_text("\n".join(lines))
     assert lean.read_graph(str(path)) is None
-    g = G.load_fabric_file(str(path))
+    g = load_fabric_file(str(path))
     assert g.findings, "the general path reports the two ends' disagreement"
 
 
@@ -433,13 +434,13 @@ def test_host_endpoints_c_and_python_agree(tmp_path, monkeypatch, reader, form, 
             text = text.replace(f'"{old}"', f'"{new}"')
     path = tmp_path / "fabric.txt"
     path.write_text(text if form == "ibnetdiscover" else as_form(text, form))
-    g = G.load_fabric_file(str(path))
+    g = load_fabric_file(str(path))
     c, py = _endpoints_both(monkeypatch, g)
     assert c == py
     assert c[0] and (not quirks or c[2])
     # the C loop took the fabric, except where a description is used twice (FAB012: the Python loop reports it)
     monkeypatch.delenv("NCCLCTL_PURE_PYTHON", raising=False)
-    fast = lean.accelerator()
+    fast = G.accelerator()
     assert (fast.endpoints(g.hcas, g.hca_links, g.aggregation, G._NO_HOST, G.Endpoint) is None) == (quirks == 2)
     assert (quirks == 2) == any("FAB012" in f for f in c[4])
 
@@ -448,7 +449,7 @@ def test_host_endpoints_c_and_python_agree(tmp_path, monkeypatch, reader, form, 
 def test_host_endpoints_c_and_python_agree_on_fixtures(monkeypatch, reader, path):
     if reader != "c":
         pytest.skip("compares the C loop with the Python one: runs once, in the C pass")
-    c, py = _endpoints_both(monkeypatch, G.load_fabric_file(str(path)))
+    c, py = _endpoints_both(monkeypatch, load_fabric_file(str(path)))
     assert c == py
 
 

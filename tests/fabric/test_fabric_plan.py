@@ -362,7 +362,8 @@ def test_topo_file_is_set_in_every_conf(tmp_path):
 def test_api_plan_and_consistency_check(tmp_path):
     from ncclctl.fabric.plan import check_plan, conf_ids, plan_fabric, topo_ids, write_plan
     from ncclctl.nccl.version import Version
-    from ncclctl.plan.railids import RailId, fabric_host_ids
+    from ncclctl.nccl.railids import RailId
+    from ncclctl.plan.railids import fabric_host_ids
 
     p = plan_fabric(INV, DUAL, nccl_version=Version(2, 30, 7))
     assert [e.host for e in p.planned] == list(HOSTS) and p.findings == []

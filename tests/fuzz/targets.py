@@ -169,7 +169,7 @@ def _graph_xml(data: bytes) -> Any:
 
 
 def _xml_old_versions(data: bytes) -> Any:
-    from ncclctl.topo.ncclxml import parse_nccl_xml
+    from ncclctl.nccl.xml import parse_nccl_xml
 
     out = []
     for version in ((2, 6, 4), (2, 18, 1), (2, 26, 2)):
@@ -182,7 +182,7 @@ def _xml_against_host(data: bytes) -> Any:
     """``topo validate --root`` / ``rings validate --root``: the file checked against a real node."""
     from ncclctl.topo import hostcheck
     from ncclctl.topo.interpret import interpret
-    from ncclctl.topo.ncclxml import parse_nccl_xml, sniff_kind
+    from ncclctl.nccl.xml import parse_nccl_xml, sniff_kind
 
     kind = sniff_kind(data) or "topology"
     res = parse_nccl_xml(data, kind=kind, path=SOURCE)
@@ -197,7 +197,7 @@ def _xml_against_host(data: bytes) -> Any:
 
 
 def _xsd(data: bytes) -> Any:
-    from ncclctl.topo.ncclxml import check_untrusted, sniff_kind
+    from ncclctl.nccl.xml import check_untrusted, sniff_kind
     from ncclctl.topo.schema import xsd_findings
 
     check_untrusted(data, path=SOURCE)
@@ -216,7 +216,7 @@ def _spec_corpus() -> list[bytes]:
 def _topo_spec(data: bytes) -> Any:
     """``topo generate --spec F`` on a flat-PCIe VM: load the spec, then generate with it."""
     from ncclctl.errors import InputError
-    from ncclctl.topo import generate as gen
+    from ncclctl.nccl import detect as gen
 
     layout = gen.load_spec(data.decode("utf-8", "replace"), path=SOURCE)
     try:
@@ -250,7 +250,7 @@ def _inventory_corpus() -> list[bytes]:
 
 
 def _inventory(data: bytes) -> Any:
-    from ncclctl.ops.inventory import load_inventory
+    from ncclctl.inventory import load_inventory
 
     return load_inventory(_Scratch.write("inventory.yaml", data))
 
@@ -275,7 +275,7 @@ def _node_model_consumers(data: bytes) -> Any:
     from ncclctl import render
     from ncclctl.errors import InputError
     from ncclctl.plan.rails import plan_doc, plan_rails, plan_text
-    from ncclctl.topo import generate as gen
+    from ncclctl.nccl import detect as gen
 
     node = _node_model(data)
     render.dumps(render.node_document(node))
@@ -614,7 +614,7 @@ def _build() -> dict[str, Target]:
         Target("topo_spec_yaml", _topo_spec, _spec_corpus, kind="yaml"),
         _guarded("lint_config_yaml", _lint_config, _lint_config_corpus, "ncclctl.lint.config", "load_config",
                  kind="yaml"),
-        _guarded("inventory_yaml", _inventory, _inventory_corpus, "ncclctl.ops.inventory", "load_inventory",
+        _guarded("inventory_yaml", _inventory, _inventory_corpus, "ncclctl.inventory", "load_inventory",
                  kind="yaml"),
         Target("node_model_json", _node_model, _node_model_corpus, kind="json"),
         Target("node_model_consumers", _node_model_consumers, _node_model_corpus, kind="json"),

@@ -13,7 +13,7 @@ import pytest
 from ncclctl.logs.lines import parse_head, split_warn_head, strip_launcher
 from ncclctl.logs.parse import read_logs, read_text, warn_kind
 from ncclctl.logs.show import summary
-from ncclctl.plan.paths import natural_key
+from ncclctl.names import natural_key
 
 from conftest import REPO, run_cli
 

@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from conftest import HOSTS, host_names, run_cli
-from ncclctl.nccl.confgen import ConfPlan, Setting, plan_conf, render
+from ncclctl.plan.confgen import ConfPlan, Setting, plan_conf, render
 from ncclctl.errors import InputError, UsageError
 from ncclctl.nccl.lists import hca_selects
 from ncclctl.nccl.settings import effective_setting

@@ -9,7 +9,7 @@ import stat
 import pytest
 
 from conftest import HOSTS, run_cli
-from ncclctl.ops import fileio
+from ncclctl import fileio
 from ncclctl.errors import InputError
 
 # -- the API ---------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from conftest import HOSTS, run_cli
-from ncclctl.ops import fileio
+from ncclctl import fileio
 from ncclctl.errors import InputError
 
 ENOSPC_FIX = "(fix: free space or choose another folder)"

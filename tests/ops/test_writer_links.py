@@ -16,7 +16,7 @@ import stat
 import pytest
 
 from conftest import HOSTS, run_cli
-from ncclctl.ops import fileio
+from ncclctl import fileio
 from ncclctl.errors import InputError
 from ncclctl.probe.snapshot import snapshot
 

@@ -54,9 +54,9 @@ NCCL_RINGS_CN2_N3 = [[0, 7, 6, 5, 4, 3, 2, 1, 9, 10, 11, 12, 13, 14, 15, 8, 16, 
 def topo_file(tmp_path: Path, fabric: str | None, host: str | None, name: str = "topo.xml") -> Path:
     """``topo generate --root dgx-h100 [--fabric F --host H]`` (through the API)."""
     from ncclctl.cli.common import load_node
-    from ncclctl.plan.railids import ids_from_options
+    from ncclctl.fabric.railids import ids_from_options
     from ncclctl.plan.rails import plan_rails
-    from ncclctl.topo.generate import generate_for
+    from ncclctl.nccl.detect import generate_for
 
     node = load_node(DGX, None)
     ids = None
@@ -68,7 +68,7 @@ def topo_file(tmp_path: Path, fabric: str | None, host: str | None, name: str = 
 
 
 def fabric_ids(fabric: str, host: str) -> dict[str, tuple[int, int | None]]:
-    from ncclctl.plan.railids import port_ids
+    from ncclctl.fabric.railids import port_ids
 
     got = port_ids(None, fabric_file=str(PLANES / fabric), rail_map=None, host=host)
     assert got is not None

@@ -30,9 +30,9 @@ def generate(tmp_path: Path, host: str, fabric: str | Path, name: str = "topo.xm
     """What ``topo generate --root dgx-h100 --fabric FABRIC --host HOST`` writes (through the API: the CLI is
     covered in tests/rails/test_rail_ids.py)."""
     from ncclctl.nccl.version import parse
-    from ncclctl.plan.railids import ids_from_options
+    from ncclctl.fabric.railids import ids_from_options
     from ncclctl.plan.rails import plan_rails
-    from ncclctl.topo.generate import generate_for
+    from ncclctl.nccl.detect import generate_for
 
     node = node_for(host)
     ids = ids_from_options(node, plan_rails(node), fabric_file=str(PLANES / fabric), rail_map=None, host=host)

@@ -1,7 +1,7 @@
 """Crash safety of file writes: SIGKILL at random points never leaves a torn target, and concurrent writers
 never produce a mixed file.
 
-Writers: processes forked from a small Python driver that call :func:`ncclctl.ops.fileio.write_atomic` in a loop
+Writers: processes forked from a small Python driver that call :func:`ncclctl.fileio.write_atomic` in a loop
 with two large contents (most runs: cheap, so a kill can land anywhere in a write), and the real CLI (``ncclctl topo generate
 -o F``). After each kill the target must hold exactly the old or the new content, and anything else left in
 the folder must be named as a temp file (``.<name>.<random>.tmp``). A control run with a naive writer
@@ -26,12 +26,12 @@ RUNS = int(os.environ.get("NCCLCTL_CRASH_RUNS", "200"))
 CLI_RUNS = int(os.environ.get("NCCLCTL_CRASH_CLI_RUNS", "12"))
 SIZE_A, SIZE_B = 3 << 20, (2 << 20) + 12345  # different lengths: a mix of the two is detectable
 
-# A zygote: imports ncclctl.ops.fileio and loads both contents once, then forks one writer per "run" request (a
+# A zygote: imports ncclctl.fileio and loads both contents once, then forks one writer per "run" request (a
 # fresh interpreter per kill would spend most of its time starting up). Each writer loops over
 # write_atomic(target, A), write_atomic(target, B), ... until the test SIGKILLs it; "reap" waits for it.
 DRIVER = r"""
 import os, sys
-from ncclctl.ops.fileio import write_atomic
+from ncclctl.fileio import write_atomic
 a, b = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
 def naive_write(path, data):
     with open(path, "wb") as fh:
@@ -182,7 +182,7 @@ def test_concurrent_writers_never_mix(tmp_path: Path) -> None:
     target.write_bytes(A)
     script = r"""
 import sys
-from ncclctl.ops.fileio import write_atomic
+from ncclctl.fileio import write_atomic
 data = open(sys.argv[2], "rb").read()
 other = data + b"x"   # alternate, so that write_atomic's no-change shortcut does not skip writes
 for i in range(int(sys.argv[3])):

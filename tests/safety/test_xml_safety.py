@@ -169,7 +169,7 @@ def test_billion_laughs_is_refused_fast_and_small(tmp_path: Path) -> None:
 
 
 def test_huge_file_over_the_xml_limit_is_refused(tmp_path: Path) -> None:
-    from ncclctl.topo.ncclxml import MAX_XML_BYTES
+    from ncclctl.nccl.xml import MAX_XML_BYTES
 
     f = tmp_path / "huge.xml"
     body = b'<system version="1">\n' + b"<!--" + b"x" * (MAX_XML_BYTES) + b"-->\n</system>\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ncclctl.topo.ncclxml import parse_nccl_xml
+from ncclctl.nccl.xml import parse_nccl_xml
 
 CLASSES = Path(__file__).resolve().parents[2] / "fixtures" / "topo" / "corpus-classes"
 FILES = sorted(CLASSES.glob("*.xml"))

@@ -11,7 +11,7 @@ import pytest
 from conftest import HOSTS, run_cli
 
 from ncclctl.topo.meaning import complete, on_root_bus
-from ncclctl.topo.ncclxml import parse_nccl_xml
+from ncclctl.nccl.xml import parse_nccl_xml
 from ncclctl.topo.validate import validate_topology
 
 CPU = '<cpu numaid="{n}" affinity="{a}" arch="x86_64" vendor="AuthenticAMD" familyid="25" modelid="17">'

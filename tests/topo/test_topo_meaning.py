@@ -232,7 +232,7 @@ def _model_gpu_paths(data: bytes) -> set[tuple[str, float]]:
     from ncclctl.nccl.build import Plugin, build
     from ncclctl.nccl.paths import compute_paths
     from ncclctl.nccl.system import GPU, PATH_TYPE_STR, Params, f32
-    from ncclctl.topo.ncclxml import parse_nccl_xml
+    from ncclctl.nccl.xml import parse_nccl_xml
 
     system_ = build(parse_nccl_xml(data).root, Params(), Plugin()).system
     compute_paths(system_)

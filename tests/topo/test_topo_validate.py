@@ -9,7 +9,8 @@ import pytest
 from ncclctl.errors import InputError
 from ncclctl.findings import Finding, Severity
 from ncclctl.topo.rules import RULES, rule
-from ncclctl.topo.validate import validate_bytes, validate_file, validate_graph, validate_topology
+from ncclctl.topo.graphfile import validate_graph
+from ncclctl.topo.validate import validate_bytes, validate_file, validate_topology
 
 REPO = Path(__file__).resolve().parents[2]
 VALID = REPO / "fixtures" / "topo" / "valid"

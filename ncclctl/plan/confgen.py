@@ -30,8 +30,9 @@ from ncclctl.errors import InputError, UsageError
 from ncclctl.model import NetDev, Node
 from ncclctl.nccl.values import ib_tc_for_dscp
 from ncclctl.nccl.version import DEFAULT, Version
-from ncclctl.plan.paths import natural_key
-from ncclctl.plan.railids import RailIds, emit_note, fusion_crosses_rails, written
+from ncclctl.names import natural_key
+from ncclctl.nccl.railids import RailIds, emit_note, written
+from ncclctl.plan.railids import fusion_crosses_rails
 from ncclctl.plan.rails import RailPlan, plan_rails
 from ncclctl.record import record
 

@@ -8,7 +8,7 @@ from ncclctl.errors import InputError
 from ncclctl.findings import Severity
 from ncclctl.nccl.params import strtol
 from ncclctl.nccl.version import parse as parse_version
-from ncclctl.topo.ncclxml import (
+from ncclctl.nccl.xml import (
     XmlNode,
     max_nodes,
     max_subs,

@@ -9,8 +9,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ncclctl.topo.ncclxml import ParseResult, parse_nccl_xml
-from ncclctl.topo.validate import validate_graph, validate_topology
+from ncclctl.nccl.xml import ParseResult, parse_nccl_xml
+from ncclctl.topo.graphfile import validate_graph
+from ncclctl.topo.validate import validate_topology
 
 VALID = Path(__file__).resolve().parents[2] / "fixtures" / "topo" / "valid"
 TOPO = (VALID / "nccl-example-topo.xml").read_bytes()

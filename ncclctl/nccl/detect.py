@@ -1,4 +1,4 @@
-"""Generate NCCL topology XML (``NCCL_TOPO_FILE``) from the node model.
+"""The topology NCCL's detection builds from the node model, written as NCCL topology XML (``NCCL_TOPO_FILE``).
 
 The output follows NCCL's own dialect (nccl-format.md §1, §1.2): no declaration, 2-space indentation, one
 start tag per line, double quotes, children in ascending bus-id order, at most 255 elements. Every ``<cpu>`` and
@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING
 from ncclctl.errors import InputError, UsageError
 from ncclctl.model import Gpu, IbPort, Nic, Node, PciDevice
 from ncclctl.nccl.version import DEFAULT, Version
-from ncclctl.plan.paths import natural_key
+from ncclctl.names import natural_key
 from ncclctl.sysfs import GEN_SPEED_STRING, link_speed_gen
 from ncclctl.record import record
 
 if TYPE_CHECKING:
-    from ncclctl.plan.railids import RailIds
+    from ncclctl.nccl.railids import RailIds
 
 MAX_ELEMENTS = 255
 MAX_VALUE_LEN = 253
@@ -634,7 +634,7 @@ def generate_for(node: Node, *, nccl_version: Version = DEFAULT, minimal: bool =
     through the input door), ``profile``, or, on a flat-PCIe VM, the ``pairs`` profile. ``(bytes, layout or None for
     bare metal, a note for the user or None)``."""
     if rail_ids is not None:
-        from ncclctl.plan.railids import emit_note, written
+        from ncclctl.nccl.railids import emit_note, written
 
         ids = written(rail_ids, nccl_version)
     else:

@@ -1,0 +1,34 @@
+"""A fleet's findings, host by host: what ``fleet lint`` (:mod:`ncclctl.lint.fleet`) hands the report door, and
+what the fleet formatters (text, JSON, JUnit) read. Here, not with the runner: the report door knows findings,
+not their producers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ncclctl.findings import Finding
+
+
+@dataclass
+class HostResult:
+    host: str
+    source: str
+    findings: list[Finding] = field(default_factory=list)
+    #: Rule ids that ran on this host (node rules, then FLT rules), for one JUnit testcase each.
+    rules: list[str] = field(default_factory=list)
+    facts: dict[str, Any] | None = None
+    #: The load error (NcclctlError.to_dict()) when the host could not be read.
+    error: dict[str, Any] | None = None
+
+    @property
+    def ok_loaded(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class FleetResult:
+    hosts: list[HostResult]
+
+    def findings(self) -> list[Finding]:
+        return [f for h in self.hosts for f in h.findings]
