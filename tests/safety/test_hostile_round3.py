@@ -1,0 +1,153 @@
+"""Hostile inputs, round three (issue 29): the terminal, other users' files, special files, numbers, timeouts,
+and the two fabric readers.
+
+Each class is tried through the command line, as an operator would meet it; each test builds its inputs in
+tmp_path. ``CASES`` counts the inputs per class for the closing note.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import HOSTS, REPO
+
+FABRIC = REPO / "fixtures" / "fabric" / "ib-small" / "ibnetdiscover.txt"
+LOGS = REPO / "fixtures" / "logs"
+
+
+def run(*args: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    full = dict(os.environ)
+    full.pop("NCCLCTL_DEBUG", None)
+    full.update(env or {})
+    return subprocess.run([sys.executable, "-m", "ncclctl", *args], capture_output=True, text=True, timeout=timeout,
+                          env=full, cwd=REPO)
+
+
+# 1. Terminal escape sequences ----------------------------------------------------------------------------------
+
+OSC52 = "\x1b]52;c;ZXZpbA==\x07"  # writes "evil" to the operator's clipboard
+CLEAR = "\x1b[2J"  # clears the screen
+C1_CSI = "\x9b2J"  # the one-character CSI of C1
+BAD = OSC52 + CLEAR + C1_CSI + "\x7f"
+#: Control characters a terminal acts on (tab and newline are the output's own).
+RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _no_raw_controls(p: subprocess.CompletedProcess, *, shown: bool = True) -> None:
+    assert "Traceback" not in p.stderr, p.stderr
+    for stream in (p.stdout, p.stderr):
+        assert RAW.search(stream) is None, (p.args, RAW.findall(stream), stream[-800:])
+    if shown:  # the text is still there, escaped, for the operator to see
+        assert "\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J\\x9b2J" in p.stdout + p.stderr, (p.stdout[-800:], p.stderr)
+
+
+def _fabric(tmp_path: Path) -> Path:
+    text = FABRIC.read_text()
+    # a host name (the first word of an HCA's description) and a leaf switch's description
+    text, n = re.subn(r'^(Ca\t.*# "gpu01) mlx5_0"', f'\\1{BAD} mlx5_0"', text, count=1, flags=re.M)
+    assert n == 1
+    text, n = re.subn(r'^(Switch\t.*# "MF0;g000-rail0-leaf:MQM9700/U1)"', f'\\1{BAD}"', text, count=1, flags=re.M)
+    assert n == 1
+    f = tmp_path / "fabric.txt"
+    f.write_text(text)
+    return f
+
+
+def _log(tmp_path: Path) -> Path:
+    text = (LOGS / "v2.30-dgx-h100-2nodes-healthy.log").read_text()
+    text = re.sub(r"^dgx-01:", f"dgx-01{BAD}:", text, flags=re.M)
+    text = text.replace("NCCL version 2.30.7+cuda12.9", f"NCCL version 2.30.7+cuda12.9{BAD}")
+    f = tmp_path / "run.log"
+    f.write_text(text)
+    return f
+
+
+def _perf_text(tmp_path: Path) -> Path:
+    text = (LOGS / "perf" / "all_gather-t4-v2.4-format.txt").read_text()
+    text = text.replace("Tesla T4", f"Tesla T4{BAD}").replace(" node1 ", f" node1{BAD} ")
+    f = tmp_path / "perf.txt"
+    f.write_text(text)
+    return f
+
+
+def _perf_json(tmp_path: Path) -> Path:
+    doc = json.loads((LOGS / "perf" / "all_reduce-h100-1node.json").read_text())
+    for d in doc["devices"]:
+        d["hostname"] += BAD
+        d["device_info"] += BAD
+    f = tmp_path / "perf.json"
+    f.write_text(json.dumps(doc))
+    return f
+
+
+def _snapshot(tmp_path: Path) -> Path:
+    root = tmp_path / "host"
+    shutil.copytree(HOSTS / "pcie-server", root, symlinks=True)
+    (root / "proc/sys/kernel/hostname").write_text(f"pcie-srv-03{BAD}\n")
+    return root
+
+
+TERMINAL = [
+    ("fabric load", _fabric, lambda f: ("fabric", "load", str(f))),
+    ("fabric rails", _fabric, lambda f: ("fabric", "rails", str(f))),
+    ("log show", _log, lambda f: ("log", "show", str(f))),
+    ("log check", _log, lambda f: ("log", "check", "--show-info", str(f))),
+    ("perf check text", _perf_text, lambda f: ("perf", "check", "--show-info", str(f))),
+    ("perf check json", _perf_json, lambda f: ("perf", "check", "--show-info", str(f))),
+    ("probe", _snapshot, lambda f: ("probe", "--root", str(f))),
+    ("lint", _snapshot, lambda f: ("lint", "--show-info", "--root", str(f))),
+]
+
+
+@pytest.mark.parametrize("name,build,argv", TERMINAL, ids=[t[0] for t in TERMINAL])
+def test_text_output_escapes_control_characters_from_input(tmp_path: Path, name: str, build, argv) -> None:
+    """OSC 52, CSI 2J, a C1 CSI and DEL in a host name, an HCA description or a version string: the text
+    output shows them as ``\\x1b``..., never raw."""
+    p = run(*argv(build(tmp_path)))
+    assert p.returncode in (0, 1), (p.returncode, p.stderr)
+    _no_raw_controls(p)
+
+
+@pytest.mark.parametrize("name,build,argv", TERMINAL, ids=[t[0] for t in TERMINAL])
+def test_json_output_carries_control_characters_escaped(tmp_path: Path, name: str, build, argv) -> None:
+    """JSON is still valid and keeps the value: DEL and C1 (which ``ensure_ascii=False`` writes raw) as ``\\u``."""
+    if name.startswith("log show") or name.startswith("probe"):
+        args = (*argv(build(tmp_path)), "--format", "json")
+    else:
+        args = (*argv(build(tmp_path)), "-f", "json")
+    p = run(*args)
+    assert p.returncode in (0, 1), (p.returncode, p.stderr)
+    _no_raw_controls(p, shown=False)
+    doc = json.loads(p.stdout)
+    if name != "log check":  # its JSON has the findings, none of which names a host here
+        assert any(BAD in s for s in _strings(doc)), p.stdout[-800:]
+
+
+def _strings(doc: object):
+    if isinstance(doc, str):
+        yield doc
+    elif isinstance(doc, dict):
+        for k, v in doc.items():
+            yield k
+            yield from _strings(v)
+    elif isinstance(doc, list):
+        for v in doc:
+            yield from _strings(v)
+
+
+def test_error_lines_escape_control_characters(tmp_path: Path) -> None:
+    """An error naming a file (a path from an inventory, a value from the file) is escaped too."""
+    bad = tmp_path / f"topo{CLEAR}.xml"
+    bad.write_text(f"<system version=\"1\"><cpu numaid=\"{OSC52}\"></system>\n")
+    p = run("topo", "validate", str(bad))
+    assert p.returncode in (1, 3), (p.returncode, p.stderr)
+    _no_raw_controls(p, shown=False)
+    assert "topo\\x1b[2J.xml" in p.stdout + p.stderr, (p.stdout, p.stderr)
