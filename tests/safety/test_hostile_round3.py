@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -151,3 +152,85 @@ def test_error_lines_escape_control_characters(tmp_path: Path) -> None:
     assert p.returncode in (1, 3), (p.returncode, p.stderr)
     _no_raw_controls(p, shown=False)
     assert "topo\\x1b[2J.xml" in p.stdout + p.stderr, (p.stdout, p.stderr)
+
+
+# 2. Writers and other users' files ------------------------------------------------------------------------------
+
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="a file owned by another user needs root (os.chown)")
+NOBODY = 65534
+
+WRITERS = [
+    ("conf generate", lambda o: ("conf", "generate", "--root", str(HOSTS / "pcie-server"), "-o", str(o))),
+    ("topo generate", lambda o: ("topo", "generate", "--root", str(HOSTS / "pcie-server"), "-o", str(o))),
+    ("rings graph", lambda o: ("rings", "graph", "--force", "--root", str(HOSTS / "dgx-h100"), "-o", str(o))),
+    ("facts", lambda o: ("facts", "--root", str(HOSTS / "pcie-server"), "-o", str(o))),
+]
+
+
+def _folder(tmp_path: Path, sticky: bool) -> Path:
+    d = tmp_path / ("sticky" if sticky else "plain")
+    d.mkdir()
+    os.chmod(d, 0o1777 if sticky else 0o755)
+    return d
+
+
+def _planted(path: Path, mode: int, content: bytes = b"NCCL_IB_HCA=evil\n") -> os.stat_result:
+    path.write_bytes(content)
+    os.chown(path, NOBODY, NOBODY)
+    os.chmod(path, mode)
+    return os.stat(path)
+
+
+def _is_callers(path: Path, before: os.stat_result, p: subprocess.CompletedProcess) -> None:
+    assert p.returncode == 0 and "Traceback" not in p.stderr, (p.returncode, p.stderr)
+    st = os.stat(path)
+    assert st.st_ino != before.st_ino, "a new inode, not the other user's file written in place"
+    assert (st.st_uid, st.st_gid) == (os.geteuid(), os.getegid()), (st.st_uid, st.st_gid)
+    assert not st.st_mode & (stat.S_IWOTH | stat.S_IWGRP), oct(st.st_mode)
+    assert f"owned by uid {NOBODY}" in p.stderr, p.stderr  # and it says so
+    assert [n for n in os.listdir(path.parent) if n.endswith(".tmp")] == []
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("sticky", [True, False], ids=["sticky", "plain"])
+@pytest.mark.parametrize("name,argv", WRITERS, ids=[w[0] for w in WRITERS])
+def test_another_users_world_writable_file_is_replaced_not_inherited(tmp_path: Path, name: str, argv,
+                                                                     sticky: bool) -> None:
+    """Root writing over a file another user created with mode 0666: a new root-owned file, not world-writable."""
+    target = _folder(tmp_path, sticky) / "out.conf"
+    before = _planted(target, 0o666)
+    _is_callers(target, before, run(*argv(target)))
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("name,argv", WRITERS, ids=[w[0] for w in WRITERS])
+def test_another_users_file_in_a_sticky_folder_is_replaced(tmp_path: Path, name: str, argv) -> None:
+    """Mode 0644 but planted in /tmp-like folder by another user: it would stay theirs (they may chmod it later)."""
+    target = _folder(tmp_path, True) / "out.conf"
+    before = _planted(target, 0o644)
+    _is_callers(target, before, run(*argv(target)))
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("name,argv", WRITERS, ids=[w[0] for w in WRITERS])
+def test_a_planted_file_with_the_right_bytes_is_not_up_to_date(tmp_path: Path, name: str, argv) -> None:
+    """The attacker pre-fills the file with exactly what ncclctl would write: "up to date" would leave it theirs."""
+    wanted = run(*argv(tmp_path / "reference.out"))
+    assert wanted.returncode == 0, wanted.stderr
+    target = _folder(tmp_path, True) / "out.conf"
+    before = _planted(target, 0o666, (tmp_path / "reference.out").read_bytes())
+    check = run(*argv(target), "--check")
+    assert check.returncode == 0 and "would be replaced" in check.stderr, check.stderr
+    assert os.stat(target).st_ino == before.st_ino  # check mode wrote nothing
+    _is_callers(target, before, run(*argv(target)))
+
+
+@ROOT_ONLY
+def test_another_users_private_file_in_their_folder_keeps_its_owner(tmp_path: Path) -> None:
+    """The control: a 0640 file of another user outside a sticky folder keeps owner and mode, as an editor does."""
+    target = _folder(tmp_path, False) / "nccl.conf"
+    _planted(target, 0o640)
+    p = run("conf", "generate", "--root", str(HOSTS / "pcie-server"), "-o", str(target))
+    assert p.returncode == 0, p.stderr
+    st = os.stat(target)
+    assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (NOBODY, 0o640), (st.st_uid, oct(st.st_mode))
