@@ -234,3 +234,108 @@ def test_another_users_private_file_in_their_folder_keeps_its_owner(tmp_path: Pa
     assert p.returncode == 0, p.stderr
     st = os.stat(target)
     assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (NOBODY, 0o640), (st.st_uid, oct(st.st_mode))
+
+
+# 3. Special files where a recorded output or an NCCL file should be -------------------------------------------
+
+def _refused(p: subprocess.CompletedProcess, path: Path, *words: str) -> None:
+    assert p.returncode == 3, (p.returncode, p.stdout[-500:], p.stderr)
+    assert "Traceback" not in p.stderr and str(path) in p.stderr, p.stderr
+    for w in words:
+        assert w in p.stderr, p.stderr
+
+
+RECORDED_LINKS = [
+    ("cmd/systemctl_is-active_nvidia-fabricmanager.txt", "/dev/zero", "in /dev"),
+    ("cmd/systemctl_is-active_nvidia-fabricmanager.txt", "../../../../dev/zero", "in /dev"),
+    ("cmd/ibv_devinfo_-v.txt", "/dev/urandom", "in /dev"),
+    ("cmd/ibv_devinfo_-v.txt", "/nowhere/ibv_devinfo.txt", "leads to nothing in the snapshot"),
+    ("nvml.json", "/dev/zero", "in /dev"),
+    ("env.json", "/proc/self/environ", "leads to nothing in the snapshot"),
+]
+
+
+@pytest.mark.parametrize("rel,target,words", RECORDED_LINKS, ids=[f"{r}->{t}" for r, t, _ in RECORDED_LINKS])
+def test_recorded_output_linked_to_a_device_or_nowhere_is_refused(tmp_path: Path, rel: str, target: str,
+                                                                   words: str) -> None:
+    """``cmd/systemctl_is-active_nvidia-fabricmanager.txt -> /dev/zero`` gave exit 0 ("fabric manager: n/a")."""
+    root = tmp_path / "host"
+    shutil.copytree(HOSTS / "dgx-h100", root, symlinks=True)
+    link = root / rel
+    link.unlink(missing_ok=True)
+    link.symlink_to(target)
+    for argv in (("probe", "--root", str(root)), ("lint", "--root", str(root))):
+        _refused(run(*argv), link, "not a regular file", words, "re-capture the host")
+
+
+def _host_with_nccl_files(tmp_path: Path, topo: str, graph: str | None = None) -> Path:
+    root = tmp_path / "host"
+    shutil.copytree(HOSTS / "cloud-vm-flat", root, symlinks=True)
+    env = json.loads((root / "env.json").read_text())
+    env["NCCL_TOPO_FILE"] = topo
+    if graph is not None:
+        env["NCCL_GRAPH_FILE"] = graph
+    (root / "env.json").write_text(json.dumps(env))
+    (root / "etc/nccl").mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def _special(root: Path, rel: str, how: str):
+    """Make ``rel`` under ``root`` a device link, a FIFO, a 3 GiB sparse file or a socket; the socket to close."""
+    path = root / rel.lstrip("/")
+    if how == "dev-link":
+        path.symlink_to("/dev/zero")
+    elif how == "fifo":
+        os.mkfifo(path)
+    elif how == "sparse":
+        with open(path, "wb") as fh:
+            fh.truncate(3 << 30)
+    elif how == "socket":
+        import socket
+
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(str(path))
+        return s
+    return None
+
+
+SPECIAL = ["dev-link", "fifo", "sparse", "socket"]
+WHY = {"dev-link": "in /dev", "fifo": "FIFO", "sparse": "larger than", "socket": "socket", "dev": "in /dev"}
+
+
+@pytest.mark.parametrize("how", SPECIAL + ["dev"])
+def test_nccl_topo_and_graph_files_that_are_special_are_refused_not_missing(tmp_path: Path, how: str) -> None:
+    """NCCL_TOPO_FILE / NCCL_GRAPH_FILE at /dev/zero, a FIFO, a 3 GiB sparse file: "does not exist" (NCCL021,
+    a warning on bare metal) before; now the refusal NCCL022 (and NCCL020) documents, an error."""
+    topo = "/dev/zero" if how == "dev" else "/etc/nccl/topo.xml"
+    graph = "/dev/null" if how == "dev" else "/etc/nccl/graph.xml"
+    root = _host_with_nccl_files(tmp_path, topo, graph)
+    socks = [] if how == "dev" else [_special(root, topo, how), _special(root, graph, how)]
+    try:
+        p = run("lint", "--root", str(root))
+        assert p.returncode == 1 and "Traceback" not in p.stderr, (p.returncode, p.stdout[-800:], p.stderr)
+        for rule, path in (("NCCL022", topo), ("NCCL020", graph)):
+            line = next((x for x in p.stdout.splitlines() if x.startswith(f"{path}: error: {rule}:")), None)
+            assert line is not None, p.stdout
+            assert "ncclctl refuses to read the file" in line and WHY[how] in line, line
+        assert "does not exist" not in p.stdout, p.stdout
+        doc = json.loads(run("lint", "--root", str(root), "-f", "json").stdout)
+        assert {f["rule"] for f in doc["findings"] if "refuses to read" in f["message"]} == {"NCCL020", "NCCL022"}
+    finally:
+        for s in socks:
+            if s is not None:
+                s.close()
+
+
+@pytest.mark.parametrize("how", ["device", "fifo", "sparse"])
+def test_live_nccl_topo_file_that_is_special_is_refused(tmp_path: Path, how: str) -> None:
+    """The same on the live host (this machine): NCCL_TOPO_FILE=/dev/zero in the environment."""
+    if how == "device":
+        path = "/dev/zero"
+    else:
+        path = str(tmp_path / "topo.xml")
+        _special(tmp_path, "topo.xml", how)
+    p = run("lint", env={"NCCL_TOPO_FILE": path})
+    assert p.returncode == 1 and "Traceback" not in p.stderr, (p.returncode, p.stdout[-800:], p.stderr)
+    assert f"{path}: error: NCCL022: ncclctl refuses to read the file" in p.stdout, p.stdout
+    assert "NCCL021" not in p.stdout, p.stdout
