@@ -339,3 +339,109 @@ def test_live_nccl_topo_file_that_is_special_is_refused(tmp_path: Path, how: str
     assert p.returncode == 1 and "Traceback" not in p.stderr, (p.returncode, p.stdout[-800:], p.stderr)
     assert f"{path}: error: NCCL022: ncclctl refuses to read the file" in p.stdout, p.stdout
     assert "NCCL021" not in p.stdout, p.stdout
+
+
+# 4. Numbers ------------------------------------------------------------------------------------------------------
+
+SNAP = HOSTS / "cpu-only"
+HUGE_INTS = {
+    "hex": "0x" + "f" * 5000,  # 6,000 decimal digits: over Python's int-to-str limit (exit 70 where shown)
+    "binary": "0b" + "1" * 20000,
+    "octal": "0" + "7" * 6000,  # YAML 1.1 octal
+    "sexagesimal": "1" + ":59" * 3000,  # YAML 1.1 base 60
+    "decimal-long": "9" * 200,
+}
+
+
+@pytest.mark.parametrize("form", sorted(HUGE_INTS))
+@pytest.mark.parametrize("where", ["version", "group"])
+def test_huge_integers_in_an_inventory_are_refused(tmp_path: Path, form: str, where: str) -> None:
+    """A hex/binary integer of thousands of digits: exit 70 (int-to-str digit limit) before."""
+    value = HUGE_INTS[form]
+    inv = tmp_path / "inv.yaml"
+    if where == "version":
+        inv.write_text(f"version: {value}\nhosts:\n  h1: {{snapshot: {SNAP}}}\n")
+        line = 1
+    else:
+        inv.write_text(f"hosts:\n  h1:\n    snapshot: {SNAP}\n    group: {value}\n")
+        line = 4
+    for argv in (("fleet", "lint", "--inventory", str(inv)), ("fabric", "rails", "--inventory", str(inv))):
+        p = run(*argv)
+        _refused(p, inv, "an integer of", f"{inv}:{line}:")
+
+
+def test_duplicate_host_in_an_inventory_is_refused(tmp_path: Path) -> None:
+    """The second h1 silently replaced the first (one host linted, exit 0/1) before."""
+    inv = tmp_path / "inv.yaml"
+    inv.write_text(f"hosts:\n  h1: {{snapshot: {SNAP}}}\n  h2: {{snapshot: {HOSTS / 'pcie-server'}}}\n"
+                   f"  h1: {{snapshot: {HOSTS / 'grace-hopper'}}}\n")
+    for argv in (("fleet", "lint", "--inventory", str(inv)), ("fabric", "rails", "--inventory", str(inv))):
+        _refused(run(*argv), inv, f"{inv}:4:3:", "duplicate key 'h1' (first on line 2)", "remove or rename")
+
+
+def test_duplicate_key_in_a_lint_config_is_refused(tmp_path: Path) -> None:
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("rules:\n  PCI001: off\n  NCCL021: error\n  PCI001: error\n")
+    _refused(run("lint", "--root", str(SNAP), "--config", str(cfg)), cfg, f"{cfg}:4:3:", "duplicate key 'PCI001' (first on line 2)")
+
+
+PERF_TEXT = LOGS / "perf" / "all_gather-t4-v2.4-format.txt"
+PERF_JSON = LOGS / "perf" / "all_reduce-h100-1node.json"
+ROW = "    8388608       1048576   float    none   461.51   18.18    9.09"
+
+
+def _perf_text_case(tmp_path: Path, kind: str) -> tuple[Path, int]:
+    lines = PERF_TEXT.read_text().splitlines(keepends=True)
+    i = next(n for n, x in enumerate(lines) if ROW in x)
+    if kind == "busbw-1e308":
+        lines[i] = lines[i].replace(ROW, ROW.replace("9.09", "1e308"))
+    elif kind == "algbw-1e400":
+        lines[i] = lines[i].replace(ROW, ROW.replace("18.18", "1e400"))
+    else:  # avg-inf
+        i = next(n for n, x in enumerate(lines) if "Avg bus bandwidth" in x)
+        lines[i] = "# Avg bus bandwidth    : inf \n"
+    f = tmp_path / f"{kind}.txt"
+    f.write_text("".join(lines))
+    return f, i + 1
+
+
+def _perf_json_case(tmp_path: Path, kind: str) -> tuple[Path, int]:
+    doc = json.loads(PERF_JSON.read_text())
+    last = doc["results"][-1]
+    token = {"busbw-nan": "NaN", "algbw-infinity": "Infinity", "busbw-minus-infinity": "-Infinity",
+             "busbw-1e308": "1e+308", "busbw-300-digits": "1" + "0" * 300, "time-nan": "NaN",
+             "avg-nan": "NaN", "size-4000-digits": "9" * 4000, "size-infinity": "Infinity"}[kind]
+    key = {"busbw": "bus_bw", "algbw": "alg_bw", "time": "time", "avg": "bandwidth", "size": "size"}[kind.split("-")[0]]
+    marker = 123456.789
+    if key == "bandwidth":
+        doc["average_bus_bandwidth"]["bandwidth"] = marker
+    elif key == "size":
+        last["size"] = marker
+    else:
+        last["out_of_place"][key] = marker
+    text = json.dumps(doc, indent=1).replace(str(marker), token)
+    f = tmp_path / f"{kind}.json"
+    f.write_text(text)
+    return f, text[: text.index(token)].count("\n") + 1
+
+
+PERF_BAD = [("text", k) for k in ("busbw-1e308", "algbw-1e400", "avg-inf")] + \
+    [("json", k) for k in ("busbw-nan", "algbw-infinity", "busbw-minus-infinity", "busbw-1e308", "busbw-300-digits",
+                           "time-nan", "avg-nan", "size-4000-digits", "size-infinity")]
+
+
+@pytest.mark.parametrize("fmt,kind", PERF_BAD, ids=[f"{f}-{k}" for f, k in PERF_BAD])
+def test_perf_check_refuses_values_no_run_can_have(tmp_path: Path, fmt: str, kind: str) -> None:
+    """1e308 GB/s (a 300-digit efficiency), NaN and Infinity passed silently before: now exit 3 at FILE:LINE."""
+    f, line = (_perf_text_case if fmt == "text" else _perf_json_case)(tmp_path, kind)
+    for extra in ((), ("-f", "json")):
+        p = run("perf", "check", str(f), *extra)
+        _refused(p, f, f"{f}:{line}:", "not a usable nccl-tests result", "unmodified output")
+        assert len(max(p.stderr.split(), key=len)) < 200, p.stderr  # no 300-digit number anywhere
+
+
+def test_perf_check_accepts_the_real_results(tmp_path: Path) -> None:
+    """The control: every shipped nccl-tests output still reads (exit 0, or 1 for the wrong-results one)."""
+    for f in sorted((LOGS / "perf").iterdir()):
+        p = run("perf", "check", str(f))
+        assert p.returncode == (1 if "wrong-results" in f.name else 0), (f, p.stdout[-400:], p.stderr)
