@@ -445,3 +445,51 @@ def test_perf_check_accepts_the_real_results(tmp_path: Path) -> None:
     for f in sorted((LOGS / "perf").iterdir()):
         p = run("perf", "check", str(f))
         assert p.returncode == (1 if "wrong-results" in f.name else 0), (f, p.stdout[-400:], p.stderr)
+
+
+# 5. Timeouts ------------------------------------------------------------------------------------------------------
+
+_SLOW = """
+import sys, time
+from ncclctl.lint import engine
+import ncclctl.plan.rails as rails_mod
+where = {where!r}
+if where == "rule":  # one rule runs past the deadline, inside the rule loop's crash guard
+    _real = engine.apply
+    def apply(rule, hits, config, host):
+        if rule.id == "PCI001" and host == "pcie-srv-03":
+            time.sleep(60)
+        return _real(rule, hits, config, host)
+    engine.apply = apply
+else:  # the rail plan runs past it, inside the lint context's 'no rails' guard
+    _plan = rails_mod.plan_rails
+    def plan_rails(node, *a, **k):
+        if node.hostname == "pcie-srv-03":
+            time.sleep(60)
+        return _plan(node, *a, **k)
+    rails_mod.plan_rails = plan_rails
+from ncclctl.cli import main
+sys.argv = ["ncclctl"] + {argv!r}
+main()
+"""
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("where", ["rule", "rails"])
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_host_timeout_escapes_the_crash_guards(jobs: str, where: str, fmt: str) -> None:
+    """A host past --host-timeout inside a rule: "PCI001: the check crashed (HostTimeout)" and exit 1 before;
+    now the host is reported as timed out and the exit code is the documented 4."""
+    slow = str(HOSTS / "pcie-server")
+    argv = ["fleet", "lint", "-f", fmt, "-j", jobs, "--host-timeout", "2", slow, str(HOSTS / "cpu-only"),
+            str(HOSTS / "grace-hopper"), str(HOSTS / "dgx-h100")]
+    p = subprocess.run([sys.executable, "-c", _SLOW.format(where=where, argv=argv)], capture_output=True, text=True,
+                       timeout=60, cwd=REPO)
+    assert p.returncode == 4 and "Traceback" not in p.stderr, (p.returncode, p.stdout[-800:], p.stderr)
+    assert "crashed" not in p.stdout and "HostTimeout" not in p.stdout, p.stdout
+    if fmt == "json":
+        by_source = {h["source"]: h for h in json.loads(p.stdout)["hosts"]}
+        assert by_source[slow]["error"]["error"] == "Timeout", by_source[slow]
+        assert all(h["error"] is None for s, h in by_source.items() if s != slow), by_source
+    else:
+        assert f"cannot load {slow}: host not loaded and linted within 2 s" in p.stdout, p.stdout
