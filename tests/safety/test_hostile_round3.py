@@ -493,3 +493,103 @@ def test_host_timeout_escapes_the_crash_guards(jobs: str, where: str, fmt: str) 
         assert all(h["error"] is None for s, h in by_source.items() if s != slow), by_source
     else:
         assert f"cannot load {slow}: host not loaded and linted within 2 s" in p.stdout, p.stdout
+
+
+# 6. Two fabric readers, one answer ------------------------------------------------------------------------------
+
+_M64 = (1 << 64) - 1
+
+
+def _old_mix64(x: int) -> int:
+    """The C reader's old, unkeyed (and invertible) mixer: a forger knew every claim's fingerprint."""
+    x = (x + 0x9E3779B97F4A7C15) & _M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+    return x ^ (x >> 31)
+
+
+def _old_claim(a: int, pa: int, b: int, pb: int) -> int:
+    return _old_mix64(a ^ _old_mix64(b ^ _old_mix64((pa << 32) ^ pb)))
+
+
+X_HCA, LEAF, SPINE = 0x043F720300000000, 0x043F720100000000, 0x043F720200000000
+
+
+def _forged_hca(form: str) -> str:
+    """HCA X's link moved to leaf port 5 (nobody there claims it), and leaf port 1 made to claim an HCA Z that
+    claims nothing, Z solved so that the old fingerprints of the two one-sided claims are equal: they cancelled."""
+    z = X_HCA ^ _old_mix64(LEAF ^ _old_mix64((1 << 32) ^ 5)) ^ _old_mix64(LEAF ^ _old_mix64((1 << 32) ^ 1))
+    assert _old_claim(X_HCA, 1, LEAF, 5) == _old_claim(z, 1, LEAF, 1)
+    if form == "topology":
+        text = FABRIC.read_text()
+        a = '[1](043f720300000000) \t"S-043f720100000000"[1]'
+        b = '[1]\t"H-043f720300000000"[1](043f720300000000) '
+        assert a in text and b in text
+        return text.replace(a, a[:-2] + "5]", 1).replace(b, f'[1]\t"H-{z:016x}"[1]({z:016x}) ', 1)
+    text = (FABRIC.parent / "ibnetdiscover-p.txt").read_text()
+    a = "CA    25  1 0x043f720300000000 4x NDR - SW     1  1 0x043f720100000000"
+    b = "SW     1  1 0x043f720100000000 4x NDR - CA    25  1 0x043f720300000000"
+    assert a in text and b in text
+    return (text.replace(a, a.replace("SW     1  1 0x", "SW     1  5 0x"), 1)
+            .replace(b, b.replace("CA    25  1 0x043f720300000000", f"CA    25  1 0x{z:016x}"), 1))
+
+
+def _forged_switch() -> str:
+    """Leaf port 3's link to spine port 1 moved to leaf port LP -> spine port PP (nobody there claims it), and
+    spine port 1 made to claim port R of a switch Q that claims nothing, Q solved to cancel the old fingerprints
+    (and below the spine's GUID, so that the counts of both directions stay equal)."""
+    text = FABRIC.read_text()
+    found = None
+    for lp in range(5, 61):
+        for pp in range(5, 61):
+            for r in range(1, 61):
+                q = LEAF ^ _old_mix64(SPINE ^ _old_mix64((lp << 32) ^ pp)) ^ _old_mix64(SPINE ^ _old_mix64((r << 32) ^ 1))
+                if q < SPINE:
+                    found = lp, pp, r, q
+                    break
+            if found:
+                break
+        if found:
+            break
+    assert found is not None
+    lp, pp, r, q = found
+    assert _old_claim(LEAF, lp, SPINE, pp) == _old_claim(q, r, SPINE, 1)
+    a = '[3]\t"S-043f720200000000"[1]\t\t# "MF0;rail0-spine00:MQM9700/U1"'
+    b = '[1]\t"S-043f720100000000"[3]\t\t# "MF0;g000-rail0-leaf:MQM9700/U1"'
+    assert a in text and b in text
+    return (text.replace(a, f'[{lp}]\t"S-043f720200000000"[{pp}]' + a[len('[3]\t"S-043f720200000000"[1]'):], 1)
+            .replace(b, f'[1]\t"S-{q:016x}"[{r}]' + b[len('[1]\t"S-043f720100000000"[3]'):], 1))
+
+
+FORGED = [("hca-topology", lambda: _forged_hca("topology")), ("hca-ports", lambda: _forged_hca("ports")),
+          ("switch-topology", _forged_switch)]
+
+
+def _both_readers(f: Path, *argv: str) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
+    c = run("fabric", *argv, str(f), "-f", "json")
+    py = run("fabric", *argv, str(f), "-f", "json", env={"NCCLCTL_PURE_PYTHON": "1"})
+    return c, py
+
+
+def test_the_c_reader_is_built() -> None:
+    """The differential tests below compare two readers only when the C one is there."""
+    p = subprocess.run([sys.executable, "-c", "import ncclctl.fabric._fastread"], capture_output=True, text=True,
+                       cwd=REPO)
+    if p.returncode != 0:
+        pytest.skip("the C fabric reader is not built here (no compiler at install time)")
+
+
+@pytest.mark.parametrize("name,build", FORGED, ids=[n for n, _ in FORGED])
+@pytest.mark.parametrize("command", ["rails", "load"])
+def test_forged_link_claims_cannot_cancel_in_either_reader(tmp_path: Path, name: str, build, command: str) -> None:
+    """Two one-sided links whose GUIDs were solved to cancel the C reader's unkeyed fingerprints: the C reader
+    said "cabling: as laid out" (exit 0) where NCCLCTL_PURE_PYTHON=1 gave FAB findings. Both must give the same
+    answer, and it is not a clean fabric."""
+    f = tmp_path / f"{name}.txt"
+    f.write_text(build())
+    c, py = _both_readers(f, command)
+    assert "Traceback" not in c.stderr + py.stderr, (c.stderr, py.stderr)
+    assert (c.returncode, json.loads(c.stdout)["findings"]) == (py.returncode, json.loads(py.stdout)["findings"]), \
+        (c.stdout[-1500:], py.stdout[-1500:])
+    rules = {x["rule"] for x in json.loads(c.stdout)["findings"]}
+    assert rules & {"FAB002", "FAB010", "FAB011", "FAB012"}, rules  # the one-sided links are reported
