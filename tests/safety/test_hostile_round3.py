@@ -593,3 +593,80 @@ def test_forged_link_claims_cannot_cancel_in_either_reader(tmp_path: Path, name:
         (c.stdout[-1500:], py.stdout[-1500:])
     rules = {x["rule"] for x in json.loads(c.stdout)["findings"]}
     assert rules & {"FAB002", "FAB010", "FAB011", "FAB012"}, rules  # the one-sided links are reported
+
+
+# 7. Multi-file output as one transaction (fabric plan) ---------------------------------------------------------
+
+PLAN_INV = str(REPO / "fixtures" / "fabric" / "ib-small" / "inventory.yaml")
+PLAN_FABRIC = str(REPO / "fixtures" / "fabric" / "planes" / "dual-plane.txt")
+
+_KILLED = """
+import os, signal, sys
+from ncclctl.ops import fileio
+_emit = fileio.emit
+written = []
+def emit(path, data, **kw):
+    r = _emit(path, data, **kw)
+    written.append(path)
+    if len(written) == {after}:  # the operator's Ctrl-\\, the OOM killer, a node reboot: no cleanup runs
+        os.kill(os.getpid(), signal.SIGKILL)
+    return r
+fileio.emit = emit
+from ncclctl.cli import main
+sys.argv = ["ncclctl"] + {argv!r}
+main()
+"""
+
+
+def _plan(out: Path, *extra: str) -> subprocess.CompletedProcess:
+    return run("fabric", "plan", "--inventory", PLAN_INV, "--fabric", PLAN_FABRIC, "-o", str(out), *extra)
+
+
+def _killed_plan(out: Path, after: int, *extra: str) -> subprocess.CompletedProcess:
+    argv = ["fabric", "plan", "--inventory", PLAN_INV, "--fabric", PLAN_FABRIC, "-o", str(out), *extra]
+    return subprocess.run([sys.executable, "-c", _KILLED.format(after=after, argv=argv)], capture_output=True,
+                          text=True, timeout=60, cwd=REPO)
+
+
+@pytest.mark.parametrize("after", [1, 4, 9])
+def test_a_new_plan_killed_mid_write_leaves_no_plan_folder(tmp_path: Path, after: int) -> None:
+    """Killed after a few files: a plan folder with some hosts' files and no plan.json before; now no folder at
+    all (the plan is built in a temp folder beside it and renamed in), and a rerun writes the whole plan."""
+    out = tmp_path / "plan"
+    p = _killed_plan(out, after)
+    assert p.returncode == -9, (p.returncode, p.stderr)
+    assert not out.exists(), sorted(str(x.relative_to(tmp_path)) for x in tmp_path.rglob("*"))
+    again = _plan(out)
+    assert again.returncode == 0, again.stderr
+    doc = json.loads((out / "plan.json").read_text())
+    assert "incomplete" not in doc and len(list((out / "hosts").iterdir())) == 4
+
+
+@pytest.mark.parametrize("after", [1, 4, 9])
+def test_a_replanned_folder_killed_mid_write_says_it_is_incomplete(tmp_path: Path, after: int) -> None:
+    """An existing plan rewritten for another NCCL version and killed: old and new files side by side with the
+    old plan.json, nothing to say so, before; now plan.json says the plan is incomplete until the last file."""
+    out = tmp_path / "plan"
+    assert _plan(out).returncode == 0
+    p = _killed_plan(out, after, "--nccl-version", "2.29.2")
+    assert p.returncode == -9, (p.returncode, p.stderr)
+    doc = json.loads((out / "plan.json").read_text())
+    assert doc["generator"] == "ncclctl fabric plan" and "has not finished" in doc.get("incomplete", ""), doc.keys()
+    again = _plan(out, "--nccl-version", "2.29.2")  # a plan folder still: the rerun completes it
+    assert again.returncode == 0, again.stderr
+    assert "incomplete" not in json.loads((out / "plan.json").read_text())
+
+
+@ROOT_ONLY
+def test_a_planted_output_link_is_refused_before_anything_is_created(tmp_path: Path) -> None:
+    """-o /tmp/x where another user planted x -> a folder of theirs: refused only after hosts/ and the host folders
+    were made inside the link's target before; now refused first, nothing created there."""
+    sticky = _folder(tmp_path, True)
+    target = tmp_path / "victim"
+    target.mkdir()
+    link = sticky / "plan"
+    link.symlink_to(target)
+    os.lchown(link, NOBODY, NOBODY)
+    p = _plan(link)
+    _refused(p, link, "refusing to follow this symlink", "protected_symlinks")
+    assert list(target.iterdir()) == [], list(target.iterdir())
