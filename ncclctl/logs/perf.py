@@ -180,6 +180,9 @@ def _num(tok: str) -> float | None:
 MAX_GBS = 1e6
 
 
+#: The largest nccl-tests JSON document read (and so the longest line kept of a perf input: -J may write one line).
+MAX_JSON = 256 << 20
+
 #: Sizes and element counts stay under 18 digits (the text parser's own bound).
 MAX_COUNT = 10 ** 18
 
@@ -780,7 +783,7 @@ def read_results(paths: list[str], *, stdin=None) -> tuple[list[Test], list[str]
     notes: list[str] = []
     for path in expand_inputs(paths):
         name = "<stdin>" if path == "-" else path
-        st = LineStream(name)
+        st = LineStream(name, line_max=MAX_JSON)  # nccl-tests -J may write its document on one line
         batches = iter_lines(path, "log", stream=st, stdin=stdin)
         first: list[str] = []
         for b in batches:
@@ -789,7 +792,7 @@ def read_results(paths: list[str], *, stdin=None) -> tuple[list[Test], list[str]
         head = next((x for x in first if x.strip()), "")
         if head.lstrip().startswith("{"):
             text = "\n".join(first) + "\n" + "\n".join(x for b in batches for x in b)
-            if len(text) > 256 << 20:
+            if len(text) > MAX_JSON or st.cut_lines:
                 from ncclctl.errors import InputError
 
                 raise InputError("nccl-tests JSON output over 256 MiB", path=name, fix="give the text output instead")

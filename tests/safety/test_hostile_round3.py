@@ -670,3 +670,72 @@ def test_a_planted_output_link_is_refused_before_anything_is_created(tmp_path: P
     p = _plan(link)
     _refused(p, link, "refusing to follow this symlink", "protected_symlinks")
     assert list(target.iterdir()) == [], list(target.iterdir())
+
+
+# 8. Inputs at scale: linear, and bounded ------------------------------------------------------------------------
+
+def _ip_link_json(n: int) -> str:
+    return json.dumps([{"ifindex": i + 1, "ifname": f"veth{i}", "flags": ["BROADCAST", "MULTICAST", "UP"],
+                        "mtu": 1500, "operstate": "UP", "link_type": "ether",
+                        "address": "02:00:00:00:%02x:%02x" % (i // 256 % 256, i % 256)} for i in range(n)], indent=4)
+
+
+def test_ip_link_json_of_20000_entries_reads_in_seconds(tmp_path: Path) -> None:
+    """Each entry's line was counted from the start of the text (quadratic: 27,000 entries 77 s in-process);
+    now from the previous entry. 20,000 entries through the command line: ~40 s before, about a second now."""
+    import time
+
+    f = tmp_path / "ip_-j_-d_link_show.txt"
+    f.write_text(_ip_link_json(20_000))
+    t0 = time.monotonic()
+    p = run("parse", "ip-link", str(f), "-f", "json", timeout=120)
+    took = time.monotonic() - t0
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert len(json.loads(p.stdout)["result"]) == 20_000
+    assert took < 20, took
+
+
+def _bomb(path: Path, lines: int) -> None:
+    import gzip
+
+    line = b"dgx-01:41000:41000 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n"
+    with gzip.open(path, "wb", compresslevel=9) as fh:
+        for _ in range(lines // 10_000):
+            fh.write(line * 10_000)
+
+
+def test_a_gzip_bomb_of_log_lines_is_refused_at_once(tmp_path: Path) -> None:
+    """300 unpacked bytes per compressed byte (a real log: 5-50): read to the end (or the 4 GiB cap) before; now
+    refused once 8 MiB are unpacked."""
+    import time
+
+    bomb = tmp_path / "bomb.log.gz"
+    _bomb(bomb, 600_000)  # 45 MB of log lines in ~150 KB
+    for argv in (("log", "show", str(bomb)), ("log", "check", str(bomb)), ("perf", "check", str(bomb))):
+        t0 = time.monotonic()
+        p = run(*argv, timeout=120)
+        _refused(p, bomb, "compression bomb", "bytes per compressed byte")
+        assert time.monotonic() - t0 < 20
+
+
+def test_a_real_gzip_log_still_reads(tmp_path: Path) -> None:
+    """The control: the shipped gzip log reads as its plain twin does."""
+    gz = run("log", "show", str(LOGS / "v2.30-dgx-h100-2nodes-healthy.log.gz"), "--format", "json")
+    plain = run("log", "show", str(LOGS / "v2.30-dgx-h100-2nodes-healthy.log"), "--format", "json")
+    assert gz.returncode == plain.returncode == 0, gz.stderr
+    assert json.loads(gz.stdout)["hosts"] == json.loads(plain.stdout)["hosts"]
+
+
+def test_one_line_nccl_tests_json_over_64_kib_reads(tmp_path: Path) -> None:
+    """nccl-tests -J may write its document on one line; over 64 KiB the line was cut and the file refused
+    ("not nccl-tests JSON output: JSONDecodeError")."""
+    doc = json.loads(PERF_JSON.read_text())
+    doc["env"] = [f"VAR{i}={'x' * 100}" for i in range(900)]  # a big environment: ~100 KB on one line
+    f = tmp_path / "one-line.json"
+    f.write_text(json.dumps(doc))
+    assert f.stat().st_size > 64 << 10 and f.read_text().count("\n") == 0
+    p = run("perf", "check", str(f), "-f", "json")
+    ref = run("perf", "check", str(PERF_JSON), "-f", "json")
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    strip = lambda d: [{k: v for k, v in r.items() if k not in ("source", "path")} for r in d["results"]]  # noqa: E731
+    assert strip(json.loads(p.stdout)) == strip(json.loads(ref.stdout))
