@@ -5,6 +5,10 @@ Every command that writes a file (``-o PATH``) goes through :func:`emit`:
 * **atomic**: the bytes go to a temp file in the same folder, which is fsynced, given the old file's mode, owner
   and SELinux label, and moved over the target with ``os.replace``; then the folder is fsynced. A reader sees the
   old file or the new one, never a half-written one, and a crash leaves no partial file behind.
+* **other users' files**: an existing file that is another user's and world-writable, or another user's in a
+  sticky world-writable folder (``/tmp``), gives the new file neither its owner nor its mode: it is replaced by a
+  new inode owned by the caller with ``mode`` minus the umask, even when it already holds the bytes, and the
+  message says so (:func:`_foreign`).
 * **idempotent**: nothing is written when the file already holds exactly these bytes (``changed`` is False and
   the file's mtime does not move).
 * **check**: compute and report, write nothing (Ansible's check mode).
@@ -83,7 +87,8 @@ def emit(path: str, data: bytes, *, check: bool = False, diff: bool = False, bac
     target = resolve_target(path, follow=follow)
     folder = os.path.dirname(target)
     old, link = _read_current(target, path)
-    changed = link is not None or old != data
+    foreign = _foreign(target) if old is not None else None
+    changed = link is not None or foreign is not None or old != data
     want_diff = diff and changed
     ansible_diff, unified = (_diffs(path, old, data, link=link) if want_diff else (None, None))
     if not changed:
@@ -93,6 +98,8 @@ def emit(path: str, data: bytes, *, check: bool = False, diff: bool = False, bac
         if link is not None:
             msg = (f"{path} would be changed: the symlink to {link} would be replaced by a regular file "
                    f"(check mode: nothing written)")
+        elif foreign is not None and old == data:
+            msg = f"{path} would be replaced by a file of yours ({foreign}; check mode: nothing written)"
         else:
             msg = f"{path} would be {'created' if created else 'changed'} (check mode: nothing written)"
         if created and not os.path.isdir(folder):
@@ -101,12 +108,14 @@ def emit(path: str, data: bytes, *, check: bool = False, diff: bool = False, bac
                            created=created)
     if not os.path.isdir(folder):
         raise InputError("the folder does not exist", path=folder, fix="create it first")
-    kept = _replace(target, path, data, mode=mode, backup=backup and not created)
+    kept = _replace(target, path, data, mode=mode, backup=backup and not created, inherit=foreign is None)
     if link is not None:
         msg = (f"{path} changed: the symlink to {link} was replaced by a regular file ({len(data)} bytes; "
                f"its target is untouched; --follow writes through a link)")
     else:
         msg = f"{path} {'created' if created else 'changed'} ({len(data)} bytes)"
+    if foreign is not None:
+        msg += f"; {foreign}: the new file is yours, mode {mode & ~_umask():04o}"
     if kept:
         msg += f"; previous {'link' if link is not None else 'file'} kept as {kept}"
     return WriteResult(changed=True, path=path, msg=msg, diff=ansible_diff, unified=unified, backup=kept,
@@ -303,9 +312,39 @@ def _backup(target: str, shown: str) -> str:
     raise InputError("cannot find a free backup name", path=shown, fix="remove old backups")  # pragma: no cover
 
 
-def _replace(target: str, shown: str, data: bytes, *, mode: int, backup: bool) -> str | None:
+def _foreign(target: str) -> str | None:
+    """Why the file at ``target`` must not give its owner and mode to the new file, or None when it may.
+
+    A writer keeps an existing file's owner and mode (an editor's and Ansible's behaviour) only where that cannot
+    hand a file the caller writes to another user: the file is the caller's (euid), or it is neither
+    world-writable nor another user's file in a sticky world-writable folder such as ``/tmp`` (where anyone may
+    create it first, the case the kernel's ``fs.protected_regular`` guards). Otherwise the new file is a new inode
+    with the caller as owner and the writer's mode (root writing ``/tmp/x/nccl.conf`` that another user created
+    with mode 0666 leaves a root-owned 0644 file, not one that user can still change)."""
+    try:
+        st = os.lstat(target)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_uid == os.geteuid():
+        return None
+    what = f"the old file was owned by {_user(st.st_uid)}, mode {stat.S_IMODE(st.st_mode):04o}"
+    if st.st_mode & stat.S_IWOTH:
+        return what + " (writable by everyone)"
+    folder = os.path.dirname(target)
+    try:
+        fst = os.stat(folder)
+    except OSError:
+        return None
+    if fst.st_mode & stat.S_ISVTX and fst.st_mode & stat.S_IWOTH and st.st_uid != fst.st_uid:
+        return what + f", in the sticky world-writable folder {folder} (anyone may have created it)"
+    return None
+
+
+def _replace(target: str, shown: str, data: bytes, *, mode: int, backup: bool, inherit: bool = True) -> str | None:
     """Write ``data`` to a temp file beside ``target``, keep a backup if asked, rename over ``target``, fsync the
-    folder. Returns the backup's name. On any failure before the rename the old file (or link) is left as it was,
+    folder. The new file takes the old one's mode, owner and SELinux label when ``inherit`` (see :func:`_foreign`),
+    else ``mode`` minus the umask and the caller as owner. Returns the backup's name. On any failure before the
+    rename the old file (or link) is left as it was,
     and the temp file and the backup are removed; every ``OSError`` becomes an :class:`InputError` naming
     ``shown``."""
     folder = os.path.dirname(target)
@@ -327,14 +366,14 @@ def _replace(target: str, shown: str, data: bytes, *, mode: int, backup: bool) -
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        if st is not None and stat.S_ISREG(st.st_mode):
+        if st is not None and stat.S_ISREG(st.st_mode) and inherit:
             os.chmod(tmp, st.st_mode & 0o7777)
             try:
                 os.chown(tmp, st.st_uid, st.st_gid)
             except PermissionError:
                 pass  # not root: the file becomes ours, as with any editor
             _copy_selinux_label(target, tmp)
-        else:  # new, or a symlink being replaced: never take the link's owner (it may be another user's)
+        else:  # new, a symlink or another user's planted file being replaced: never take that owner or mode
             os.chmod(tmp, mode & ~_umask())
         if backup and st is not None:
             kept = _backup(target, shown)

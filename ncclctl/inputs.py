@@ -240,14 +240,24 @@ LINE_MAX = 64 << 10
 
 _CHUNK = 1 << 20
 
+#: A gzip stream past GZIP_FREE unpacked bytes may unpack to at most GZIP_RATIO bytes per compressed byte: NCCL
+#: logs compress 10-50x, a bomb of log lines 300x and more (29 MB to 8 GiB), refused at once instead of after
+#: gigabytes of parsing (the snapshot archives' rule).
+GZIP_RATIO = 200
+GZIP_FREE = 8 << 20
+
 
 class LineStream:
     """What :func:`iter_lines` saw besides the lines: bytes read (unpacked), invalid bytes replaced, lines cut at
     :data:`LINE_MAX`, whether the input was gzip and whether its stream ended early."""
 
-    def __init__(self, shown: str) -> None:
+    def __init__(self, shown: str, *, line_max: int = LINE_MAX) -> None:
         self.shown = shown
+        #: The longest line kept (:data:`LINE_MAX`; a reader of one-line JSON documents asks for more).
+        self.line_max = line_max
         self.bytes = 0
+        #: Bytes read from the file (compressed, for gzip): the ratio check's denominator.
+        self.packed = 0
         self.gzip = False
         self.truncated_gzip = False
         self.replaced = 0
@@ -261,7 +271,7 @@ class LineStream:
         if self.replaced:
             out.append(f"{self.replaced:,} line(s) with bytes that are not UTF-8 (read as U+FFFD)")
         if self.cut_lines:
-            out.append(f"{self.cut_lines:,} line(s) longer than {LINE_MAX:,} bytes were cut there")
+            out.append(f"{self.cut_lines:,} line(s) longer than {self.line_max:,} bytes were cut there")
         return out
 
 
@@ -314,6 +324,7 @@ def iter_lines(path: str, kind: str = "log", *, display: str | None = None, stre
         close = True
     try:
         first = _read_some(raw, shown, spec)
+        st.packed += len(first)
         inflate = None
         if first[:2] == b"\x1f\x8b":
             st.gzip = True
@@ -329,6 +340,13 @@ def iter_lines(path: str, kind: str = "log", *, display: str | None = None, stre
                             st.bytes += len(out)
                             if st.bytes > spec.cap:
                                 raise too_big(shown, None, spec)
+                            if st.bytes > GZIP_FREE:
+                                used = st.packed - len(inflate.unconsumed_tail) - len(inflate.unused_data)
+                                if st.bytes > GZIP_RATIO * used:
+                                    raise InputError(
+                                        f"gzip stream unpacks to over {GZIP_RATIO} bytes per compressed byte "
+                                        f"({st.bytes:,} bytes from {used:,}): a compression bomb, not a log",
+                                        path=shown, fix="give the log uncompressed if it really is one")
                             rest, lines = _split(rest + out, st)
                             if lines:
                                 yield lines
@@ -356,6 +374,7 @@ def iter_lines(path: str, kind: str = "log", *, display: str | None = None, stre
             if not data:
                 break
             data = _read_some(raw, shown, spec)
+            st.packed += len(data)
         if inflate is not None and not inflate.eof and st.bytes:
             st.truncated_gzip = True
         if rest:
@@ -374,17 +393,18 @@ def _read_some(raw, shown: str, spec: Kind) -> bytes:
 
 def _split(buf: bytes, st: LineStream) -> tuple[bytes, list[str]]:
     cut = buf.rfind(b"\n")
+    line_max = st.line_max
     if cut < 0:
-        if len(buf) > LINE_MAX:  # one endless line: keep its start, count it once
+        if len(buf) > line_max:  # one endless line: keep its start, count it once
             if not st.cutting:
                 st.cut_lines += 1
                 st.cutting = True
-            return buf[:LINE_MAX], []
+            return buf[:line_max], []
         return buf, []
     if st.cutting:
         st.cutting = False
         first = buf.find(b"\n")
-        buf = buf[:LINE_MAX] + buf[first:] if first > LINE_MAX else buf
+        buf = buf[:line_max] + buf[first:] if first > line_max else buf
         cut = buf.rfind(b"\n")
     return buf[cut + 1:], _decode_lines(buf[:cut], st)
 
@@ -402,11 +422,12 @@ def _decode_lines(body: bytes, st: LineStream) -> list[str]:
             except UnicodeDecodeError:
                 st.replaced += 1
                 lines.append(b.decode("utf-8", "replace"))
-    if len(body) > LINE_MAX and max(map(len, lines)) > LINE_MAX:
+    line_max = st.line_max
+    if len(body) > line_max and max(map(len, lines)) > line_max:
         for i, line in enumerate(lines):
-            if len(line) > LINE_MAX:
+            if len(line) > line_max:
                 st.cut_lines += 1
-                lines[i] = line[:LINE_MAX]
+                lines[i] = line[:line_max]
     if "\r" in lines[-1] or any("\r" in x for x in lines[:64]):
         lines = [x[:-1] if x.endswith("\r") else x for x in lines]
     return lines

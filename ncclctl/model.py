@@ -402,6 +402,12 @@ class NcclLibrary:
     where: str | None = None
 
 
+#: ``Unavailable.reason`` of the file NCCL_TOPO_FILE or NCCL_GRAPH_FILE names (the ``source``) when ncclctl
+#: refuses to read it (a device, FIFO or socket, over the 16 MiB cap; the ``detail`` says which): lint reports it
+#: as such (NCCL020, NCCL022), not as a missing file.
+REFUSED = "refused"
+
+
 @record
 class Unavailable:
     """Something the probe could not see, and why (the node is still usable)."""

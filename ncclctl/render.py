@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 from ncclctl.model import Node, PciDevice
@@ -24,11 +25,15 @@ def dumps(doc: object) -> str:
     ``json.dumps`` with ``indent`` falls back to the pure-Python encoder, which costs a DGX-sized model ~10 ms.
     Always encodable as UTF-8: a string with undecodable bytes (a surrogate-escaped path or environment value)
     has them written as the text ``\\xNN`` (:func:`ncclctl.inputs.printable`) instead of failing on write.
+    No control character is written raw (``ensure_ascii=False`` leaves DEL and C1 raw; they become ``\\u009b``),
+    so a document printed to a terminal cannot carry an escape sequence from its input.
     """
     out: list[str] = []
     _emit(doc, "", out)
     out.append("\n")
     text = "".join(out)
+    if _C1.search(text) is not None:  # DEL and C1 controls (U+009B is a CSI) pass the encoder raw: escape them
+        text = _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -89,6 +94,7 @@ def _emit(obj: object, pad: str, out: list[str]) -> None:
 
 
 _encode_str = json.encoder.encode_basestring
+_C1 = re.compile("[\x7f-\x9f]")  # only ever inside a string literal: every structural character is ASCII
 
 
 def _gen(speed: str | None) -> str:

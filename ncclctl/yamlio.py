@@ -14,7 +14,7 @@ recursive alias, ``&a [*a]``), before anything walks it.
 
 Every failure is an :class:`~ncclctl.errors.InputError` naming the file (and the line and column when YAML knows
 them): ``not valid YAML`` for syntax, ``not usable YAML`` for input that parses but cannot be used (too deep, an
-integer of over 4,300 digits).
+integer of over 100 characters, a key given twice in one mapping).
 """
 
 from __future__ import annotations
@@ -76,6 +76,52 @@ def expanded_size(root: Any, limit: int) -> int | None:
     return sizes[id(root)]
 
 
+#: Characters an integer may have (sign, ``0x``/``0o``/``0b`` prefix and ``_`` included). No number ncclctl reads
+#: has more than 20 digits; a hex or binary integer of thousands of digits builds an int Python cannot print
+#: (the 4,300-digit int-to-str limit: exit 70 where the value was shown).
+MAX_INT_CHARS = 100
+
+_INT_TAG = "tag:yaml.org,2002:int"
+
+
+def check_nodes(root: Any, path: str) -> None:
+    """Refuse, naming the line, what YAML accepts but an input must not hold: a mapping key given twice (YAML keeps
+    the last value and silently drops the first: a duplicate host in an inventory) and an integer over
+    :data:`MAX_INT_CHARS` characters. Each composed node is looked at once (aliases share nodes): linear."""
+    import yaml
+
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            if node.tag == _INT_TAG and len(node.value) > MAX_INT_CHARS:
+                mark = node.start_mark
+                raise InputError(f"not usable YAML: an integer of {len(node.value):,} characters (at most "
+                                 f"{MAX_INT_CHARS})", path=path, line=mark.line + 1, column=mark.column + 1,
+                                 fix="write the number with at most 20 digits, or quote it if it is a name")
+            continue
+        if isinstance(node, yaml.MappingNode):
+            keys: dict[tuple[str, str], Any] = {}
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    first = keys.setdefault((key.tag, key.value), key)
+                    if first is not key:
+                        mark = key.start_mark
+                        shown = key.value if len(key.value) <= 60 else key.value[:57] + "..."
+                        raise InputError(
+                            f"not usable YAML: duplicate key {shown!r} (first on line {first.start_mark.line + 1}): "
+                            "YAML would keep only the last and silently drop the first", path=path, line=mark.line + 1, column=mark.column + 1,
+                            fix="remove or rename one of the two entries")
+                stack.append(key)
+                stack.append(value)
+        else:
+            stack.extend(node.value)
+
+
 def load(text: str, path: str, *, max_depth: int = 64, fix: str = "fix the YAML structure",
          max_nodes: int = MAX_NODES) -> tuple[Any, Any]:
     """``(data, root node)`` of one YAML document; ``(None, None)`` for an empty one."""
@@ -101,6 +147,8 @@ def load(text: str, path: str, *, max_depth: int = 64, fix: str = "fix the YAML 
                 raise InputError(f"not usable YAML: aliases expand it past {max_nodes:,} nodes, or refer to "
                                  f"themselves (an alias bomb)", path=path, fix="write the values out; drop the "
                                  "anchors (&name) and aliases (*name)")
+            if root is not None:
+                check_nodes(root, path)
             data = loader.construct_document(root) if root is not None else None
         finally:
             loader.dispose()

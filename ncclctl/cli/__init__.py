@@ -164,7 +164,9 @@ def _fail(exc: Any, argv: list[str]) -> int:
 
         sys.stdout.write(json.dumps({"schema_version": JSON_SCHEMA_VERSION, "ok": False, "error": exc.to_dict()},
                                     indent=2) + "\n")
-    print(f"ncclctl: error: {exc}", file=sys.stderr)
+    from ncclctl.cli.common import terminal_safe
+
+    print(f"ncclctl: error: {terminal_safe(str(exc))}", file=sys.stderr)
     return int(exc.exit_code)
 
 

@@ -9,6 +9,7 @@ or :func:`out` (a rendered document). No logic lives in the CLI.
 from __future__ import annotations
 
 import enum
+import re
 import sys
 from typing import Any, List, Optional
 
@@ -171,8 +172,26 @@ SCOPE_COMMAND = {"node": "ncclctl lint", "fleet": "ncclctl fleet lint", "file": 
                  "fabric": "ncclctl fabric rails", "log": "ncclctl log check", "perf": "ncclctl perf check"}
 
 
+#: Control characters that must not reach a terminal from input: C0 but tab and newline (ESC starts CSI/OSC
+#: sequences, BEL ends OSC, CR overwrites a line), DEL, and C1 (U+009B is a one-character CSI, U+009D an OSC).
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every control character but tab and newline written as the text ``\\xNN`` (Python's own
+    escape), so that input (an HCA description, a log's host name, a version string) cannot send the terminal an
+    escape sequence: ``\\x1b]52;c;...\\x07`` (OSC 52 writes the operator's clipboard), ``\\x1b[2J`` (clears the
+    screen). The one place every output to the terminal goes through (:func:`out`, :func:`note`, error lines);
+    JSON documents carry them as ``\\u001b`` escapes (:func:`ncclctl.render.dumps`), so it leaves them as they are."""
+    if _CONTROLS.search(text) is None:
+        return text
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def out(text: str) -> None:
-    """Write a command's output to stdout (undecodable bytes as ``\\xNN`` under a strict UTF-8 stdout)."""
+    """Write a command's output to stdout: control characters from input escaped (:func:`terminal_safe`),
+    undecodable bytes as ``\\xNN`` under a strict UTF-8 stdout."""
+    text = terminal_safe(text)
     try:
         sys.stdout.write(text)
     except UnicodeEncodeError:  # a surrogate-escaped name or path under a strict (UTF-8 locale) stdout
@@ -182,8 +201,8 @@ def out(text: str) -> None:
 
 
 def note(text: str) -> None:
-    """A one-line message for the person at the terminal (stderr)."""
-    print(f"ncclctl: {text}", file=sys.stderr)
+    """A one-line message for the person at the terminal (stderr), control characters escaped."""
+    print(f"ncclctl: {terminal_safe(text)}", file=sys.stderr)
 
 
 def dumps(doc: Any) -> str:
@@ -347,5 +366,5 @@ __all__ = [
     "FORMAT_VALUES", "FailOn", "Format", "Group", "FleetFormat", "OrderFormat", "ProbeFormat", "ReportFormat", "RulesFormat", "ShowFormat", "SynthFormat", "JSON_SCHEMA_VERSION", "MODEL_HELP", "NCCL_DEFAULT", "ROOT_HELP", "RULE_HELP",
     "SHOW_INFO_OPTION", "command_app", "csv_list", "dumps", "emit_report", "emit_result",
     "format_option", "load_config", "FABRIC_IDS_HELP", "RAIL_MAP_HELP", "HOST_IDS_HELP", "load_node", "note", "out", "read_xml", "rule_or_usage", "select_rules",
-    "sub_app", "usage", "validate_file",
+    "sub_app", "terminal_safe", "usage", "validate_file",
 ]

@@ -251,9 +251,41 @@ static int is_word(char c) {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-/* The claims of both ends of the links: equal sums (mod 2^64) when every link is listed the same from both. */
+/* The claims of both ends of the links: equal sums (mod 2^64) when every link is listed the same from both.
+ *
+ * Each claim (guid, port, remote guid, remote port) is fingerprinted with SipHash-1-3 (CPython's string hash)
+ * under a key drawn from os.urandom when the module is loaded (claim_key): a file cannot choose GUIDs whose
+ * fingerprints cancel, since it cannot know them. (An unkeyed, invertible mix let a forged file make two one-sided links cancel: a switch
+ * port claiming an HCA that claims another port, with the HCA's GUID solved for.) */
+static uint64_t claim_key[2];
+
+#define ROTL64(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                                                                  \
+    do {                                                                                                          \
+        v0 += v1; v1 = ROTL64(v1, 13); v1 ^= v0; v0 = ROTL64(v0, 32);                                             \
+        v2 += v3; v3 = ROTL64(v3, 16); v3 ^= v2;                                                                  \
+        v0 += v3; v3 = ROTL64(v3, 21); v3 ^= v0;                                                                  \
+        v2 += v1; v1 = ROTL64(v1, 17); v1 ^= v2; v2 = ROTL64(v2, 32);                                             \
+    } while (0)
+
 static uint64_t claim(uint64_t a, long pa, uint64_t b, long pb) {
-    return mix64(a ^ mix64(b ^ mix64(((uint64_t)pa << 32) ^ (uint64_t)pb)));
+    uint64_t v0 = claim_key[0] ^ 0x736f6d6570736575ULL, v1 = claim_key[1] ^ 0x646f72616e646f6dULL;
+    uint64_t v2 = claim_key[0] ^ 0x6c7967656e657261ULL, v3 = claim_key[1] ^ 0x7465646279746573ULL;
+    const uint64_t m[3] = {a, b, ((uint64_t)(uint32_t)pa << 32) | (uint64_t)(uint32_t)pb}; /* ports < 2^30 */
+    for (int i = 0; i < 3; i++) {
+        v3 ^= m[i];
+        SIPROUND;
+        v0 ^= m[i];
+    }
+    const uint64_t last = (uint64_t)24 << 56; /* the message length, 24 bytes */
+    v3 ^= last;
+    SIPROUND;
+    v0 ^= last;
+    v2 ^= 0xff;
+    SIPROUND;
+    SIPROUND;
+    SIPROUND;
+    return v0 ^ v1 ^ v2 ^ v3;
 }
 
 /* A tuple of ``n`` new references (stolen, also on failure); NULL when one is NULL or on memory errors. Faster
@@ -1130,4 +1162,24 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastread",
                                     "The lean ibnetdiscover reader in C (optional; see ncclctl/fabric/lean.py).", -1,
                                     methods};
 
-PyMODINIT_FUNC PyInit__fastread(void) { return PyModule_Create(&module); }
+/* The claims' key: 16 bytes of os.urandom, drawn once per process. */
+static int seed_claims(void) {
+    PyObject *os = PyImport_ImportModule("os");
+    if (os == NULL) return -1;
+    PyObject *raw = PyObject_CallMethod(os, "urandom", "n", (Py_ssize_t)sizeof(claim_key));
+    Py_DECREF(os);
+    if (raw == NULL) return -1;
+    if (!PyBytes_Check(raw) || PyBytes_GET_SIZE(raw) != (Py_ssize_t)sizeof(claim_key)) {
+        Py_DECREF(raw);
+        PyErr_SetString(PyExc_RuntimeError, "os.urandom gave no key");
+        return -1;
+    }
+    memcpy(claim_key, PyBytes_AS_STRING(raw), sizeof(claim_key));
+    Py_DECREF(raw);
+    return 0;
+}
+
+PyMODINIT_FUNC PyInit__fastread(void) {
+    if (seed_claims() < 0) return NULL;
+    return PyModule_Create(&module);
+}

@@ -17,6 +17,8 @@ to GUIDs the file never describes (a truncated capture) still count: the far end
 
 from __future__ import annotations
 
+import os
+
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -338,18 +340,26 @@ def _rate(width: str | None, speed: str | None, _cache: dict = {}) -> float | No
     return rate
 
 
+#: The key of the claims' fingerprints: a random number drawn once per process, the first item of every claim
+#: tuple hashed (:func:`claim`). A file cannot choose GUIDs whose fingerprints cancel without knowing it, whatever
+#: PYTHONHASHSEED says (with a fixed seed, string hashes are public); the C reader keys its SipHash the same way.
+CLAIM_KEY = int.from_bytes(os.urandom(8), "little")
+
+
 def claim(link: tuple) -> int:
     """The fingerprint of one end's claim of a link, (guid, port, remote guid, remote port): the claims of both
-    ends are compared as sums of these. A tuple's hash is nearly linear in its items (additions and rotations), so
-    plain sums of hashes could agree for two swapped links (seen for a swapped pair of spine link lines in 1 hash
-    seed of 8); the sums of the hashes and of their squares (both exact, packed into one integer: the first sum
-    stays far below 2**128) agree only when the claims do."""
-    h = hash(link)
+    ends are compared as sums of these. The hash of the claim behind :data:`CLAIM_KEY` (unknown to the file's
+    author). A tuple's hash is nearly linear in its items (additions and rotations), so plain sums of hashes could
+    agree for two swapped links (seen for a swapped pair of spine link lines in 1 hash seed of 8); the sums of the
+    hashes and of their squares (both exact, packed into one integer: the first sum stays far below 2**128) agree
+    only when the claims do."""
+    h = hash((CLAIM_KEY, *link))
     return h + (h * h << 128)
 
 
 def claims(links) -> int:
-    """The sum of :func:`claim` over an iterable of claim tuples, with C loops."""
+    """The sum of :func:`claim` over an iterable of claim tuples ``(CLAIM_KEY, guid, port, remote guid, remote
+    port)`` (the key first, as ``zip(repeat(CLAIM_KEY), ...)`` gives them), with C loops."""
     hs = list(map(hash, links))
     return sum(hs) + (sum(map(mul, hs, hs)) << 128)
 

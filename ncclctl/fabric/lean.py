@@ -26,7 +26,7 @@ from typing import Any
 import re
 
 from ncclctl.errors import InputError
-from ncclctl.fabric.graph import FabricGraph, Switch, _rate, accelerator, claims
+from ncclctl.fabric.graph import CLAIM_KEY as _K, FabricGraph, Switch, _rate, accelerator, claims
 from ncclctl.parsers.ibnetdiscover import _SW_EXTRA, LANE_GBPS, MAX_PORTS
 
 #: Characters some line splitters treat as line ends or that ``str.strip`` removes: input holding one takes the
@@ -183,7 +183,7 @@ def _topology(box: list[str], source: str) -> FabricGraph | None:
                 except KeyError:
                     w, sp, rate = rates[key] = (width, speed, _rate(width, speed))
                 ca_claims += 1
-                h = hash((guid, p, r, rp))  # graph.claim, inline (a call per line costs a tenth of the run)
+                h = hash((_K, guid, p, r, rp))  # graph.claim, inline (a call per line costs a tenth of the run)
                 acc_ca += h + (h * h << 128)
                 hca_links[(guid, p)] = (r, rp, w, sp, rate, line)
                 line += 1
@@ -212,11 +212,11 @@ def _topology(box: list[str], source: str) -> FabricGraph | None:
                     rp = ints[rport] = int(rport)
                 if rk == "H":
                     sw_claims += 1
-                    h = hash((rguid, rp, guid, p))  # graph.claim, inline (a call per line costs a tenth of the run)
+                    h = hash((_K, rguid, rp, guid, p))  # graph.claim, inline (a call per line costs a tenth of the run)
                     acc_ca -= h + (h * h << 128)
                 elif guid < rguid or (guid == rguid and p < rp):
                     fwd += 1
-                    h = hash((guid, p, rguid, rp))  # graph.claim, inline (a call per line costs a tenth of the run)
+                    h = hash((_K, guid, p, rguid, rp))  # graph.claim, inline (a call per line costs a tenth of the run)
                     acc_sw += h + (h * h << 128)
                     r = sget(rguid)
                     if r is None:
@@ -229,7 +229,7 @@ def _topology(box: list[str], source: str) -> FabricGraph | None:
                     switch_links.append((guid, p, r, rp, w, sp, rate, line))
                 else:
                     bwd += 1
-                    h = hash((rguid, rp, guid, p))  # graph.claim, inline (a call per line costs a tenth of the run)
+                    h = hash((_K, rguid, rp, guid, p))  # graph.claim, inline (a call per line costs a tenth of the run)
                     acc_sw -= h + (h * h << 128)
                 line += 1
         lineno += body.count("\n")
@@ -368,7 +368,7 @@ def _topology_bulk(text: str, source: str) -> FabricGraph | None:
                     hm = list(map(is_h, rks))
                     h_rg, h_rp, h_p = compress(rguids, hm), compress(rports, hm), compress(ports, hm)
                 sw_claims += nh
-                acc_ca -= claims(zip(h_rg, h_rp, repeat(guid), h_p))
+                acc_ca -= claims(zip(repeat(_K), h_rg, h_rp, repeat(guid), h_p))
             if nh < nlines:
                 if prefix:
                     rguids, rports, ports = rguids[nh:], rports[nh:], ports[nh:]
@@ -395,12 +395,12 @@ def _topology_bulk(text: str, source: str) -> FabricGraph | None:
                     b_rg, b_rp, b_p = rguids, rports, ports
                 if nf:
                     fwd += nf
-                    acc_sw += claims(zip(repeat(guid), f_p, f_rg, f_rp))
+                    acc_sw += claims(zip(repeat(_K), repeat(guid), f_p, f_rg, f_rp))
                     W, S, R = rate_cols(f_w, f_s, nf)
                     switch_links.extend(zip(repeat(guid), f_p, map(intern, f_rg, f_rg), f_rp, W, S, R, f_l))
                 if nf < m:
                     bwd += m - nf
-                    acc_sw -= claims(zip(b_rg, b_rp, repeat(guid), b_p))
+                    acc_sw -= claims(zip(repeat(_K), b_rg, b_rp, repeat(guid), b_p))
         lineno += body.count("\n")
         if end < len(body):
             tails.append(body[end:])
@@ -471,7 +471,7 @@ def _topology_bulk(text: str, source: str) -> FabricGraph | None:
             rp = list(map(int, rp_s))
             rg = list(map(intern, rg, rg))
             ca_claims += linked
-            acc_ca += claims(zip(lg, lp, rg, rp))
+            acc_ca += claims(zip(repeat(_K), lg, lp, rg, rp))
             W, S, R = rate_cols(lw, ls, linked)
             hca_links.update(zip(zip(lg, lp), zip(rg, rp, W, S, R, map((1).__add__, ll))))
     if text.count("\n", u + 1) != nlines_ca + trailing - 1:
@@ -610,7 +610,7 @@ def _ports(box: list[str], source: str) -> FabricGraph | None:
                 if rkind == "CA":
                     return None
                 ca_claims += 1
-                h = hash((gd, p, rg, rp))  # graph.claim, inline (a call per line costs a tenth of the run)
+                h = hash((_K, gd, p, rg, rp))  # graph.claim, inline (a call per line costs a tenth of the run)
                 acc_ca += h + (h * h << 128)
                 key = (gd, p)
                 if key in hca_links:
@@ -624,11 +624,11 @@ def _ports(box: list[str], source: str) -> FabricGraph | None:
                     hca_links[key] = (rg, rp, width, speed, None, line)
             elif rkind == "CA":
                 sw_claims += 1
-                h = hash((rg, rp, gd, p))  # graph.claim, inline (a call per line costs a tenth of the run)
+                h = hash((_K, rg, rp, gd, p))  # graph.claim, inline (a call per line costs a tenth of the run)
                 acc_ca -= h + (h * h << 128)
             elif gd < rg or (gd == rg and p < rp):
                 fwd += 1
-                h = hash((gd, p, rg, rp))  # graph.claim, inline (a call per line costs a tenth of the run)
+                h = hash((_K, gd, p, rg, rp))  # graph.claim, inline (a call per line costs a tenth of the run)
                 acc_sw += h + (h * h << 128)
                 if width and speed:
                     wsp = norm.get(width + speed)
@@ -639,7 +639,7 @@ def _ports(box: list[str], source: str) -> FabricGraph | None:
                     switch_links.append((gd, p, rg, rp, width, speed, None, line))
             else:
                 bwd += 1
-                h = hash((rg, rp, gd, p))  # graph.claim, inline (a call per line costs a tenth of the run)
+                h = hash((_K, rg, rp, gd, p))  # graph.claim, inline (a call per line costs a tenth of the run)
                 acc_sw -= h + (h * h << 128)
     del text
     if cur is None:

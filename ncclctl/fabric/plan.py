@@ -23,7 +23,14 @@ a re-run that changes nothing rewrites nothing and keeps the mtimes); the manife
 the run (no time, no change status), so the same inputs give byte-identical files. The output folder is the plan's:
 ncclctl writes into an empty or missing folder, or one holding an earlier plan (its ``plan.json``); a folder with
 anything else needs ``--force``, and even then only the plan's own files are written and nothing is deleted. No
-symlinked ``hosts`` folder or host folder is written through.
+symlinked ``hosts`` folder or host folder is written through, and every component of the output path is checked
+for links another user planted (the protected-symlinks rule of :func:`ncclctl.fileio.resolve_target`) before
+anything is created.
+
+One transaction: a new plan folder is written whole into a temp folder beside it (``.NAME.XXXX.tmp``) and renamed
+in, so a kill leaves no plan folder rather than part of one; an existing one that changes first gets a
+``plan.json`` saying ``incomplete`` (the last file written replaces it with the manifest), so a kill leaves a plan
+that says it is not finished, not old and new files side by side.
 """
 
 from __future__ import annotations
@@ -458,6 +465,12 @@ def check_out_dir(out_dir: str, plan: FabricPlan, *, force: bool = False) -> lis
     """Refuse an output folder the plan may not write into (see the module doc); the stale host folders."""
     if not out_dir or "\0" in out_dir:
         raise UsageError("-o: give the output folder", fix="e.g. -o plan/")
+    from ncclctl.fileio import resolve_target
+
+    # Every component of the path, the folder itself included, looked at before anything is created: a link
+    # another user planted in a sticky folder (/tmp/plan -> /etc/x) is refused here, not after folders were made
+    # inside its target.
+    resolve_target(out_dir, follow=True)
     st = _lstat(out_dir)
     if st is not None and not os.path.isdir(out_dir):
         raise InputError("the output folder is a file (or a link to one)", path=out_dir,
@@ -503,13 +516,17 @@ def write_plan(plan: FabricPlan, out_dir: str, *, force: bool = False, check: bo
         if e.host in (".", "..") or "/" in e.host or "\0" in e.host:  # inventory names cannot be; defence
             raise InputError(f"host name {e.host!r} cannot be a folder name", path=plan.inventory,
                              fix="use the host's short name")
+    findings = [finding("FAB026", f"{HOSTS_DIR}/{name}/: not a host of this plan (left from an earlier plan?); "
+                                  "not deleted", subject=out_dir, host=name)
+                for name in sorted(stale, key=natural_key)]
+    if not check and _lstat(out_dir) is None:  # a new folder: built beside it and renamed in, whole or not at all
+        return WriteOutcome(files=_write_new(plan, out_dir), stale=stale, findings=findings, check=check)
     if not check:
-        _mkdir(out_dir)
-        _mkdir(os.path.join(out_dir, HOSTS_DIR))
-        for e in plan.planned:
-            d = os.path.join(out_dir, HOSTS_DIR, e.host)
-            _mkdir(d)
-            _own_folder(d, f"{HOSTS_DIR}/{e.host}/")  # a link planted between the check and now
+        if any(not _holds(os.path.join(out_dir, *rel.split("/")), data) for rel, data in plan.files.items()):
+            # plan.json says the folder is being written until the last file is: a kill in between leaves a
+            # plan that says it is incomplete, not old and new files side by side and nothing to tell them apart
+            emit(os.path.join(out_dir, MANIFEST), incomplete_manifest(plan))
+        _make_folders(plan, out_dir)
     results: list[tuple[str, str]] = []
     for rel, data in plan.files.items():
         path = os.path.join(out_dir, *rel.split("/"))
@@ -518,10 +535,81 @@ def write_plan(plan: FabricPlan, out_dir: str, *, force: bool = False, check: bo
             continue
         r = emit(path, data, check=check)
         results.append((rel, "unchanged" if not r.changed else "created" if r.created else "changed"))
-    findings = [finding("FAB026", f"{HOSTS_DIR}/{name}/: not a host of this plan (left from an earlier plan?); "
-                                  "not deleted", subject=out_dir, host=name)
-                for name in sorted(stale, key=natural_key)]
     return WriteOutcome(files=results, stale=stale, findings=findings, check=check)
+
+
+def _make_folders(plan: FabricPlan, out_dir: str) -> None:
+    _mkdir(out_dir)
+    _mkdir(os.path.join(out_dir, HOSTS_DIR))
+    for e in plan.planned:
+        d = os.path.join(out_dir, HOSTS_DIR, e.host)
+        _mkdir(d)
+        _own_folder(d, f"{HOSTS_DIR}/{e.host}/")  # a link planted between the check and now
+
+
+def _holds(path: str, data: bytes) -> bool:
+    """Whether the regular file ``path`` (not a link) holds exactly ``data``."""
+    st = _lstat(path)
+    if st is None or not stat.S_ISREG(st.st_mode) or st.st_size != len(data):
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read(len(data) + 1) == data
+    except OSError:
+        return False
+
+
+def incomplete_manifest(plan: FabricPlan) -> bytes:
+    """plan.json while the plan's files are being written: the manifest with ``incomplete`` after the generator
+    (so the folder is still known as a plan's); the last file written replaces it with the manifest."""
+    doc = manifest(plan)
+    doc = {**{k: doc[k] for k in ("schema_version", "generator")},
+           "incomplete": "ncclctl fabric plan started writing this folder and has not finished (or was stopped): "
+                         "some files may be old, some new; run the same 'ncclctl fabric plan' again",
+           **{k: v for k, v in doc.items() if k not in ("schema_version", "generator")}}
+    return (json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False) + "\n").encode()
+
+
+def _write_new(plan: FabricPlan, out_dir: str) -> list[tuple[str, str]]:
+    """Write a new plan folder as one step: every file into a temp folder beside it (``.NAME.XXXX.tmp``), then
+    one rename. A kill leaves no plan folder (at most the temp folder), never part of one."""
+    import shutil
+    import tempfile
+
+    from ncclctl.fileio import write_error
+
+    full = os.path.abspath(out_dir)
+    parent, name = os.path.dirname(full), os.path.basename(full)
+    try:
+        tmp = tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        raise write_error(exc, out_dir, f"cannot create the output folder: {exc.strerror}") from None
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)  # what mkdir would have given, not mkdtemp's 0700
+        from ncclctl.fileio import emit
+
+        _make_folders(plan, tmp)
+        for rel, data in plan.files.items():
+            emit(os.path.join(tmp, *rel.split("/")), data)
+        try:
+            os.rename(tmp, full)  # replaces nothing but an empty folder made since the check
+        except OSError as exc:
+            raise write_error(exc, out_dir, f"cannot move the finished plan into place: {exc.strerror}") from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    try:
+        dfd = os.open(parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+    return [(rel, "created") for rel in plan.files]
 
 
 def _mkdir(path: str) -> None:

@@ -57,8 +57,13 @@ _STATE: dict[str, Any] = {}
 HOST_TIMEOUT = 60.0
 
 
-class HostTimeout(Exception):
-    """Raised inside a host's load/lint by the per-host timer."""
+class HostTimeout(BaseException):
+    """Raised inside a host's load/lint by the per-host timer.
+
+    A ``BaseException``, as ``KeyboardInterrupt`` is: the guards that keep one broken rule or source from hiding
+    the rest (``except Exception`` in the rule loop, the rails plan, the model's fallbacks) must not catch the
+    deadline and turn it into "the check crashed (HostTimeout)" (exit 1); only :func:`lint_host` catches it, and
+    the host is reported as a ``Timeout`` (exit 4)."""
 
 
 @contextmanager

@@ -1053,6 +1053,23 @@ def unrendered_template(ctx: Ctx, opts: dict) -> Iterable[Hit]:
 # Topology and graph files
 
 
+def _refused(ctx: Ctx, s: Setting) -> Hit | None:
+    """The error for the file ``s`` (NCCL_TOPO_FILE, NCCL_GRAPH_FILE) names when the probe refused to read it (a
+    device such as /dev/zero, a FIFO, a socket, a file over the 16 MiB cap): NCCL's fopen would fail, hang or
+    read forever, so it is an error, and saying "does not exist" would send the operator to the wrong fix."""
+    from ncclctl.model import REFUSED
+
+    if not s.value.startswith("/"):
+        return None
+    for u in ctx.node.unavailable:
+        if u.source == s.name and u.reason == REFUSED:
+            return Hit(s.value, f"ncclctl refuses to read the file: {u.detail}", severity=E,
+                       fix=f"point {s.name} at a regular NCCL XML file (ncclctl "
+                           f"{'rings graph' if s.name == 'NCCL_GRAPH_FILE' else 'topo generate'} -o PATH), or unset it",
+                       evidence=(f"{s.name} from {s.where}",))
+    return None
+
+
 def _xml_hits(ctx: Ctx, kind: Literal["topology", "graph"], conf, opts: dict, note: str) -> list[Hit]:
     """The project's validator and host checker on a captured topology/graph file, as graded hits."""
     from ncclctl.errors import InputError
@@ -1128,6 +1145,8 @@ def graph_file_broken(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         yield _hit(s, "empty: fopen('') fails, NCCL logs 'Could not open XML graph file' and init fails")
     elif not s.value.startswith("/"):
         yield _hit(s, "a relative path: it resolves against each job's working directory (not checked)", severity=W)
+    elif (refused := _refused(ctx, s)) is not None:
+        yield refused
     elif fact is None or fact.path != s.value:
         yield _hit(s, "the file does not exist or cannot be read: NCCL logs 'Could not open XML graph file' and "
                    "every communicator init fails")
@@ -1159,6 +1178,8 @@ def topo_file_missing(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     elif not s.value.startswith("/"):
         yield _hit(s, "not an absolute path: '~' is not expanded and a relative path depends on each job's "
                    "working directory")
+    elif _refused(ctx, s) is not None:
+        return  # NCCL022 says why
     elif fact is None or fact.path != s.value:
         vm = ctx.node.is_virtual
         yield _hit(s, "the file does not exist or cannot be read: NCCL silently auto-detects"
@@ -1182,6 +1203,8 @@ def topo_file_missing(ctx: Ctx, opts: dict) -> Iterable[Hit]:
 def topo_file_mismatch(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     s = _resolved(ctx).effective("NCCL_TOPO_FILE")
     fact = ctx.node.facts.topo_file
+    if s is not None and (refused := _refused(ctx, s)) is not None:
+        yield refused
     if s is None or fact is None or fact.path != s.value:
         return
     yield from _xml_hits(ctx, "topology", fact, opts, f"NCCL_TOPO_FILE from {s.where}")

@@ -34,6 +34,7 @@ nccl-tests for SXM parts, whose NVLink count is fixed).
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -174,6 +175,60 @@ def _num(tok: str) -> float | None:
     return float(tok) if _NUM.match(tok) else None
 
 
+#: The largest bandwidth (GB/s) a result may show: 500x any GPU's (NVLink 5 is 1,800 GB/s a GPU). nccl-tests
+#: prints what it measured; 1e308 or inf is a forged or corrupted file, and would print a 300-digit efficiency.
+MAX_GBS = 1e6
+
+
+#: The largest nccl-tests JSON document read (and so the longest line kept of a perf input: -J may write one line).
+MAX_JSON = 256 << 20
+
+#: Sizes and element counts stay under 18 digits (the text parser's own bound).
+MAX_COUNT = 10 ** 18
+
+
+def _implausible(side: Side | None) -> str | None:
+    """What is wrong with one side of a result row (a value that is not a finite number, a bandwidth over
+    :data:`MAX_GBS`), or None."""
+    if side is None:
+        return None
+    for what, v in (("time", side.time_us), ("algbw", side.algbw), ("busbw", side.busbw), ("#wrong", side.wrong)):
+        if v is None:
+            continue
+        if not math.isfinite(v):
+            return f"{what} {v} is not a number nccl-tests can measure"
+        if what in ("algbw", "busbw") and abs(v) > MAX_GBS:
+            return f"{what} {v:g} GB/s is over {MAX_GBS:,.0f} GB/s, more than any hardware gives"
+    return None
+
+
+def _check_row(row: Row, source: str, line: int | None, column: int | None = None, where: str = "") -> None:
+    """Refuse a row no nccl-tests run can have written (exit 3, the file and line named)."""
+    from ncclctl.errors import InputError
+
+    for what, n in (("size", row.size), ("count", row.count)):
+        if not 0 <= n < MAX_COUNT:
+            raise InputError(f"not a usable nccl-tests result: {where}{what} of {len(str(abs(n)))} digits (nccl-tests "
+                             "prints at most 18)", path=source, line=line, column=column,
+                             fix="give the unmodified output of the nccl-tests run (rerun the test if the file is "
+                                 "damaged)")
+    for name, side in (("out-of-place", row.oop), ("in-place", row.ip)):
+        why = _implausible(side)
+        if why is not None:
+            raise InputError(f"not a usable nccl-tests result: {where}{name} {why}", path=source, line=line,
+                             column=column, fix="give the unmodified output of the nccl-tests run (rerun the test "
+                                                "if the file is damaged)")
+
+
+def _check_avg(value: float | None, source: str, line: int | None, column: int | None = None) -> None:
+    from ncclctl.errors import InputError
+
+    if value is not None and (not math.isfinite(value) or abs(value) > MAX_GBS):
+        raise InputError(f"not a usable nccl-tests result: average bus bandwidth {value:g} is not a bandwidth "
+                         "nccl-tests can measure", path=source, line=line, column=column,
+                         fix="give the unmodified output of the nccl-tests run (rerun the test if the file is damaged)")
+
+
 def parse_results(lines_iter, source: str) -> list[Test]:
     """Every nccl-tests result in a text stream (batches of lines, as :func:`ncclctl.inputs.iter_lines` gives)."""
     tests: list[Test] = []
@@ -251,6 +306,7 @@ def parse_results(lines_iter, source: str) -> list[Test]:
                 continue
             row = _row(toks, cur.columns, lineno)
             if row is not None:
+                _check_row(row, source, lineno)
                 row.text = line[:400]
                 if cur.footer:  # a table after a footer without a new header: a second test (duplicated output)
                     nxt = Test(source=source, line=lineno, name=cur.name, named_by=cur.named_by,
@@ -278,6 +334,7 @@ def _footer(cur: Test, body: str, ev: Ev) -> bool:
                 cur.avg_busbw = float(m.group(1))
             except ValueError:
                 cur.avg_busbw = None
+            _check_avg(cur.avg_busbw, ev.source, ev.line)
             cur.avg_failed = m.group(2) == "FAILED"
             cur.avg_ev = ev
             cur.footer = True
@@ -372,8 +429,17 @@ def parse_json(text: str, source: str) -> list[Test]:
             row = Row(int(r.get("size") or 0), int(r.get("count") or 0), str(r.get("type", "")), str(r.get("redop", "")),
                       int(str(root).strip()) if root is not None and str(root).strip().lstrip("-").isdigit() else None,
                       _side(r.get("out_of_place")), _side(r.get("in_place")), i + 1)
-        except (TypeError, ValueError, OverflowError):
+        except (TypeError, ValueError, OverflowError):  # a value of another type, or too large for a float
+            line, column = _json_position(text, i)
+            if line is not None:
+                raise InputError(f"not a usable nccl-tests result: results[{i}] holds a value that is not a number "
+                                 "nccl-tests can measure (NaN, Infinity, or too large)", path=source, line=line,
+                                 column=column, fix="give the unmodified output of the nccl-tests run (rerun the "
+                                                    "test if the file is damaged)") from None
             continue
+        if _implausible(row.oop) or _implausible(row.ip) or not (0 <= row.size < MAX_COUNT and 0 <= row.count < MAX_COUNT):
+            line, column = _json_position(text, i)
+            _check_row(row, source, line, column, where=f"results[{i}] ")
         t.rows.append(row)
     oob = doc.get("out_of_bounds")
     if isinstance(oob, dict) and isinstance(oob.get("count"), int):
@@ -383,12 +449,58 @@ def parse_json(text: str, source: str) -> list[Test]:
     avg = doc.get("average_bus_bandwidth")
     if isinstance(avg, dict) and isinstance(avg.get("bandwidth"), (int, float)):
         t.avg_busbw = float(avg["bandwidth"])
+        _check_avg(t.avg_busbw, source, *_json_position(text, None))
         t.avg_failed = avg.get("okay") is False
         t.footer = True
     for e in doc.get("errors") or []:
         t.errors.append(Ev(source, 1, str(e)[:400]))
     t.concluded = t.footer
     return [t]
+
+
+#: A JSON token: a measured value with its key (``"bus_bw": 1e308``), any other string (skipped whole, so text
+#: inside one never counts), or a bracket (to know which entry of ``results`` a value is in).
+_JSON_TOKEN = re.compile(r'"(?P<k>alg_bw|bus_bw|time|cpu_time|nwrong|bandwidth|size|count)"\s*:\s*'
+                         r'(?P<v>-?Infinity|NaN|-?\d[\d.]*(?:[eE][-+]?\d+)?)|"(?:[^"\\]|\\.)*"|[\[\]{}]')
+_BW_KEYS = ("alg_bw", "bus_bw", "bandwidth")
+
+
+def _json_position(text: str, index: int | None) -> tuple[int | None, int | None]:
+    """Line and column of the first measured value in ``results[index]`` (anywhere when ``index`` is None) that
+    :func:`_implausible` refuses: ``NaN``, ``Infinity``, a bandwidth over :data:`MAX_GBS`. One pass over the
+    tokens, linear; (None, None) when the value cannot be placed (the message still names ``results[i]``)."""
+    depth = 0
+    in_results = False
+    results_depth = 0
+    entry = -1
+    for m in _JSON_TOKEN.finditer(text):
+        tok = m.group()
+        value = m.group("v")
+        if value is not None:
+            if index is None or (in_results and entry == index):
+                key = m.group("k")
+                v = float(value)
+                if (not math.isfinite(v) or (key in _BW_KEYS and abs(v) > MAX_GBS)
+                        or (key in ("size", "count") and not 0 <= v < MAX_COUNT)):
+                    at = m.start("v")
+                    return text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
+            continue
+        if tok[0] == '"':
+            if tok == '"results"' and depth == 1:
+                in_results = True
+            continue
+        if tok in "[{":
+            depth += 1
+            if in_results and tok == "[" and results_depth == 0:
+                results_depth = depth
+            elif in_results and depth == results_depth + 1:
+                entry += 1
+            continue
+        if in_results and depth == results_depth and results_depth:
+            in_results = False
+            results_depth = 0
+        depth -= 1
+    return None, None
 
 
 def _side(d: Any) -> Side | None:
@@ -671,7 +783,7 @@ def read_results(paths: list[str], *, stdin=None) -> tuple[list[Test], list[str]
     notes: list[str] = []
     for path in expand_inputs(paths):
         name = "<stdin>" if path == "-" else path
-        st = LineStream(name)
+        st = LineStream(name, line_max=MAX_JSON)  # nccl-tests -J may write its document on one line
         batches = iter_lines(path, "log", stream=st, stdin=stdin)
         first: list[str] = []
         for b in batches:
@@ -680,7 +792,7 @@ def read_results(paths: list[str], *, stdin=None) -> tuple[list[Test], list[str]
         head = next((x for x in first if x.strip()), "")
         if head.lstrip().startswith("{"):
             text = "\n".join(first) + "\n" + "\n".join(x for b in batches for x in b)
-            if len(text) > 256 << 20:
+            if len(text) > MAX_JSON or st.cut_lines:
                 from ncclctl.errors import InputError
 
                 raise InputError("nccl-tests JSON output over 256 MiB", path=name, fix="give the text output instead")

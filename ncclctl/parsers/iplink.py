@@ -114,9 +114,12 @@ def _parse_json(text: str, source: str) -> tuple[IpLink, ...]:
         raise perr(source, 1, "ip -j link output must be a JSON array", _JSON_FIX)
     offsets = json_array_offsets(text)
     links: list[IpLink] = []
+    line, at = 1, 0  # the line of each element, counted on from the previous one: linear, not from the start each time
     for i, obj in enumerate(doc):
-        line = text.count("\n", 0, offsets[i]) + 1 if i < len(offsets) else 1
-        links.append(_link_from_json(obj, i, line, source))
+        if i < len(offsets):
+            line += text.count("\n", at, offsets[i])
+            at = offsets[i]
+        links.append(_link_from_json(obj, i, line if i < len(offsets) else 1, source))
     return tuple(links)
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 from ncclctl.errors import InputError, NcclctlError, UsageError
 from ncclctl.model import (
     C2c, ConfFile, Cpu, Dcbx, Ecn, Gid, Gpu, HostFacts, IbPort, LldpNeighbor, NcclLibrary, NetDev, Nic, Node, NumaNode,
-    NvLink, NvSwitch, PciDevice, Qos, Unavailable,
+    NvLink, NvSwitch, PciDevice, Qos, REFUSED, Unavailable,
 )
 from ncclctl import sysfs as V
 from ncclctl.probe.commands import CommandResult, LiveRunner, RecordedRunner, Runner
@@ -865,7 +865,9 @@ class _Probe:
             return None
         try:
             data = self.host.read_bytes(path, kind="xml")
-        except InputError:  # a FIFO or device, a looping symlink, over the cap: NCCL's fopen fails or hangs
+        except InputError as exc:  # a FIFO or device, a looping symlink, over the cap: NCCL's fopen fails or hangs
+            # kept for lint (NCCL020/NCCL022: "ncclctl refuses to read the file: ..."), not "does not exist"
+            self.unavailable.append(Unavailable(source=name, reason=REFUSED, detail=exc.message))
             return None
         if data is None:
             return None

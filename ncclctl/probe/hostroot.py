@@ -171,6 +171,8 @@ class HostRoot:
         real = self.realpath(path)
         st = self._lstat(real)
         if st is None:
+            if not self.live:
+                self._dangling(path, real, kind)
             return None
         if stat.S_ISDIR(st.st_mode):
             self.denied.append(path)
@@ -198,6 +200,43 @@ class HostRoot:
         if self.recorder is not None:
             self.recorder.files[real] = data
         return data
+
+    def _dangling(self, path: str, real: str, kind: str) -> None:
+        """Refuse a path in a snapshot that leads to nothing in it, where the file cannot simply be missing.
+
+        Links resolve inside the snapshot (as under chroot), so ``cmd/x.txt -> /dev/zero`` leads to
+        ``<root>/dev/zero``, which no snapshot holds: the probe reads regular files only, so a snapshot carries
+        nothing under ``/dev``, and on a host that path is a device (``NCCL_TOPO_FILE=/dev/zero``). A recorded
+        output (``cmd/*.txt``, ``nvml.json``, ``env.json``) is a regular file ``ncclctl snapshot`` wrote, so a link
+        there that leads nowhere is damage, not absence. Both are :class:`InputError`; other dangling links (a
+        sysfs link to a device the snapshot did not capture) read as missing files."""
+        from ncclctl import inputs
+
+        spec = inputs.KINDS[kind]
+        link = self._last_link(path)
+        via = path
+        if link is not None:
+            via = f"a symlink to {self._readlink_raw(link)}" + (f" (at {self.display(link)})" if link != path else "")
+        if real == "/dev" or real.startswith("/dev/"):
+            raise InputError(f"not a regular file: {via} is in /dev, where a host has devices, not a {spec.what} "
+                             "(a snapshot holds none there; ncclctl reads only regular files)",
+                             path=self.display(path), fix=spec.fix)
+        if link is not None and kind in ("cmd", "nvml", "env"):
+            raise InputError(f"not a regular file: it is {via}, which leads to nothing in the snapshot, where a "
+                             f"{spec.what} should be (ncclctl snapshot writes them as regular files)",
+                             path=self.display(path), fix=spec.fix)
+
+    def _last_link(self, path: str) -> str | None:
+        """The last symlink met resolving ``path`` component by component (None when there is none)."""
+        parts = [p for p in path.split("/") if p]
+        found = None
+        for i in range(len(parts)):
+            here = "/" + "/".join(parts[: i + 1])
+            real = self.realpath(here.rpartition("/")[0] or "/")
+            st = self._lstat(("" if real == "/" else real) + "/" + parts[i])
+            if st is not None and stat.S_ISLNK(st.st_mode):
+                found = here
+        return found
 
     def read_text(self, path: str, *, kind: str = "host") -> str | None:
         data = self.read_bytes(path, kind=kind)
