@@ -169,6 +169,11 @@ class Resolved:
     def names(self) -> tuple[str, ...]:
         return tuple(sorted({s.name for s in self.settings}))
 
+    def nccl_env(self) -> dict[str, str]:
+        """The NCCL_* values NCCL reads (each variable's effective definition), by name."""
+        return {name: s.value for name in self.names() if name.startswith("NCCL_")
+                and (s := self.effective(name)) is not None}
+
     def duplicates(self) -> list[tuple[Setting, Setting]]:
         """(ignored line, the earlier line of the same file that wins)."""
         out: list[tuple[Setting, Setting]] = []

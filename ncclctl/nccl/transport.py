@@ -200,10 +200,4 @@ def node_transport(node: Any, version: Any) -> Transport:
     """:func:`transport_for_node` under the node's own NCCL settings (environment over conf files) for ``version``."""
     from ncclctl.nccl.settings import resolve
 
-    resolved = resolve(node, version)
-    env = {}
-    for name in resolved.names():
-        st = resolved.effective(name)
-        if st is not None and name.startswith("NCCL_"):
-            env[name] = st.value
-    return transport_for_node(node, env)
+    return transport_for_node(node, resolve(node, version).nccl_env())

@@ -82,10 +82,12 @@ def _ld_so_conf_dirs(path: str = "/etc/ld.so.conf", depth: int = 0) -> list[str]
     out: list[str] = []
     if depth > 3:
         return out
+    from ncclctl.errors import InputError  # noqa: PLC0415
+    from ncclctl.inputs import read_text  # noqa: PLC0415
+
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            lines = fh.read(1 << 20).splitlines()
-    except OSError:
+        lines = read_text(path, "host").splitlines()
+    except InputError:  # missing, not a regular file, over the cap, not UTF-8: no folders from it
         return out
     for line in lines:
         line = line.split("#", 1)[0].strip()
