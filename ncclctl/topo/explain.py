@@ -202,8 +202,14 @@ def _meaning(c: dict, a: TopoView, b: TopoView, pa: dict[str, _Place], pb: dict[
         elif attr == "sm":
             out.append(f"GPU {busid}: compute capability {c['from']} -> {c['to']} (NVLink bandwidth and tuning)")
         elif attr == "gdr":
-            out.append(f"GPU {busid}: GPUDirect RDMA " + ("forced off" if (c["to"] or "").strip() == "0" else
-                                                        "forced on" if c["to"] is not None else "left to NCCL"))
+            # <gpu gdr> is the GPU's own answer to CUDA's GPUDirect RDMA attribute: NCCL's dumps record it (gdr="1" on
+            # every GPU that supports it) and a file that sets it replaces what the reading rank's CUDA says.
+            to = (c["to"] or "").strip() if c["to"] is not None else None
+            out.append(f"GPU {busid}: " + (
+                "GPUDirect RDMA left to the reading rank's CUDA (the GPU's own support)" if to is None else
+                "the GPU's GPUDirect RDMA support set to off (CUDA's own answer is replaced)" if to == "0" else
+                f"the GPU's GPUDirect RDMA support set to {to} (what NCCL's own dump records on a GPU that has it; "
+                "whether a NIC is used with GPUDirect RDMA is decided per GPU-NIC pair)"))
     return out
 
 

@@ -307,6 +307,14 @@ def confirmed_values(view: TopoView, node: Node) -> frozenset[tuple[int, int, st
             out.add((*where, "dev"))
         if g.sm is not None and hg.sm is not None and g.sm == hg.sm:
             out.add((*where, "sm"))
+    for c in view.cpus:  # NTS046: no NUMA node for the host's GPUs either, so NCCL binds no CPU set there too
+        if c.numaid is None or c.numaid >= 0 or "affinity" in c.attrs:
+            continue
+        under = [host_gpus.get(_canonical(g.busid) or "") for g in view.gpus if g.numaid == c.numaid]
+        devs = [node.pci_device(hg.bdf) for hg in under if hg is not None]
+        if under and all(d is not None and (d.numa_node is None or d.numa_node < 0) for d in devs) \
+                and len(devs) == len(under):
+            out.add((c.node.line, c.node.column, "affinity"))
     host_nets = {nd.nic.name: nd for nd in net_devices(node)}
     for n in view.nets:
         nd = host_nets.get(n.name or "")

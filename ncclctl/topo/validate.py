@@ -440,7 +440,8 @@ class _TopoChecks:
             affinity = cpu.get("affinity")
             gpus = self._gpus_under(cpu)
             if affinity is None:
-                if numa is not None and numa < 0 and id(cpu) in self.gpu_device_chain:
+                if numa is not None and numa < 0 and id(cpu) in self.gpu_device_chain \
+                        and (cpu.line, cpu.column, "affinity") not in ctx.confirmed:  # the host has no NUMA node either
                     ctx.add("NTS046", f"{_where(cpu)} has no affinity: NCCL reads it from /sys/devices/system/node/"
                                       f"node{numa & 0xFFFFFFFF}/cpumap, which does not exist, so the threads of "
                                       f"{gpus} are not bound to any CPU", cpu)
