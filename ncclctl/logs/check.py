@@ -25,8 +25,13 @@ VIRTUAL_IFACES = ("lo", "docker", "virbr", "veth", "br-", "cni", "flannel", "tun
 
 #: WARN classes that stop NCCL (errors) and those that do not (warnings); others belong to their own rules.
 ERROR_WARNS = {"ib-completion", "ibv", "socket", "cuda", "version-mismatch", "bootstrap", "ib-open", "ib-mismatch",
-               "no-interface", "ring"}
+               "no-interface", "ring", "duplicate-gpu", "no-net-plugin", "no-algorithm", "nvls-bind", "shm-space",
+               "gpu-oom"}
 SOFT_WARNS = {"no-verbs", "nvls", "topo-open", "other", "gdr"}
+#: WARN classes with a rule of their own (cause, evidence and fix of that class): LOG014 leaves them alone.
+OWN_RULE_WARNS = {"no-interface": "LOG018", "duplicate-gpu": "LOG019", "no-net-plugin": "LOG020",
+                  "no-algorithm": "LOG021", "topo-open": "LOG023", "nvls-bind": "LOG024", "shm-space": "LOG025",
+                  "gpu-oom": "LOG026"}
 
 #: Settings that name local things (an interface, a device list, a file): differences between hosts are normal.
 LOCAL_SETTINGS = {"NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_DEBUG_FILE", "NCCL_TOPO_FILE", "NCCL_TOPO_DUMP_FILE",
@@ -121,9 +126,13 @@ class Checker:
     def run(self) -> list[Finding]:
         for fn in (self.gdr, self.socket, self.interfaces, self.versions, self.nic_mismatch, self.channels,
                    self.settings, self.graph_file, self.topology, self.nic_underused, self.nic_rails, self.paths,
-                   self.init_incomplete, self.errors, self.slow_init, self.shm, self.fewer_channels):
+                   self.causes, self.init_incomplete, self.errors, self.slow_init, self.shm, self.fewer_channels):
             fn()
         return self.findings
+
+    def _failed(self, p: Proc) -> bool:
+        """The process reported an error that stops NCCL (its initialisation failed: it did not hang)."""
+        return any(k in ERROR_WARNS or k in ("graph-import", "graph-open") for k, _ in p.warns)
 
     # LOG001 ---------------------------------------------------------------
     def gdr(self) -> None:
@@ -263,8 +272,19 @@ class Checker:
             if not self.multi_host:
                 msg += (" (one node in the log: this job sends nothing over the network; a job across nodes "
                         "would use sockets)")
+            fix = None
+            models = [self.models[h] for h in hs if h in self.models]
+            why = next((str((m.doc.get("transport") or {}).get("why") or "") for m in models
+                        if (m.doc.get("transport") or {}).get("name") == "Socket"), "")
+            if why:
+                # the node itself offers NCCL no RDMA port: installing verbs in a container changes nothing there
+                cs = (f"the model of the node ({models[0].source}) gives NCCL no RDMA port either: "
+                      f"{why.split(';', 1)[0]}",)
+                fix = ("This node offers NCCL no usable RDMA port (see 'ncclctl lint --root' / 'ncclctl probe'): bring "
+                       "the InfiniBand/RoCE ports up (IB001), or run multi-node jobs on nodes with RDMA NICs (EFA "
+                       "with aws-ofi-nccl on AWS); on a node meant to have none, sockets are what NCCL can use.")
             msg += ("; cause: " + "; ".join(cs)) if cs else ""
-            self.add("LOG002", msg, [e for h in hs for e in hosts[h]][:6], severity=sev, hosts=hs)
+            self.add("LOG002", msg, [e for h in hs for e in hosts[h]][:6], severity=sev, hosts=hs, fix=fix)
 
     # LOG003 ---------------------------------------------------------------
     def interfaces(self) -> None:
@@ -281,14 +301,20 @@ class Checker:
             for role, name, addr, ev in cands:
                 if ev is not None and _virtual(name, addr):
                     hits.setdefault((role, name), []).append((p.host, ev))
+        # one finding per interface (one NCCL_SOCKET_IFNAME puts bootstrap, OOB and sockets on it): its roles listed
+        by_iface: dict[str, list[tuple[str, list[tuple[str, Ev]]]]] = {}
         for (role, name), items in sorted(hits.items()):
+            by_iface.setdefault(name, []).append((role, items))
+        for name, roles in sorted(by_iface.items()):
+            items = [it for _, its in roles for it in its]
             hosts = sorted({h for h, _ in items})
             loop = name == "lo" or name.startswith("lo:")
             sev = E if loop and self.multi_host else W
             kind = "loopback" if loop else "a virtual (container/VM bridge or tunnel) interface"
-            self.add("LOG003", f"{hostlist(hosts)}: NCCL's {role} interface is {name}, {kind}"
-                     + (": ranks on other hosts cannot reach it" if loop and self.multi_host else ""),
-                     [e for _, e in items[:3]], severity=sev, hosts=hosts)
+            what = " and ".join(r for r, _ in roles)
+            self.add("LOG003", f"{hostlist(hosts)}: NCCL's {what} interface{'s are' if len(roles) > 1 else ' is'} "
+                     f"{name}, {kind}" + (": ranks on other hosts cannot reach it" if loop and self.multi_host else ""),
+                     [its[0][1] for _, its in roles][:3], severity=sev, hosts=hosts)
 
     # LOG004 ---------------------------------------------------------------
     def versions(self) -> None:
@@ -523,12 +549,30 @@ class Checker:
 
     # LOG013 ---------------------------------------------------------------
     def init_incomplete(self) -> None:
+        timeout = any("timeout" in ev.text.lower() for ev in self.ls.app_errors)
         for c in self.ls.comms:
-            stuck = [m for m in c.members if m.started is not None and m.completed is None]
-            if stuck:
-                self.add("LOG013", f"{c.label}: {self.who(stuck)} printed Init START but no Init COMPLETE "
-                         f"({len(stuck)} of {len(c.members)} ranks in the log)",
-                         [m.started for m in stuck[:3]], hosts={m.host for m in stuck})
+            stuck = [m for m in c.members if m.started is not None and m.completed is None
+                     and not self._failed(m.proc)]  # an init that failed with an error is that error's finding
+            if not stuck:
+                continue
+            done = [m for m in c.members if m.completed is not None]
+            msg = (f"{c.label}: {self.who(stuck)} printed Init START but no Init COMPLETE "
+                   f"({len(stuck)} of {len(c.members)} ranks in the log)")
+            seen = {m.rank for m in c.members if m.rank is not None}
+            if c.nranks and len(seen) < c.nranks and c.nranks <= 4096:
+                absent = [r for r in range(c.nranks) if r not in seen]
+                one = len(absent) == 1
+                msg += (f"; rank{'' if one else 's'} {ranges(absent)} of {c.nranks} {'is' if one else 'are'} not in "
+                        f"the log: {'its log is' if one else 'their logs are'} elsewhere, or {'it' if one else 'they'} "
+                        "never reached NCCL's initialisation (a rank stuck before it, in the application or the "
+                        "launcher, holds every other rank in the bootstrap)")
+            if done or timeout:
+                msg += (f" while {self.who(done)} completed" if done else "; the application reports a timeout")
+                self.add("LOG013", msg, [m.started for m in stuck[:3]], hosts={m.host for m in stuck})
+            else:
+                self.add("LOG013", msg + ": the log ends there, with no error and no rank past initialisation: a hang, "
+                         "or a log (or excerpt) cut before the end; the log alone cannot tell",
+                         [m.started for m in stuck[:3]], severity=W, hosts={m.host for m in stuck})
 
     # LOG014 ---------------------------------------------------------------
     def errors(self) -> None:
@@ -540,7 +584,7 @@ class Checker:
             for k, ev in p.warns:
                 kinds.setdefault(k, []).append((p, ev))
         for kind, items in sorted(kinds.items()):
-            if kind not in ERROR_WARNS and kind not in SOFT_WARNS:
+            if kind not in ERROR_WARNS and kind not in SOFT_WARNS or kind in OWN_RULE_WARNS:
                 continue
             if kind == "version-mismatch":
                 continue  # LOG004
@@ -551,12 +595,154 @@ class Checker:
             hint = _hint(kind, text)
             if hint:
                 msg += f" -- {hint}"
-            self.add("LOG014", msg, [ev for _, ev in items[:3]], severity=E if kind in ERROR_WARNS else W,
-                     hosts=hosts)
-        if self.ls.app_errors:
+            sev = E if kind in ERROR_WARNS else W
+            causes = [f.rule for f in self.findings if f.rule in _CAUSE_RULES and f.severity == E]
+            if causes and kind in ("socket", "bootstrap"):
+                # a peer that stopped (out of memory, a failed init) closes its sockets: its neighbours then see
+                # "Connection closed by remote peer"; the cause is the other finding
+                sev = W
+                msg += f" (most likely a consequence of {', '.join(sorted(set(causes)))} on another rank)"
+            self.add("LOG014", msg, [ev for _, ev in items[:3]], severity=sev, hosts=hosts)
+        explained = any(f.rule in _CAUSE_RULES and f.severity == E for f in self.findings)
+        if self.ls.app_errors and not explained:
             first = self.ls.app_errors[0]
             self.add("LOG014", f"the application reports NCCL errors ({len(self.ls.app_errors)} line"
                      f"{'s' if len(self.ls.app_errors) != 1 else ''}): {first.text[:200]}", self.ls.app_errors[:3])
+
+    # LOG018-LOG023: one rule per class of failure NCCL names, each with its own cause and fix --------------------
+    def causes(self) -> None:
+        by_kind: dict[str, list[tuple[Proc, Ev]]] = {}
+        for p in self.ls.procs.values():
+            for k, ev in p.warns:
+                if k in OWN_RULE_WARNS:
+                    by_kind.setdefault(k, []).append((p, ev))
+        for k, ev in self.ls.framework_warns:  # the framework's copy of the WARN: no host, no process
+            by_kind.setdefault(k, []).append((Proc("", None, ev), ev))
+        app = self.ls.app_errors[:1]
+
+        def text(ev: Ev) -> str:
+            t = ev.text.split("NCCL WARN", 1)[-1].strip()
+            return t.split("]:", 1)[-1].strip() if t.startswith("[") else t
+
+        def hostlist(hs: Iterable[str]) -> str:  # noqa: F811 -- the framework's lines name no host
+            from ncclctl.logs.show import hostlist as hl
+
+            named = {h for h in hs if h}
+            return hl(named) if named else "the application"
+
+        def setting(procs: Iterable[Proc], name: str) -> tuple[str, Ev] | None:
+            return next((p.settings[name] for p in procs if name in p.settings), None)
+
+        items = by_kind.get("no-interface", [])
+        if items:
+            procs = [p for p, _ in items]
+            s = setting(procs, "NCCL_SOCKET_IFNAME") or setting(self.ls.procs.values(), "NCCL_SOCKET_IFNAME")
+            fam = setting(self.ls.procs.values(), "NCCL_SOCKET_FAMILY")
+            if s is not None:
+                cause = (f"NCCL_SOCKET_IFNAME={s[0]} matches no interface with an address on this host (a prefix list; "
+                         "'=' for exact names, '^' to exclude)")
+            elif fam is not None:
+                cause = f"NCCL_SOCKET_FAMILY={fam[0]}: no interface has an address of that family"
+            else:
+                cause = ("no interface but loopback or container bridges has an address (NCCL skips lo, docker*, "
+                         "virbr* unless named)")
+            self.add("LOG018", f"{hostlist({p.host for p in procs})}: NCCL found no network interface to use: "
+                     f"{text(items[0][1])}; cause: {cause}", [items[0][1]] + ([s[1]] if s else []) + app,
+                     hosts={p.host for p in procs})
+        items = by_kind.get("duplicate-gpu", [])
+        if items:
+            procs = [p for p, _ in items]
+            self.add("LOG019", f"{hostlist({p.host for p in procs})}: two ranks of one communicator use the same GPU: "
+                     f"{text(items[0][1])}", [ev for _, ev in items[:2]] + app, hosts={p.host for p in procs})
+        items = by_kind.get("no-net-plugin", [])
+        if items:
+            procs = [p for p, _ in items]
+            net = setting(procs, "NCCL_NET") or setting(self.ls.procs.values(), "NCCL_NET")
+            evs = [items[0][1]]
+            if net is not None:
+                evs.append(net[1])
+                none = [p.ib_none for p in procs if p.ib_none is not None][:1]
+                cause = (f"NCCL_NET={net[0]} allows only that network, and it has no usable device here"
+                         + (" ('NET/IB : No device found')" if none and net[0].strip().upper() == "IB" else ""))
+                evs += none
+            elif any(p.ib_none for p in procs) and not any(p.socket for p in procs):
+                evs += [p.ib_none for p in procs if p.ib_none is not None][:1]
+                cause = ("NET/IB found no device and NCCL never tried its socket transport, which it does unless "
+                         "NCCL_NET names one network: NCCL_NET=IB (not echoed in the log) on a host or container "
+                         "without a usable RDMA device")
+            else:
+                cause = "no network plugin initialised (not even NCCL's internal IB and Socket)"
+            self.add("LOG020", f"{hostlist({p.host for p in procs})}: {text(items[0][1])}; cause: {cause}", evs + app,
+                     hosts={p.host for p in procs})
+        items = by_kind.get("no-algorithm", [])
+        if items:
+            procs = [p for p, _ in items]
+            forced = [(n, s) for n in ("NCCL_ALGO", "NCCL_PROTO") if (s := setting(self.ls.procs.values(), n))]
+            t = text(items[0][1])
+            named = [n for n in ("NCCL_ALGO", "NCCL_PROTO") if f"{n} was set to" in t]
+            cause = ("; ".join(f"{n}={s[0]} leaves no algorithm/protocol this communicator can run" for n, s in forced)
+                     or ("; ".join(f"{n} (as the message says) leaves no algorithm this communicator can run"
+                                   for n in named))
+                     or "no algorithm/protocol is available for this operation (a tuner plugin or an NCCL bug)")
+            self.add("LOG021", f"{hostlist({p.host for p in procs})}: {t}; cause: {cause}",
+                     [items[0][1]] + [s[1] for _, s in forced] + app, hosts={p.host for p in procs})
+        missing = [(p, kind, names, ev) for p in self.ls.procs.values() for kind, names, ev in p.plugins_missing]
+        if missing:
+            groups: dict[tuple[str, tuple[str, ...]], list[tuple[Proc, Ev]]] = {}
+            for p, kind, names, ev in missing:
+                groups.setdefault((kind, names), []).append((p, ev))
+            for (kind, names), its in sorted(groups.items()):
+                var = {"NET": "NCCL_NET_PLUGIN", "TUNER": "NCCL_TUNER_PLUGIN", "PROFILER": "NCCL_PROFILER_PLUGIN",
+                       "ENV": "NCCL_ENV_PLUGIN", "GIN": "NCCL_GIN_PLUGIN"}.get(kind.upper(), f"the {kind} plugin setting")
+                s = setting([p for p, _ in its], var)
+                self.add("LOG022", f"{hostlist({p.host for p, _ in its})}: the {kind} plugin asked for was not found "
+                         f"(NCCL tried {', '.join(names)}); NCCL goes on without it"
+                         + (" (internal IB/Socket transports)" if kind.upper() == "NET" else ""),
+                         [its[0][1]] + ([s[1]] if s else []), hosts={p.host for p, _ in its})
+        items = by_kind.get("nvls-bind", [])
+        if items:
+            procs = [p for p, _ in items]
+            t = " ".join(ev.text for _, ev in items[:4])
+            ver = self._version_of(list(self.ls.procs.values())) or _parse_version(self.ls.version())
+            cause = ("NCCL could not set up NVLink SHARP (NVLS) multicast memory: the Fabric Manager (or NVLSM/IMEX "
+                     "on NVL72) and the NVSwitches did not give this GPU a multicast object")
+            if ("'out of memory'" in t or "CUDA error 2 " in t) and ver is not None and ver[:2] == (2, 29):
+                cause = (f"NCCL {'.'.join(map(str, ver))} runs out of NVLS multicast objects (a 2.29 problem: it "
+                         "creates one per communicator/buffer registration until the switch's slots are gone)")
+            elif "'out of memory'" in t or "CUDA error 2 " in t:
+                cause = ("the NVSwitches' multicast objects are exhausted (many communicators with NVLS, or a "
+                         "leak in the NCCL release)")
+            self.add("LOG024", f"{hostlist(p.host for p in procs)}: NVLS (NVLink SHARP) setup failed: "
+                     f"{text(items[0][1])}; cause: {cause}", [ev for _, ev in items[:2]] + app,
+                     hosts={p.host for p in procs if p.host})
+        items = by_kind.get("shm-space", [])
+        fallback = [(p, p.shm_fallback) for p in self.ls.procs.values() if p.shm_fallback is not None]
+        if items or fallback:
+            procs = [p for p, _ in items] or [p for p, _ in fallback]
+            if items:
+                msg = (f"{hostlist(p.host for p in procs)}: NCCL could not create its shared memory in /dev/shm: "
+                       f"{text(items[0][1])}; cause: /dev/shm is too small (Docker's default is 64 MB)")
+                evs = [items[0][1]] + [ev for _, ev in fallback[:1]] + app
+                sev = E
+            else:
+                msg = (f"{hostlist(p.host for p in procs)}: NCCL's cuMem host allocations fail and it falls back to "
+                       "/dev/shm for its host buffers (a container without NUMA support): /dev/shm must be large")
+                evs = [fallback[0][1]]
+                sev = W
+            self.add("LOG025", msg, evs, severity=sev, hosts={p.host for p in procs if p.host})
+        items = by_kind.get("gpu-oom", [])
+        if items:
+            procs = [p for p, _ in items]
+            self.add("LOG026", f"{hostlist(p.host for p in procs)}: a GPU ran out of memory inside NCCL: "
+                     f"{text(items[0][1])}; the other ranks' socket and proxy errors follow from this rank's exit",
+                     [ev for _, ev in items[:2]] + app, hosts={p.host for p in procs if p.host})
+        topo = [(p, p.topo_open) for p in self.ls.procs.values() if p.topo_open is not None]
+        topo += by_kind.get("topo-open", [])
+        if topo:
+            procs = [p for p, _ in topo]
+            self.add("LOG023", f"{hostlist({p.host for p in procs})}: NCCL could not open its topology file and "
+                     f"detected the topology itself instead: {text(topo[0][1]).split('INFO', 1)[-1].strip()}",
+                     [topo[0][1]], hosts={p.host for p in procs})
 
     # LOG015 ---------------------------------------------------------------
     def slow_init(self) -> None:
@@ -614,6 +800,22 @@ class Checker:
         return None
 
 
+#: Rules that name the cause of a failure: with one of them at error, the application's own error lines are its
+#: evidence, not a finding of their own.
+_CAUSE_RULES = {"LOG008", "LOG018", "LOG019", "LOG020", "LOG021", "LOG024", "LOG025", "LOG026"}
+
+
+def _parse_version(text: str | None):
+    from ncclctl.nccl.version import parse
+
+    if not text:
+        return None
+    try:
+        return parse(text.split("+", 1)[0])
+    except Exception:  # a mangled version string
+        return None
+
+
 def _virtual(name: str, addr: str) -> bool:
     if name == "lo" or name.startswith("lo:") or addr.startswith("127.") or addr in ("::1",):
         return True
@@ -637,9 +839,18 @@ def _hint(kind: str, text: str) -> str:
             return "work request flushed: a consequence of an earlier error on this connection"
         return ""
     if kind == "ibv":
-        if "Network is unreachable" in text or "No such device" in text:
+        if "No such device" in text:
+            return ("no usable GID/route for the port: check NCCL_IB_GID_INDEX (RoCE v2) and that the port is up; "
+                    "in a container on a macvlan/bridge network the RDMA port's netdev is missing: run with the "
+                    "host's network (--net=host, hostNetwork) or an RDMA shared-device/SR-IOV network plugin")
+        if "Network is unreachable" in text:
             return "no usable GID/route for the port: check NCCL_IB_GID_INDEX (RoCE v2) and that the port is up"
-        if "Connection timed out" in text:
+        if "Connection timed out" in text or re.search(r"failed with 110\b", text):
+            if "next state RTR" in text:
+                # INIT -> RTR needs the remote GID reachable from this port: on a rail-only fabric it is not
+                return ("the queue pair could not reach the peer's GID (INIT -> RTR timed out): on a rail-optimised "
+                        "fabric without routes between rails, set NCCL_CROSS_NIC=0 so each NIC only talks to the same "
+                        "rail; otherwise check routing between the subnets and NCCL_IB_GID_INDEX")
             return "the peer HCA did not answer: cabling, subnet manager, or a firewall between RoCE ports"
         if "Invalid argument" in text:
             return "the HCA refused the QP settings (GID index, MTU, traffic class): check NCCL_IB_* settings"
@@ -649,6 +860,12 @@ def _hint(kind: str, text: str) -> str:
     if kind == "no-verbs":
         return "libibverbs is missing: NCCL cannot use InfiniBand/RoCE and falls back to sockets"
     if kind == "cuda":
+        if "peer access is not supported" in text or "Cuda failure 217" in text:
+            return ("peer access between GPUs without P2P (cuMem host buffers of NCCL 2.27 on PCIe GPUs without "
+                    "P2P): set NCCL_CUMEM_HOST_ENABLE=0, or upgrade NCCL")
+        if "operation not supported" in text:
+            return ("the driver refuses a CUDA memory call NCCL makes at init (cudaMemPool/cuMem: vGPU with UVM off, "
+                    "an old or CI driver): enable UVM / upgrade the driver, or NCCL_CUMEM_ENABLE=0")
         return "a CUDA error inside NCCL: check the driver and XID errors in dmesg"
     if kind == "bootstrap":
         return "ranks of different jobs or attempts met at one bootstrap root (stale MASTER_PORT?)"

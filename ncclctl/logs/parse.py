@@ -82,6 +82,12 @@ class Proc:
         self.network: str | None = None
         self.network_ev: Ev | None = None
         self.plugin: list[Ev] = []
+        #: "<TYPE>/Plugin: Could not find: NAMES": (type, the names NCCL tried, the line) when a plugin was asked for
+        self.plugins_missing: list[tuple[str, tuple[str, ...], Ev]] = []
+        #: "Could not open XML topology file F : reason" (INFO since 2.19; WARN before)
+        self.topo_open: Ev | None = None
+        #: "cuMem host allocations do not appear to be working; falling back to a /dev/shm/ based implementation"
+        self.shm_fallback: Ev | None = None
         self.settings: dict[str, tuple[str, Ev]] = {}
         self.gdr_hca: dict[str, tuple[bool, str, Ev]] = {}
         self.dmabuf: Ev | None = None
@@ -202,6 +208,11 @@ class LogSet:
     unrecognised_examples: list[Ev] = field(default_factory=list)
     app_errors: list[Ev] = field(default_factory=list)
     bare_versions: list[Ev] = field(default_factory=list)
+    #: application error lines that name the NCCL version (PyTorch's DistBackendError): the version when NCCL's own
+    #: banner is not in the log (a job that failed before rank 0 printed it)
+    framework_versions: list[tuple[str, Ev]] = field(default_factory=list)
+    #: (class, line) of NCCL WARN wordings that a framework repeated without NCCL's prefix (see BARE_NEEDLES)
+    framework_warns: list[tuple[str, Ev]] = field(default_factory=list)
     nccl_tests: bool = False
 
     @property
@@ -226,6 +237,8 @@ class LogSet:
             m = _VERSION.search(ev.text)
             if m:
                 return m.group(1)
+        for v, _ev in self.framework_versions:
+            return v
         return None
 
     def members(self) -> list[Member]:
@@ -306,6 +319,26 @@ _APP_ERRORS = ("unhandled system error", "NCCL error", "ncclSystemError", "ncclI
 
 #: WARN wordings, most specific first: (what the text contains, kind).
 WARN_KINDS: tuple[tuple[str, str], ...] = (
+    # NCCL <= 2.29: "Duplicate GPU detected : rank A and rank B both on CUDA device X"; 2.30+: "Multiple Ranks are
+    # using the same GPU/Partition. Set NCCL_MULTI_RANK_GPU_ENABLE=1 ..." (init.cc, both from the libraries' strings)
+    ("Failed to bind NVLink SHARP", "nvls-bind"),
+    ("failed to extend /dev/shm", "shm-space"),
+    ("Error while creating shared memory segment", "shm-space"),
+    ("Cuda failure 'out of memory'", "gpu-oom"),
+    ("Cuda failure 2 'out of memory'", "gpu-oom"),
+    ("Failed to CUDA calloc", "gpu-oom"),
+    ("is neither AF_INET", "no-interface"),
+    ("Duplicate GPU detected", "duplicate-gpu"),
+    ("Multiple Ranks are using the same GPU", "duplicate-gpu"),
+    ("Failed to initialize any NET plugin", "no-net-plugin"),
+    # 2.28 "Error : no algorithm/protocol available ...", 2.30 "No algorithm/protocol available ...", 2.32 "No
+    # algorithm/protocol nor symKernelId available ..." and "algSelection: no algorithm in the selected set ..."
+    ("algorithm/protocol available", "no-algorithm"),
+    ("algorithm/protocol nor symKernelId available", "no-algorithm"),
+    ("no algorithm in the selected set", "no-algorithm"),
+    ("NET/Socket : no interface found", "no-interface"),
+    ("No usable listening interface found", "no-interface"),
+    ("NET/IB : No IP interface found", "no-interface"),
     ("Could not find real path", "realpath"),
     ("XML Import Channel", "graph-import"),
     ("Could not open XML graph file", "graph-open"),
@@ -330,6 +363,25 @@ WARN_KINDS: tuple[tuple[str, str], ...] = (
     ("peer memory", "gdr"),
     ("Error : ring", "ring"),
 )
+
+
+#: Wordings of NCCL's WARNs that frameworks repeat without NCCL's prefix ("Last error:" and the lines after it):
+#: read wherever they appear, since the WARN itself is often not in the log that was kept.
+BARE_NEEDLES = ("Failed to bind NVLink SHARP", "Duplicate GPU detected", "Multiple Ranks are using the same GPU",
+                "is neither AF_INET", "failed to extend /dev/shm", "Error while creating shared memory segment",
+                "Failed to initialize any NET plugin", "no socket interface found", "algorithm/protocol")
+#: The classes such a line is kept for (each has a rule of its own in ncclctl.logs.check).
+BARE_KINDS = frozenset({"nvls-bind", "duplicate-gpu", "no-interface", "shm-space", "no-net-plugin", "no-algorithm",
+                        "gpu-oom"})
+_LIBRARY_CODE = re.compile(r"nccl-library=(\d{4,6})\b")
+
+
+def version_of_code(code: int) -> str:
+    """NCCL_VERSION_CODE -> "2.31.2": major*10000 + minor*100 + patch from 2.9, major*1000 + minor*100 + patch
+    before (nccl.h's NCCL_VERSION macro)."""
+    if code >= 10000:
+        return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
+    return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
 
 
 def warn_kind(text: str) -> str:
@@ -396,6 +448,8 @@ class Parser:
                     else:
                         if "NCCL" in line or "nccl" in line:
                             self._other(line, name, lineno)
+                        elif any(x in line for x in BARE_NEEDLES):
+                            self._framework_warn(line, name, lineno)
                         elif line[:1] == "#" and not out.nccl_tests and "nThread" in line:
                             out.nccl_tests = True
                         elif line and line[0] in "NBCU" and not line[0].isspace():
@@ -481,10 +535,43 @@ class Parser:
                 out.recognised += 1
                 return
         if any(x in line for x in _APP_ERRORS):
+            ev = self._ev(name, lineno, line)
             if len(out.app_errors) < MAX_APP_ERRORS:
-                out.app_errors.append(self._ev(name, lineno, line))
+                out.app_errors.append(ev)
+            # PyTorch's "NCCL error in: ..., invalid usage (...), NCCL version 2.28.9": the release it loaded
+            m = _VERSION.search(line)
+            if m and len(out.framework_versions) < MAX_APP_ERRORS:
+                out.framework_versions.append((m.group(1).rstrip(".,;)"), ev))
+            out.nccl_lines += 1  # the application reporting NCCL's error: a line of the job's NCCL story
+            out.recognised += 1
+            if any(x in line for x in BARE_NEEDLES):
+                self._framework_warn(line, name, lineno, counted=True)
+            return
+        m = _LIBRARY_CODE.search(line)  # nccl-tests' header: "# nccl-tests version 2.17.6 ... nccl-library=23102"
+        if m and line.lstrip().startswith("#"):
+            if len(out.framework_versions) < MAX_APP_ERRORS:
+                out.framework_versions.append((version_of_code(int(m.group(1))), self._ev(name, lineno, line)))
+            out.nccl_lines += 1
+            out.recognised += 1
+            return
+        if any(x in line for x in BARE_NEEDLES):
+            self._framework_warn(line, name, lineno)
             return
         self._bare(line, name, lineno)
+
+    def _framework_warn(self, line: str, name: str, lineno: int, *, counted: bool = False) -> None:
+        """An NCCL WARN's wording repeated by a framework ("Last error:" and what follows): kept (with no host or
+        process: the framework's line names neither) when its class has a rule of its own."""
+        kind = warn_kind(line)
+        if kind not in BARE_KINDS:
+            if not counted:
+                self._bare(line, name, lineno)
+            return
+        if len(self.out.framework_warns) < MAX_WARNS:
+            self.out.framework_warns.append((kind, self._ev(name, lineno, line)))
+        if not counted:
+            self.out.nccl_lines += 1
+            self.out.recognised += 1
 
     def _bare(self, line: str, name: str, lineno: int) -> None:
         """A message without any prefix (grep output, a paste): read when it is an NCCL wording we act on."""
@@ -515,6 +602,10 @@ class Parser:
         if dev is not None:
             proc.devs.add(dev)
         kind = warn_kind(msg)
+        if "nvls.cc" in loc and kind in ("cuda", "gpu-oom", "other"):
+            kind = "nvls-bind"  # "transport/nvls.cc:158 NCCL WARN Cuda failure 1 'invalid argument'"
+        elif "shmutils" in loc and kind == "other":
+            kind = "shm-space"
         proc.warn_counts[kind] = proc.warn_counts.get(kind, 0) + 1
         if len(proc.warns) < MAX_WARNS:
             proc.warns.append((kind, ev))
@@ -538,7 +629,12 @@ class Parser:
 
     def _dispatch(self, proc: Proc, dev: int | None, msg: str, ev: Ev) -> bool:
         c0 = msg[:1]
+        if msg.find("/Plugin: Could not find:", 0, 40) != -1:
+            return self._plugin_missing(proc, msg, ev)
         if c0 == "C":
+            if msg.startswith("Could not open XML topology file"):
+                proc.topo_open = proc.topo_open or ev
+                return True
             if msg.startswith("Channel "):
                 m = _RINGLIST.match(msg)
                 if m:
@@ -557,6 +653,9 @@ class Parser:
                 return True
             return msg.startswith(("Connected all trees", "Connected ", "Comm config", "Check P2P", "CC "))
         if c0 == "c" or c0 == "n" or c0 == "[":
+            if msg.startswith("cuMem host allocations do not appear to be working"):
+                proc.shm_fallback = proc.shm_fallback or ev
+                return True
             if msg.startswith("cudaDriverVersion"):
                 try:
                     proc.cuda_driver = int(msg.split()[1])
@@ -749,6 +848,18 @@ class Parser:
                 proc.plugin.append(ev)
             return True
         return False
+
+    @staticmethod
+    def _plugin_missing(proc: Proc, msg: str, ev: Ev) -> bool:
+        """``NET/Plugin: Could not find: nosuch libnccl-net-nosuch.so`` (plugin_open.cc): NCCL tried the names it
+        lists and found none. Only the default name (``libnccl-net.so``, ``libnccl-tuner.so``...) means no plugin
+        was asked for; any other name came from NCCL_NET_PLUGIN / NCCL_TUNER_PLUGIN / NCCL_PROFILER_PLUGIN..."""
+        kind, _, rest = msg.partition("/Plugin: Could not find:")
+        names = tuple(n for n in rest.split(". ", 1)[0].split() if n)
+        asked = tuple(n for n in names if not re.fullmatch(r"libnccl-[a-z]+\.so", n))
+        if asked and len(proc.plugins_missing) < 8:
+            proc.plugins_missing.append((kind.strip(), asked, ev))
+        return True
 
     def _gdr_gpu(self, proc: Proc, dev: int | None, msg: str, ev: Ev) -> bool:
         m = _GDR_GPU.match(msg)

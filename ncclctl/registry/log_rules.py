@@ -148,8 +148,10 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
      "Look at that rank's last lines and at its peers': a bootstrap or connection that never came up (network, "
      "firewall, NCCL_SOCKET_IFNAME), or a rank that crashed; rerun with NCCL_DEBUG_SUBSYS=INIT,NET.",
      "Every collective waits for every rank: one rank stuck in initialisation hangs the whole job.",
-     _DETECT + "START and COMPLETE lines per rank and communicator; a log cut before the end looks the same, "
-     "so the finding names the last line of the rank.", _CHECK, None),
+     _DETECT + "START and COMPLETE lines per rank and communicator. A rank whose process reported an error that "
+     "stops NCCL failed rather than hung: that error's rule reports it. A log in which no rank got past "
+     "initialisation and nothing failed may be an excerpt or a log cut before the end: a warning that says so.",
+     _CHECK, "warning when no rank of the communicator completed and the log shows no error or timeout"),
     ("LOG014", "log-nccl-error", E, "NCCL reported errors",
      "NCCL WARN lines of an error class (InfiniBand completion errors with their vendor code, ibv_* call "
      "failures, socket connect/accept failures, CUDA errors, version mismatch), and application lines that "
@@ -176,6 +178,100 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
      _DETECT + "Connection lines 'via SHM/...' (older: 'via direct shared memory') between ranks of a host. "
      + _MODEL + "A model that predicts an NVLink path between the two GPUs makes the finding an error.",
      _CHECK, "error when the model predicts an NVLink path"),
+    ("LOG018", "log-no-socket-interface", E, "NCCL found no network interface to use",
+     "'Bootstrap : no socket interface found', 'NET/Socket : no interface found', 'No usable listening interface "
+     "found' or 'NET/IB : No IP interface found': no interface matched NCCL_SOCKET_IFNAME (or, unset, none but "
+     "loopback and container bridges has an address), so NCCL cannot bootstrap or open its socket transport.",
+     "Set NCCL_SOCKET_IFNAME to an interface that exists and has an address on every host ('ip -br addr'): it is a "
+     "prefix list ('eth' matches eth0 and eth1), '=eth0' for an exact name, '^docker,lo' to exclude; with "
+     "NCCL_SOCKET_FAMILY=AF_INET6, the interface needs an IPv6 address.",
+     "NCCL stops at communicator creation (ncclInvalidUsage / ncclSystemError in the application): the job never "
+     "starts; the WARN names the class, the setting names the cause.",
+     _DETECT + "The WARN wordings of bootstrap.cc, net_socket.cc and net_ib (NCCL 2.18-2.32), with the "
+     "NCCL_SOCKET_IFNAME / NCCL_SOCKET_FAMILY values NCCL echoes ('set by environment to').", _CHECK, None),
+    ("LOG019", "log-duplicate-gpu", E, "two ranks on one GPU",
+     "'Duplicate GPU detected : rank A and rank B both on CUDA device X' (NCCL up to 2.29) or 'Multiple Ranks are "
+     "using the same GPU/Partition' (2.30 and later): two ranks of a communicator on one host picked the same GPU.",
+     "Give each local rank its own GPU: torch.cuda.set_device(local_rank) (LOCAL_RANK from torchrun/srun) before "
+     "creating the process group, one CUDA_VISIBLE_DEVICES entry per rank, as many ranks per node as GPUs in the "
+     "launcher; NCCL 2.30+ can share a GPU on purpose with NCCL_MULTI_RANK_GPU_ENABLE=1 (for tests, not speed).",
+     "NCCL refuses the communicator (ncclInvalidUsage): the job fails at start-up on every rank.",
+     _DETECT + "The WARN of init.cc in both wordings (checked against the 2.28.9 run and the 2.30.7/2.32.3 "
+     "libraries' strings).", _CHECK, None),
+    ("LOG020", "log-no-net-plugin", E, "no network plugin could be initialised",
+     "'Failed to initialize any NET plugin': every network NCCL was allowed to try failed. Usually NCCL_NET names "
+     "one network (NCCL_NET=IB) that has no usable device on the host ('NET/IB : No device found'), or a plugin "
+     "named by NCCL_NET is not installed.",
+     "Unset NCCL_NET (NCCL then falls back from IB to sockets on its own), or make the named network usable: pass "
+     "/dev/infiniband and the RDMA devices into the container, install the plugin (e.g. aws-ofi-nccl for "
+     "NCCL_NET=AWS Libfabric / OFI).",
+     "NCCL stops at communicator creation: nothing runs.",
+     _DETECT + "The WARN of plugin/net.cc with the NCCL_NET value NCCL echoes and the IB plugin's 'No device "
+     "found'.", _CHECK, None),
+    ("LOG021", "log-no-algorithm", E, "the forced algorithm or protocol is not available",
+     "'No algorithm/protocol available for function F with datatype D. NCCL_ALGO was set to X' (2.28: 'Error : no "
+     "algorithm/protocol available', 2.32: '... nor symKernelId available', 'algSelection: no algorithm in the "
+     "selected set'): NCCL_ALGO / NCCL_PROTO allow only choices this communicator cannot run (NVLS without "
+     "NVSwitch multicast, CollNet without SHARP, LL128 where it is off).",
+     "Unset NCCL_ALGO and NCCL_PROTO (NCCL's tuning picks per size), or allow a fallback ('NCCL_ALGO=NVLS,Ring'); "
+     "'ncclctl topo predict' shows what the node supports.",
+     "The collective fails (ncclInvalidUsage) the first time it runs.",
+     _DETECT + "The WARN of enqueue.cc in its 2.28, 2.30 and 2.32 wordings, with the NCCL_ALGO/NCCL_PROTO values "
+     "the message or the ENV lines give.", _CHECK, None),
+    ("LOG022", "log-plugin-not-found", W, "a plugin asked for was not found",
+     "'NET/Plugin: Could not find: NAME libnccl-net-NAME.so' (and TUNER/, PROFILER/, ENV/ plugins): NCCL_NET_PLUGIN, "
+     "NCCL_TUNER_PLUGIN, NCCL_PROFILER_PLUGIN or NCCL_ENV_PLUGIN named a plugin that is not on the library path. "
+     "The same line with only the default name (libnccl-net.so) means no plugin was asked for and is not reported.",
+     "Install the plugin in the image and put its folder on LD_LIBRARY_PATH, or fix the name (NCCL looks for the "
+     "value itself, then libnccl-<type>-<value>.so); unset the variable if the plugin is not wanted.",
+     "NCCL goes on with its internal transports or tuning: a job built for EFA or a site's tuner runs, slowly or "
+     "differently, without saying so at WARN level.",
+     _DETECT + "plugin_open.cc's INFO line listing the names tried; the default names alone are ignored.",
+     _CHECK, None),
+    ("LOG023", "log-topo-file-unread", W, "NCCL_TOPO_FILE could not be opened",
+     "'Could not open XML topology file F : reason' (an INFO line since NCCL 2.19, a WARN before): the topology file "
+     "NCCL_TOPO_FILE names (or the default /var/run/nvidia-topologyd/virtualTopology.xml) could not be read, so "
+     "NCCL detected the topology itself.",
+     "Fix the path or the file's permissions in every container (cloud images ship it for their VMs), or unset "
+     "NCCL_TOPO_FILE; 'ncclctl topo validate FILE' checks a file.",
+     "On VMs whose PCI topology is hidden the file is what gives NCCL the real NVLink/NIC layout: without it NCCL "
+     "sees a flat machine and picks worse paths, silently.",
+     _DETECT + "The line of graph/xml.cc; the default path's absence is not reported unless NCCL says it tried.",
+     _CHECK, None),
+    ("LOG024", "log-nvls-failure", E, "NVLink SHARP (NVLS) setup failed",
+     "A CUDA failure in NCCL's NVLS transport ('transport/nvls.cc ... NCCL WARN Cuda failure 1 'invalid argument'' or "
+     "401 'the operation cannot be performed in the present state') or the error frameworks print ('Failed to bind "
+     "NVLink SHARP (NVLS) Multicast memory ... CUDA error N'): the NVSwitch multicast NCCL asked for was refused. "
+     "'out of memory' (CUDA error 2) on NCCL 2.29 is that release running out of multicast objects.",
+     "Workaround: NCCL_NVLS_ENABLE=0 (NCCL uses rings/trees over NVLink, a few percent slower on all-reduce). Fix: "
+     "check the Fabric Manager (systemctl status nvidia-fabricmanager; on NVL72 NVLSM and nvidia-imex) and that its "
+     "version equals the driver's, the NVSwitches' state in nvidia-smi -q (Fabric: State Completed, Status "
+     "Success); on NCCL 2.29 with 'out of memory', upgrade NCCL.",
+     "NCCL stops at communicator creation (ncclUnhandledCudaError): the job never starts on NVSwitch systems until "
+     "NVLS is off or the fabric is fixed.",
+     _DETECT + "WARN lines whose source is transport/nvls.cc and the framework's copy of the message (read also "
+     "without NCCL's prefix, after 'Last error:').", _CHECK, None),
+    ("LOG025", "log-shm-space", E, "/dev/shm too small for NCCL",
+     "'failed to extend /dev/shm/nccl-XXXX to N bytes, error: No space left on device (28)' or 'Error while creating "
+     "shared memory segment': NCCL's intra-node buffers live in /dev/shm, which is full; also, at warning, "
+     "'cuMem host allocations do not appear to be working; falling back to a /dev/shm/ based implementation' (a "
+     "container without NUMA support), which puts NCCL on /dev/shm.",
+     "Give the container a large /dev/shm: docker run --shm-size=16g or --ipc=host; in Kubernetes an emptyDir with "
+     "medium: Memory mounted at /dev/shm (with a sizeLimit); workaround NCCL_SHM_DISABLE=1 (slower intra-node "
+     "transfers).",
+     "NCCL stops while connecting ranks of one node (ncclSystemError); with the fallback, large jobs fail later "
+     "when /dev/shm fills.",
+     _DETECT + "The WARN of misc/shmutils.cc in its wordings, and the INFO line of the cuMem host fallback.",
+     _CHECK, "warning for the fallback alone"),
+    ("LOG026", "log-gpu-out-of-memory", E, "a GPU ran out of memory inside NCCL",
+     "'Cuda failure 'out of memory'' (include/alloc.h) or 'Failed to CUDA calloc N bytes': NCCL could not allocate "
+     "its buffers on a GPU. The other ranks then report 'Connection closed by remote peer' / 'Socket recv failed': "
+     "those follow from this rank's exit and are reported as its consequences.",
+     "Leave GPU memory for NCCL (it needs up to a few GB with many channels, NVLS and user buffers): lower the "
+     "framework's memory fraction or batch size, or NCCL's footprint (NCCL_BUFFSIZE, NCCL_MAX_NCHANNELS, "
+     "NCCL_NVLS_ENABLE=0); check that no other process holds the GPU (nvidia-smi).",
+     "The rank fails at initialisation or at its first collective and the whole job stops.",
+     _DETECT + "The WARN lines of the allocation wrappers (not those of the NVLS transport: LOG024).", _CHECK, None),
     ("PERF001", "perf-busbw-low", E, "bus bandwidth below what the hardware gives",
      "A collective's bus bandwidth at large sizes is below min_efficiency of the expected value for the "
      "hardware (NVLink generation inside a node; NICs x rate x efficiency across nodes; PCIe for PCIe-only "
