@@ -91,6 +91,16 @@ class LintFormat(str, enum.Enum):
     npd = "npd"
 
 
+class CheckFormat(str, enum.Enum):
+    """log check, perf check: the report formats and ``prom`` (a node_exporter textfile)."""
+
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    junit = "junit"
+    prom = "prom"
+
+
 class ProbeFormat(str, enum.Enum):
     text = "text"
     json = "json"
@@ -124,6 +134,7 @@ class FleetFormat(str, enum.Enum):
     text = "text"
     json = "json"
     junit = "junit"
+    prom = "prom"
 
 
 class GdrMode(str, enum.Enum):
@@ -302,11 +313,16 @@ def load_config(explicit: Optional[str]):
     return path, _load(path)
 
 
-def emit_report(rep: Any, fmt: Any, show_info: bool) -> None:
-    """Print ``rep`` through the report door; exit 1 when a finding reaches ``--fail-on``."""
+def emit_report(rep: Any, fmt: Any, show_info: bool, output: Optional[str] = None) -> None:
+    """Print ``rep`` through the report door (or write it to ``output``, atomically); exit 1 when a finding
+    reaches ``--fail-on``."""
     from ncclctl import report
 
-    out(report.render(rep, str((fmt or Format.text).value), show_info=show_info))
+    text = report.render(rep, str((fmt or Format.text).value), show_info=show_info)
+    if output is not None:
+        write_output(text, output)
+    else:
+        out(text)
     if not rep.ok:
         raise typer.Exit(int(ExitCode.FINDINGS))
 
@@ -467,7 +483,7 @@ def validate_file(file: str, *, root: Optional[str], live: bool, nccl_version: s
 
 __all__ = [
     "BACKUP_OPTION", "CHECK_OPTION", "CONFIG_HELP", "DIFF_OPTION", "EXIT_CODE_OPTION", "FAIL_ON_HELP", "FOLLOW_OPTION",
-    "ENGINE_FORMATS", "FORMAT_VALUES", "FailOn", "LintFormat", "OUTPUT_OPTION", "engine_answer", "run_time", "write_output", "Format", "Group", "FleetFormat", "OrderFormat", "ProbeFormat", "ReportFormat", "RulesFormat", "ShowFormat", "SynthFormat", "JSON_SCHEMA_VERSION", "MODEL_HELP", "NCCL_DEFAULT", "ROOT_HELP", "RULE_HELP",
+    "CheckFormat", "ENGINE_FORMATS", "FORMAT_VALUES", "FailOn", "LintFormat", "OUTPUT_OPTION", "engine_answer", "run_time", "write_output", "Format", "Group", "FleetFormat", "OrderFormat", "ProbeFormat", "ReportFormat", "RulesFormat", "ShowFormat", "SynthFormat", "JSON_SCHEMA_VERSION", "MODEL_HELP", "NCCL_DEFAULT", "ROOT_HELP", "RULE_HELP",
     "SHOW_INFO_OPTION", "command_app", "csv_list", "dumps", "emit_report", "emit_result",
     "format_option", "load_config", "FABRIC_IDS_HELP", "RAIL_MAP_HELP", "HOST_IDS_HELP", "load_node", "note", "out", "read_xml", "rule_or_usage", "select_rules",
     "sub_app", "terminal_safe", "usage", "validate_file",

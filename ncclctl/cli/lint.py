@@ -15,7 +15,7 @@ import typer
 from ncclctl.cli.common import (RulesFormat, CONFIG_HELP, FAIL_ON_HELP, JSON_SCHEMA_VERSION, MODEL_HELP, ROOT_HELP, SHOW_INFO_OPTION,
                                 ENGINE_FORMATS, OUTPUT_OPTION, FailOn, Format, LintFormat, ReportFormat, command_app,
                                 dumps, emit_report, engine_answer, format_option, load_config, load_node, note, out,
-                                rule_or_usage, select_rules, usage, write_output)
+                                rule_or_usage, select_rules, usage)
 
 lint_app = command_app()
 rules_app = command_app()
@@ -144,21 +144,14 @@ def _lint(root, model, config, expect, write_expect, fail_on, fmt, rule, *, nagi
                       config_path=cfg_path, expect_path=expect)
     if report_only:
         return rep
-    if output is not None:
-        from ncclctl import report
-        from ncclctl.errors import ExitCode
-
-        write_output(report.render(rep, str((fmt or Format.text).value), show_info=show_info), output)
-        if not rep.ok:
-            raise typer.Exit(int(ExitCode.FINDINGS))
-        return None
     if nagios:
         from ncclctl.report.nagios import nagios as nagios_answer
 
         text, code = nagios_answer(rep)
         out(text)
         raise typer.Exit(code)
-    emit_report(rep, fmt, show_info)
+    emit_report(rep, fmt, show_info, output)
+    return None
 
 
 def _write_expect(node, path: str, fmt) -> None:

@@ -14,6 +14,7 @@ files):
 * ``ncclctl_last_run_timestamp_seconds{command}``: when the run ended (Unix time; ``SOURCE_DATE_EPOCH`` when set).
 * ``ncclctl_ok{command}``: 1 when no finding reached ``--fail-on``.
 * ``ncclctl_rules_run{command}``: how many rules ran (commands that run a rule set).
+* ``ncclctl_fleet_hosts{command,state}`` (fleet lint): hosts linted and hosts unreadable.
 * ``ncclctl_findings{command,severity}``: findings per severity; all three severities always present.
 * ``ncclctl_rule_findings{command,rule,severity,device}``: findings per rule, severity and device (the finding's
   subject: ``mlx5_3``, ``GPU2``, ``/etc/nccl.conf``). A series exists only while its finding does; when the fault
@@ -21,15 +22,15 @@ files):
 
 Cardinality is bounded: label values come from fixed vocabularies (commands, rule ids of the registry,
 severities) or from device names; a subject that does not look like a device name (free text, over 64
-characters) is counted under ``device="other"``, and past :data:`MAX_DEVICE_SERIES` series per command the rest
-is counted under ``device="more"``. No message text ever becomes a label.
+characters) is counted under ``device="other"``, and past :data:`MAX_DEVICE_SERIES` series per file the rest
+is counted per rule and severity under ``device="more"`` (and ``host="more"``). No message text ever becomes a label.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Iterable
+from typing import Any, Iterable
 
 from ncclctl.findings import Finding, Severity
 
@@ -45,6 +46,7 @@ HELP = {
     "ncclctl_rules_run": "Rules the last ncclctl run ran.",
     "ncclctl_findings": "Findings of the last ncclctl run, per severity.",
     "ncclctl_rule_findings": "Findings of the last ncclctl run, per rule, severity and device.",
+    "ncclctl_fleet_hosts": "Hosts of the last ncclctl fleet run: linted, or unreadable (their snapshot or model could not be used).",
 }
 
 _SEVERITIES = (Severity.ERROR, Severity.WARNING, Severity.INFO)
@@ -77,7 +79,8 @@ def _family(name: str, samples: list[tuple[tuple[tuple[str, str], ...], float]])
 
 
 def textfile(command: str, *, now: float, findings: Iterable[Finding] = (), up: bool = True, ok: bool = True,
-             rules_run: int | None = None, host_label: bool = False) -> str:
+             rules_run: int | None = None, host_label: bool = False,
+             hosts: tuple[int, int] | None = None) -> str:
     """The textfile for one run of ``command`` (``lint``, ``fleet lint``, ``log check``, ``perf check``).
 
     ``host_label`` (fleet lint): the rule series also carry each finding's ``host`` (its :attr:`Finding.host`);
@@ -91,6 +94,9 @@ def textfile(command: str, *, now: float, findings: Iterable[Finding] = (), up: 
         out += _family("ncclctl_ok", [(cmd, 1 if ok else 0)])
         if rules_run is not None:
             out += _family("ncclctl_rules_run", [(cmd, rules_run)])
+        if hosts is not None:
+            out += _family("ncclctl_fleet_hosts", [(cmd + (("state", "linted"),), hosts[0]),
+                                                   (cmd + (("state", "unreadable"),), hosts[1])])
         per_severity = Counter(f.severity for f in findings)
         out += _family("ncclctl_findings", [(cmd + (("severity", s.value),), per_severity[s]) for s in _SEVERITIES])
         keyed: Counter = Counter()
@@ -107,8 +113,20 @@ def textfile(command: str, *, now: float, findings: Iterable[Finding] = (), up: 
                 base = cmd + ((("host", host),) if host_label else ()) + (("rule", rule), ("severity", severity))
                 if len(samples) < MAX_DEVICE_SERIES:
                     samples.append((base + (("device", device),), keyed[key]))
-                else:
-                    spill[base] += keyed[key]
+                else:  # past the cap: one series per rule and severity (host "more" too: a fleet's hosts)
+                    spill[cmd + ((("host", "more"),) if host_label else ()) + (("rule", rule), ("severity", severity))] += keyed[key]
             samples += [(base + (("device", "more"),), n) for base, n in spill.items()]
             out += _family("ncclctl_rule_findings", samples)
     return "\n".join(out) + "\n"
+
+
+def fleet_textfile(result: Any, fail_on: Severity, *, now: float) -> str:
+    """``fleet lint --format prom``: one file for the fleet (the admin node's node_exporter), every rule series
+    with its ``host`` label; ``ncclctl_ok`` is 0 when a finding reaches ``fail_on`` or a host is unreadable."""
+    from dataclasses import replace
+
+    findings = [replace(f, host=h.host) for h in result.hosts for f in h.findings]
+    unreadable = sum(1 for h in result.hosts if h.error is not None)
+    ok = not unreadable and not any(f.severity.rank >= fail_on.rank for f in findings)
+    return textfile("fleet lint", now=now, findings=findings, ok=ok, host_label=True,
+                    hosts=(len(result.hosts) - unreadable, unreadable))

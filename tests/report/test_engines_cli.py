@@ -115,6 +115,46 @@ def test_prom_cardinality_is_bounded():
     assert _samples(fams, "ncclctl_last_run_timestamp_seconds") == {(("command", "log check"),): 1.5}
 
 
+def test_prom_fleet_is_bounded_across_hosts():
+    from ncclctl.findings import Finding, Severity
+    from ncclctl.report.fleet import FleetResult, HostResult
+    from ncclctl.report.prom import MAX_DEVICE_SERIES, fleet_textfile
+
+    hosts = [HostResult(host=f"gpu{i:05d}", source="s", findings=[Finding("IB001", Severity.ERROR, "m", "mlx5_3")])
+             for i in range(MAX_DEVICE_SERIES * 4)]
+    hosts.append(HostResult(host="bad", source="s", error={"exit_code": 3}))
+    fams = _families(fleet_textfile(FleetResult(hosts), Severity.ERROR, now=0))
+    rules = _samples(fams, "ncclctl_rule_findings")
+    assert len(rules) == MAX_DEVICE_SERIES + 1 and sum(rules.values()) == MAX_DEVICE_SERIES * 4
+    assert rules[(("command", "fleet lint"), ("device", "more"), ("host", "more"), ("rule", "IB001"),
+                  ("severity", "error"))] == MAX_DEVICE_SERIES * 3
+    assert _samples(fams, "ncclctl_fleet_hosts") == {
+        (("command", "fleet lint"), ("state", "linted")): MAX_DEVICE_SERIES * 4,
+        (("command", "fleet lint"), ("state", "unreadable")): 1}
+
+
+@pytest.mark.parametrize("args, command, code, rule", [
+    (("fleet", "lint", "--inventory", "fixtures/fleet/dgx-pod/inventory.yaml", "-j", "1"), "fleet lint", 1, "IB001"),
+    (("log", "check", "fixtures/logs/v2.22-gdr-peermem-rename.log"), "log check", 1, "LOG001"),
+    (("perf", "check", "fixtures/logs/perf/all_reduce-h100-1node.txt"), "perf check", 0, None),
+])
+def test_prom_on_fleet_log_and_perf(tmp_path, args, command, code, rule):
+    target = tmp_path / "ncclctl.prom"
+    r = run_cli(*args, "--format", "prom", "-o", str(target), env=EPOCH)
+    assert r.returncode == code, r.stderr
+    text = target.read_text()
+    _promtool(text)
+    fams = _families(text)
+    cmd = (("command", command),)
+    assert _samples(fams, "ncclctl_up") == {cmd: 1}
+    assert _samples(fams, "ncclctl_ok") == {cmd: 0 if code else 1}
+    assert _samples(fams, "ncclctl_last_run_timestamp_seconds") == {cmd: 1700000000}
+    seen = {dict(k)["rule"] for k in _samples(fams, "ncclctl_rule_findings")} if rule else set()
+    assert rule is None or rule in seen
+    if command == "fleet lint":
+        assert {dict(k)["host"] for k in _samples(fams, "ncclctl_rule_findings")} >= {"dgx-02"}
+
+
 # -- Slurm ------------------------------------------------------------------------------------------
 
 
