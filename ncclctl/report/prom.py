@@ -125,7 +125,10 @@ def fleet_textfile(result: Any, fail_on: Severity, *, now: float) -> str:
     with its ``host`` label; ``ncclctl_ok`` is 0 when a finding reaches ``fail_on`` or a host is unreadable."""
     from dataclasses import replace
 
+    from ncclctl.report.fleet import FLEET
+
     findings = [replace(f, host=h.host) for h in result.hosts for f in h.findings]
+    findings += [replace(f, host=FLEET) for f in result.fleet]
     unreadable = sum(1 for h in result.hosts if h.error is not None)
     ok = not unreadable and not any(f.severity.rank >= fail_on.rank for f in findings)
     return textfile("fleet lint", now=now, findings=findings, ok=ok, host_label=True,
