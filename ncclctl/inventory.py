@@ -8,6 +8,11 @@
       node001: {snapshot: snaps/node001}    # a snapshot folder or .tar.gz (ncclctl snapshot)
       node002: {model: models/node002.json} # or a node model (ncclctl probe --format json)
       node003: {snapshot: snaps/node003.tar.gz, group: su1}   # optional group (scalable unit) hint
+      gpu[001-128,200]: {snapshot: "snaps/{host}.tar.gz"}      # Slurm hostlist: one host each, {host} its name
+
+A key in Slurm's hostlist form (``gpu[001-128,200]``, expanded by ClusterShell's ``NodeSet``) stands for each
+of its hosts; ``{host}`` in its paths is each host's name (required when the key names several hosts), and a host
+named twice (by two keys) is refused like a duplicate key. At most :data:`MAX_HOSTS` hosts.
 
 Paths are relative to the inventory file. Host names are the names the fabric knows the host by (the first
 word of an HCA's node description) and the names written into hostfiles. Loading is lazy: ``load_inventory``
@@ -26,6 +31,9 @@ from ncclctl.record import record
 _FIX = "see schemas/inventory.schema.json"
 _HOST_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
 _HOST_KEYS = {"snapshot", "model", "group"}
+_HOSTLIST_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\[[0-9,\-]+\][A-Za-z0-9._\[\],\-]*$")
+#: The most hosts an inventory may name (hostlists included): a typo such as gpu[1-99999999] is refused, not expanded.
+MAX_HOSTS = 100_000
 _TOP_KEYS = {"version", "fabric", "hosts"}
 
 
@@ -109,30 +117,84 @@ def load_inventory(path: str) -> Inventory:
         raise InputError("'hosts' must be a non-empty mapping of host name to {snapshot|model}", path=path,
                          line=lines.get(("", "hosts")), fix=_FIX)
     hosts = []
-    for name, entry in hosts_raw.items():
-        line = lines.get(("hosts", str(name)))
-        if not isinstance(name, str) or not _HOST_RE.match(name):
-            raise InputError(f"host name {name!r} is not a host name", path=path, line=line,
-                             fix="use the host's short name (letters, digits, '.', '_', '-')")
-        if isinstance(entry, str):
-            entry = {"snapshot": entry}
-        if not isinstance(entry, dict):
-            raise InputError(f"host {name}: give a mapping with 'snapshot' or 'model'", path=path, line=line, fix=_FIX)
-        bad = sorted(set(map(str, entry)) - _HOST_KEYS)
-        if bad:
-            raise InputError(f"host {name}: unknown key {bad[0]!r}", path=path, line=line,
-                             fix="allowed keys: " + ", ".join(sorted(_HOST_KEYS)))
-        if ("snapshot" in entry) == ("model" in entry):
-            raise InputError(f"host {name}: give exactly one of 'snapshot' or 'model'", path=path, line=line, fix=_FIX)
-        group = entry.get("group")
-        if group is not None and not isinstance(group, (str, int)):
-            raise InputError(f"host {name}: 'group' must be a name", path=path, line=line, fix=_FIX)
-        hosts.append(InventoryHost(
-            name=name,
-            snapshot=rel(entry["snapshot"], f"hosts.{name}.snapshot", line) if "snapshot" in entry else None,
-            model=rel(entry["model"], f"hosts.{name}.model", line) if "model" in entry else None,
-            group=str(group) if group is not None else None, line=line))
+    seen: dict[str, int | None] = {}
+    for key, entry in hosts_raw.items():
+        line = lines.get(("hosts", str(key)))
+        names = [key]
+        if isinstance(key, str) and "[" in key:
+            names = _expand(key, path, line)
+            if len(seen) + len(names) > MAX_HOSTS:
+                raise InputError(f"more than {MAX_HOSTS} hosts", path=path, line=line, fix="split the inventory")
+        many = len(names) > 1
+        for name in names:
+            if not isinstance(name, str) or not _HOST_RE.match(name):
+                raise InputError(f"host name {name!r} is not a host name", path=path, line=line,
+                                 fix="use the host's short name (letters, digits, '.', '_', '-'), or a Slurm hostlist "
+                                     "such as gpu[001-128]")
+            if name in seen:
+                raise InputError(f"host {name} is named twice (first on line {seen[name]})", path=path, line=line,
+                                 fix="name each host once")
+            seen[name] = line
+            hosts.append(_host(name, entry, line, path, rel, many=many))
     return Inventory(path=path, hosts=tuple(hosts), fabric=fabric_path)
+
+
+def _expand(key: str, path: str, line: int | None) -> list[str]:
+    """A Slurm hostlist key (``gpu[001-128,200]``) as its host names, in order."""
+    if not _HOSTLIST_RE.match(key):
+        raise InputError(f"host name {key!r} is neither a host name nor a hostlist", path=path, line=line,
+                         fix="a hostlist is PREFIX[RANGES]SUFFIX, e.g. gpu[001-128,200]")
+    # Counted before NodeSet sees it: NodeSet expands its ranges eagerly (gpu[1-99999999] ran past 20 s here).
+    count = 1
+    for brackets in re.findall(r"\[([^\]]*)\]", key):
+        size = 0
+        for item in brackets.split(","):
+            lo, _, hi = item.partition("-")
+            if lo.isdigit() and (not hi or hi.isdigit()):
+                size += max(int(hi or lo) - int(lo) + 1, 1)
+        count *= max(size, 1)
+        if count > MAX_HOSTS:
+            raise InputError(f"hostlist {key!r} names more than {MAX_HOSTS} hosts", path=path, line=line,
+                             fix="check the ranges")
+    from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetParseError
+    from ClusterShell.RangeSet import RangeSetParseError
+
+    try:
+        nodes = NodeSet(key, resolver=RESOLVER_NOGROUP)  # names only: no @group lookups
+        count = len(nodes)
+    except (NodeSetParseError, RangeSetParseError, ValueError) as exc:
+        raise InputError(f"hostlist {key!r}: {exc}", path=path, line=line,
+                         fix="a hostlist is PREFIX[RANGES]SUFFIX, e.g. gpu[001-128,200]") from None
+    if count > MAX_HOSTS:
+        raise InputError(f"hostlist {key!r} names {count} hosts, more than {MAX_HOSTS}", path=path, line=line,
+                         fix="check the ranges")
+    return list(nodes)
+
+
+def _host(name: str, entry: Any, line: int | None, path: str, rel: Any, *, many: bool) -> InventoryHost:
+    if isinstance(entry, str):
+        entry = {"snapshot": entry}
+    if not isinstance(entry, dict):
+        raise InputError(f"host {name}: give a mapping with 'snapshot' or 'model'", path=path, line=line, fix=_FIX)
+    bad = sorted(set(map(str, entry)) - _HOST_KEYS)
+    if bad:
+        raise InputError(f"host {name}: unknown key {bad[0]!r}", path=path, line=line,
+                         fix="allowed keys: " + ", ".join(sorted(_HOST_KEYS)))
+    if ("snapshot" in entry) == ("model" in entry):
+        raise InputError(f"host {name}: give exactly one of 'snapshot' or 'model'", path=path, line=line, fix=_FIX)
+    group = entry.get("group")
+    if group is not None and not isinstance(group, (str, int)):
+        raise InputError(f"host {name}: 'group' must be a name", path=path, line=line, fix=_FIX)
+    kind = "snapshot" if "snapshot" in entry else "model"
+    where = entry[kind]
+    if isinstance(where, str):
+        if many and "{host}" not in where:
+            raise InputError(f"hosts.{name}.{kind}: a hostlist's path must contain {{host}} (each host's name)",
+                             path=path, line=line, fix=f"e.g. {kind}: snaps/{{host}}.tar.gz")
+        where = where.replace("{host}", name)
+    return InventoryHost(name=name, snapshot=rel(where, f"hosts.{name}.snapshot", line) if kind == "snapshot" else None,
+                         model=rel(where, f"hosts.{name}.model", line) if kind == "model" else None,
+                         group=str(group) if group is not None else None, line=line)
 
 
 def _key_lines(root: Any) -> dict[tuple[str, str], int]:

@@ -20,3 +20,21 @@ def natural_key(name: str) -> tuple:
     parts[1::2] = map(int, runs) if max(map(len, runs), default=0) < 50 else (
         int(p) if len(p) < 50 else 10**50 for p in runs)
     return tuple(parts)
+
+
+_HOSTLIST_SAFE = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def hostlist(names) -> str:
+    """Host names folded into Slurm's hostlist form, ``gpu[002,017-019]`` (ClusterShell's ``NodeSet``, the fold
+    Slurm and pdsh users read), in natural order; a name NodeSet would parse as syntax (``[``, ``,``, ``@``, ...)
+    is listed as it is after the folded ones."""
+    names = sorted(set(names), key=natural_key)
+    safe = [n for n in names if _HOSTLIST_SAFE.fullmatch(n)]
+    odd = [n for n in names if not _HOSTLIST_SAFE.fullmatch(n)]
+    folded = ""
+    if safe:
+        from ClusterShell.NodeSet import NodeSet
+
+        folded = str(NodeSet.fromlist(safe))
+    return ",".join(x for x in [folded, *odd] if x)

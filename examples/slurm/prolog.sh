@@ -1,24 +1,26 @@
 #!/bin/bash
-# Slurm prolog: is this node fit for NCCL jobs? Drain it when ncclctl says CRITICAL.
+# Slurm prolog: is this node fit for NCCL jobs? Drain it, with ncclctl's one-line reason, when it is not.
 #
 #   slurm.conf:  Prolog=/etc/slurm/prolog.d/ncclctl.sh
 #                PrologFlags=Alloc        # once per node at allocation, not at every step
 #
-# ncclctl lint --nagios answers like a Nagios plugin: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, and a one-line
-# status on stdout. This script:
-#   OK        -> exit 0
-#   WARNING   -> log the status, exit 0 (the job runs)
-#   CRITICAL  -> scontrol update NodeName=<node> State=DRAIN Reason="ncclctl: <status>", exit 1
-#                (a failing prolog makes Slurm requeue the job on another node)
-#   UNKNOWN   -> log, exit 0: a tool that cannot look (or a timeout) is no proof the node is bad; set
-#                NCCLCTL_DRAIN_ON_UNKNOWN=1 to drain anyway.
+# ncclctl lint --format slurm prints one line and exits 0 fit, 1 unfit, 2 unknown (it could not look). The line is
+# the drain reason: `ncclctl: IB001 mlx5_3 ib-port-not-active (+1 more)` (root cause first, at most 64
+# characters, its first 20 what `sinfo -R` shows). This script:
+#   0 fit      -> exit 0
+#   1 unfit    -> scontrol update NodeName=<node> State=DRAIN Reason="<the line>", exit 1
+#                 (a failing prolog makes Slurm requeue the job on another node)
+#   2 unknown  -> log, exit 0: a tool that cannot look (or a timeout) is no proof the node is bad; set
+#                 NCCLCTL_DRAIN_ON_UNKNOWN=1 to drain anyway.
+# Warnings do not drain; add "--fail-on warning" to NCCLCTL_ARGS to make them. For HealthCheckProgram, which
+# slurmd runs without arguments and whose exit status it ignores, see healthcheck.sh beside this file.
 # Prologs must be quick: the check runs under `timeout` (NCCLCTL_TIMEOUT, default 8 s).
 #
 # Settings (environment; e.g. in /etc/default/ncclctl-prolog, sourced below when it exists):
 #   NCCLCTL                   the program            (default /opt/ncclctl/bin/ncclctl)
 #   NCCLCTL_ARGS              more lint options, split on blanks (e.g. "--config /etc/ncclctl.yaml")
 #   NCCLCTL_TIMEOUT           seconds                (default 8)
-#   NCCLCTL_DRAIN_ON_UNKNOWN  1 = also drain on UNKNOWN (default 0)
+#   NCCLCTL_DRAIN_ON_UNKNOWN  1 = also drain on unknown (default 0)
 #   SCONTROL                  the scontrol program   (default scontrol)
 
 set -u
@@ -39,15 +41,16 @@ log() {
 }
 
 drain() {
-    local reason="ncclctl: $1"
-    # Slurm keeps the reason short in sinfo -R; cut it, and keep it on one line.
+    local reason=$1
+    [ "${reason#ncclctl: }" = "$reason" ] && reason="ncclctl: $reason"
+    # One line, and short: sinfo -R shows the first 20 characters.
     reason=${reason//$'\n'/ }
     reason=${reason:0:200}
     log "draining $NODE: $reason"
     "$SCONTROL" update NodeName="$NODE" State=DRAIN Reason="$reason"
 }
 
-out=$(timeout --kill-after=2 "$TIMEOUT" "$NCCLCTL" lint --nagios ${EXTRA[@]+"${EXTRA[@]}"} 2>/dev/null)
+out=$(timeout --kill-after=2 "$TIMEOUT" "$NCCLCTL" lint --format slurm ${EXTRA[@]+"${EXTRA[@]}"} 2>/dev/null)
 rc=$?
 status=${out%%$'\n'*}
 
@@ -56,25 +59,21 @@ case $rc in
         exit 0
         ;;
     1)
-        log "$NODE: ${status:-WARNING}"
-        exit 0
-        ;;
-    2)
-        drain "${status:-CRITICAL}"
+        drain "${status:-ncclctl: unfit}"
         exit 1
         ;;
     124 | 137)
-        status="UNKNOWN - ncclctl lint did not finish within ${TIMEOUT}s"
+        status="ncclctl: unknown: did not finish within ${TIMEOUT}s"
         ;;
     126 | 127)
-        status="UNKNOWN - cannot run $NCCLCTL"
+        status="ncclctl: unknown: cannot run $NCCLCTL"
         ;;
     *)
-        status=${status:-"UNKNOWN - ncclctl lint exit status $rc"}
+        status=${status:-"ncclctl: unknown: exit status $rc"}
         ;;
 esac
 
-# UNKNOWN (3), a timeout, or anything unexpected.
+# Unknown (2), a timeout, or anything unexpected.
 log "$NODE: $status"
 if [ "$DRAIN_ON_UNKNOWN" = 1 ]; then
     drain "$status"

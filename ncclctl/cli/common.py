@@ -77,6 +77,30 @@ class ReportFormat(str, enum.Enum):
     junit = "junit"
 
 
+class LintFormat(str, enum.Enum):
+    """lint: the report formats, and the engines' own answers (docs/operations.md): ``prom`` (a node_exporter
+    textfile), ``slurm`` (a drain reason for HealthCheckProgram and prologs), ``npd`` (a node-problem-detector
+    custom plugin)."""
+
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    junit = "junit"
+    prom = "prom"
+    slurm = "slurm"
+    npd = "npd"
+
+
+class CheckFormat(str, enum.Enum):
+    """log check, perf check: the report formats and ``prom`` (a node_exporter textfile)."""
+
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    junit = "junit"
+    prom = "prom"
+
+
 class ProbeFormat(str, enum.Enum):
     text = "text"
     json = "json"
@@ -110,6 +134,7 @@ class FleetFormat(str, enum.Enum):
     text = "text"
     json = "json"
     junit = "junit"
+    prom = "prom"
 
 
 class GdrMode(str, enum.Enum):
@@ -126,7 +151,7 @@ class RulesFormat(str, enum.Enum):
     markdown = "markdown"
 
 
-FORMAT_VALUES = frozenset({"text", "json", "sarif", "junit", "markdown", "tree", "matrix", "hostfile", "slurm",
+FORMAT_VALUES = frozenset({"text", "json", "sarif", "junit", "prom", "npd", "markdown", "tree", "matrix", "hostfile", "slurm",
                            "slurm-block", "ibnetdiscover", "ibnetdiscover-p", "iblinkinfo", "iblinkinfo-line"})
 
 
@@ -288,11 +313,16 @@ def load_config(explicit: Optional[str]):
     return path, _load(path)
 
 
-def emit_report(rep: Any, fmt: Any, show_info: bool) -> None:
-    """Print ``rep`` through the report door; exit 1 when a finding reaches ``--fail-on``."""
+def emit_report(rep: Any, fmt: Any, show_info: bool, output: Optional[str] = None) -> None:
+    """Print ``rep`` through the report door (or write it to ``output``, atomically); exit 1 when a finding
+    reaches ``--fail-on``."""
     from ncclctl import report
 
-    out(report.render(rep, str((fmt or Format.text).value), show_info=show_info))
+    text = report.render(rep, str((fmt or Format.text).value), show_info=show_info)
+    if output is not None:
+        write_output(text, output)
+    else:
+        out(text)
     if not rep.ok:
         raise typer.Exit(int(ExitCode.FINDINGS))
 
@@ -338,6 +368,96 @@ def emit_result(data: bytes, output: Optional[str], *, check: bool = False, diff
         raise typer.Exit(int(ExitCode.FINDINGS))
 
 
+#: The formats that answer an engine (Prometheus, Slurm, node-problem-detector) rather than a person.
+ENGINE_FORMATS = ("prom", "slurm", "npd")
+
+OUTPUT_OPTION = typer.Option(None, "--output", "-o", help="Write the output to this file instead of stdout, atomically "
+                             "(temp file + rename in its folder): with --format prom, a file in node_exporter's "
+                             "textfile directory (DIR/ncclctl.prom).", metavar="FILE")
+
+
+def run_time() -> float:
+    """Now, or ``SOURCE_DATE_EPOCH`` when set (reproducible output, tests)."""
+    import os
+    import time
+
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    return float(epoch) if epoch.isdigit() else time.time()
+
+
+def write_output(text: str, output: str) -> None:
+    """``text`` into ``output``, atomically (:func:`ncclctl.fileio.write_atomic`), readable by all (node_exporter
+    runs as another user)."""
+    from ncclctl.fileio import write_atomic
+
+    write_atomic(output, text.encode("utf-8"), mode=0o644)
+
+
+def engine_answer(make_report: Any, fmt: str, *, command: str, output: Optional[str] = None, drain: bool = False,
+                  node: Optional[str] = None) -> None:
+    """Run ``make_report()`` and answer an engine in ``fmt`` (one of :data:`ENGINE_FORMATS`); always exits.
+
+    * ``prom``: the node_exporter textfile (:mod:`ncclctl.report.prom`) to ``output`` or stdout; when the run fails
+      the file is still written, with ``ncclctl_up 0``, and the error's own exit code follows. Exit 0 clean, 1 a
+      finding at ``--fail-on``.
+    * ``slurm``: one line, the drain reason (:func:`ncclctl.report.oneline.slurm_answer`); exit 0 fit, 1 drain,
+      2 unknown (ncclctl could not look: no drain). ``drain``: also ``scontrol update ... state=drain``.
+    * ``npd``: node-problem-detector's custom plugin contract: one line of at most 80 characters; exit 0 OK,
+      1 problem, 2 unknown.
+    """
+    import os
+
+    from ncclctl.errors import NcclctlError
+
+    try:
+        rep = make_report()
+    except typer.Exit:
+        raise
+    except Exception as exc:  # noqa: BLE001 - an engine gets its "unknown", not a traceback
+        if fmt == "prom":
+            from ncclctl.report.prom import textfile
+
+            text = textfile(command, now=run_time(), up=False)
+            if output is not None:
+                write_output(text, output)
+            else:
+                out(text)
+            raise
+        if os.environ.get("NCCLCTL_DEBUG") and not isinstance(exc, NcclctlError):
+            raise
+        from ncclctl.report.oneline import NPD_MAX, SLURM_REASON_MAX, unknown_line
+
+        message = str(exc) if isinstance(exc, NcclctlError) else f"internal error: {type(exc).__name__}: {exc}"
+        note(message)
+        out(unknown_line(message, NPD_MAX if fmt == "npd" else SLURM_REASON_MAX))
+        raise typer.Exit(2)
+    if fmt == "prom":
+        from ncclctl.report.prom import textfile
+
+        text = textfile(command, now=run_time(), findings=rep.findings, ok=rep.ok,
+                        rules_run=len(rep.rules_run) if rep.rules_run is not None else None)
+        if output is not None:
+            write_output(text, output)
+        else:
+            out(text)
+        raise typer.Exit(0 if rep.ok else int(ExitCode.FINDINGS))
+    from ncclctl.report import oneline
+
+    line, code = (oneline.npd_answer if fmt == "npd" else oneline.slurm_answer)(rep)
+    if output is not None:
+        write_output(line, output)
+    else:
+        out(line)
+    if code and drain:
+        from ncclctl.ops.slurm import drain as do_drain, node_name
+
+        try:
+            do_drain(node_name(node), line.strip())
+        except NcclctlError as exc:
+            note(str(exc))
+    raise typer.Exit(code)
+
+
 def validate_file(file: str, *, root: Optional[str], live: bool, nccl_version: str, fmt: ReportFormat,
                   fail_on: FailOn, xsd: bool, config: Optional[str], rule: Optional[List[str]], show_info: bool,
                   command: str, meaning=None, model: Optional[str] = None, rails=None) -> None:
@@ -363,7 +483,7 @@ def validate_file(file: str, *, root: Optional[str], live: bool, nccl_version: s
 
 __all__ = [
     "BACKUP_OPTION", "CHECK_OPTION", "CONFIG_HELP", "DIFF_OPTION", "EXIT_CODE_OPTION", "FAIL_ON_HELP", "FOLLOW_OPTION",
-    "FORMAT_VALUES", "FailOn", "Format", "Group", "FleetFormat", "OrderFormat", "ProbeFormat", "ReportFormat", "RulesFormat", "ShowFormat", "SynthFormat", "JSON_SCHEMA_VERSION", "MODEL_HELP", "NCCL_DEFAULT", "ROOT_HELP", "RULE_HELP",
+    "CheckFormat", "ENGINE_FORMATS", "FORMAT_VALUES", "FailOn", "LintFormat", "OUTPUT_OPTION", "engine_answer", "run_time", "write_output", "Format", "Group", "FleetFormat", "OrderFormat", "ProbeFormat", "ReportFormat", "RulesFormat", "ShowFormat", "SynthFormat", "JSON_SCHEMA_VERSION", "MODEL_HELP", "NCCL_DEFAULT", "ROOT_HELP", "RULE_HELP",
     "SHOW_INFO_OPTION", "command_app", "csv_list", "dumps", "emit_report", "emit_result",
     "format_option", "load_config", "FABRIC_IDS_HELP", "RAIL_MAP_HELP", "HOST_IDS_HELP", "load_node", "note", "out", "read_xml", "rule_or_usage", "select_rules",
     "sub_app", "terminal_safe", "usage", "validate_file",

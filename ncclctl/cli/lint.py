@@ -13,8 +13,9 @@ from typing import List, Optional
 import typer
 
 from ncclctl.cli.common import (RulesFormat, CONFIG_HELP, FAIL_ON_HELP, JSON_SCHEMA_VERSION, MODEL_HELP, ROOT_HELP, SHOW_INFO_OPTION,
-                                FailOn, Format, ReportFormat, command_app, dumps, emit_report, format_option,
-                                load_config, load_node, note, out, rule_or_usage, select_rules, usage)
+                                ENGINE_FORMATS, OUTPUT_OPTION, FailOn, Format, LintFormat, ReportFormat, command_app,
+                                dumps, emit_report, engine_answer, format_option, load_config, load_node, note, out,
+                                rule_or_usage, select_rules, usage)
 
 lint_app = command_app()
 rules_app = command_app()
@@ -72,18 +73,36 @@ def lint_cmd(
     expect: Optional[str] = typer.Option(None, "--expect", help="Compare with this expected-state profile (EXP rules).", metavar="FILE"),
     write_expect: Optional[str] = typer.Option(None, "--write-expect", help="Derive an expected-state profile from this node and write it (no lint).", metavar="FILE"),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help=FAIL_ON_HELP),
-    fmt: Optional[ReportFormat] = format_option(None, "Output format: text (default), json, sarif, junit."),
+    fmt: Optional[LintFormat] = format_option(None, "Output format: text (default), json, sarif, junit; for the engines: prom (node_exporter textfile), slurm (drain reason for HealthCheckProgram/prolog), npd (node-problem-detector custom plugin)."),
     nagios: bool = typer.Option(False, "--nagios", help="Nagios/NHC plugin output: one status line with perfdata; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."),
     rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help="Run only this rule (id or slug; repeat or comma-separate).", metavar="ID"),
     show_info: bool = SHOW_INFO_OPTION,
+    output: Optional[str] = OUTPUT_OPTION,
+    drain: bool = typer.Option(False, "--drain", help="With --format slurm: when the node is unfit, also run 'scontrol update nodename=NODE state=drain reason=REASON'."),
+    node: Optional[str] = typer.Option(None, "--node", help="With --drain: the Slurm node name (default: $SLURMD_NODENAME, else the short host name).", metavar="NAME"),
 ) -> None:
     """Lint one node (this host, or --root/--model) with every enabled rule.
 
     Exit codes: 0 clean, 1 findings at or above --fail-on, 3 invalid input, 4 source unavailable
-    (with --nagios: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN).
+    (with --nagios: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN; with --format slurm or npd: 0 OK, 1 problem,
+    2 unknown).
     """
+    fmt_value = fmt.value if fmt is not None else None
+    if (drain or node is not None) and fmt_value != "slurm":
+        raise usage("--drain and --node go with --format slurm")
+    if node is not None and not drain:
+        raise usage("--node names the node --drain drains", fix="add --drain")
+    if output is not None and (nagios or write_expect is not None):
+        raise usage("--output writes a report: drop --nagios/--write-expect, or -o")
+    if fmt_value in ENGINE_FORMATS:
+        if write_expect is not None:
+            raise usage(f"--format {fmt_value} reports findings: drop --write-expect")
+        if nagios:
+            raise usage("--nagios prints its own status line: drop --format/--write-expect")
+        engine_answer(lambda: _lint(root, model, config, expect, None, fail_on, None, rule, report_only=True),
+                      fmt_value, command="lint", output=output, drain=drain, node=node)
     if not nagios:
-        _lint(root, model, config, expect, write_expect, fail_on, fmt, rule, show_info=show_info)
+        _lint(root, model, config, expect, write_expect, fail_on, fmt, rule, show_info=show_info, output=output)
         return
     from ncclctl.errors import NcclctlError
     from ncclctl.report.nagios import nagios_unknown
@@ -105,7 +124,7 @@ def lint_cmd(
 
 
 def _lint(root, model, config, expect, write_expect, fail_on, fmt, rule, *, nagios: bool = False,
-          show_info: bool = False) -> None:
+          show_info: bool = False, output: Optional[str] = None, report_only: bool = False):
     from ncclctl.lint.engine import lint_report
 
     if write_expect is not None and expect is not None:
@@ -123,13 +142,16 @@ def _lint(root, model, config, expect, write_expect, fail_on, fmt, rule, *, nagi
     node = load_node(root, model)
     rep = lint_report(node, cfg, source=root or model, only=only, profile=profile, fail_on=fail_on.value,
                       config_path=cfg_path, expect_path=expect)
+    if report_only:
+        return rep
     if nagios:
         from ncclctl.report.nagios import nagios as nagios_answer
 
         text, code = nagios_answer(rep)
         out(text)
         raise typer.Exit(code)
-    emit_report(rep, fmt, show_info)
+    emit_report(rep, fmt, show_info, output)
+    return None
 
 
 def _write_expect(node, path: str, fmt) -> None:

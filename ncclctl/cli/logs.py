@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
 
-from ncclctl.cli.common import (CONFIG_HELP, FAIL_ON_HELP, JSON_SCHEMA_VERSION, ROOT_HELP, RULE_HELP, SHOW_INFO_OPTION,
-                                FailOn, Format, ReportFormat, dumps, emit_report, format_option, load_config, out,
+from ncclctl.cli.common import (OUTPUT_OPTION, CheckFormat, engine_answer, CONFIG_HELP, FAIL_ON_HELP, JSON_SCHEMA_VERSION, ROOT_HELP, RULE_HELP, SHOW_INFO_OPTION,
+                                FailOn, Format, dumps, emit_report, format_option, load_config, out,
                                 select_rules, sub_app, usage)
 
 log_app = sub_app("NCCL_DEBUG logs: show what NCCL did (versions, NICs, transports, rings, trees), check it "
@@ -42,11 +42,12 @@ def log_check(
     root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP + " Its model is held against every host.",
                                        metavar="DIR"),
     inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help=INVENTORY_HELP, metavar="INV"),
-    fmt: ReportFormat = format_option(ReportFormat.text),
+    fmt: CheckFormat = format_option(CheckFormat.text, "Output format: text, json, sarif, junit, prom (a node_exporter textfile, docs/operations.md section 5)."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help=FAIL_ON_HELP),
     config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
     rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help=RULE_HELP, metavar="ID"),
     show_info: bool = SHOW_INFO_OPTION,
+    output: Optional[str] = OUTPUT_OPTION,
 ) -> None:
     """Findings (LOG rules) with the log lines they rest on: GPUDirect RDMA off, socket fallback, ranks that
     disagree, graph files, NICs off the rails; with --root/--inventory, against the model of the node."""
@@ -57,26 +58,31 @@ def log_check(
     from ncclctl.registry import rules_of
     from ncclctl.report import configured
 
-    if root is not None and inventory is not None:
-        raise usage("give --root or --inventory, not both")
-    only = select_rules(rule, ("log",), "ncclctl log check")
-    cfg_path, cfg = load_config(config)
-    ls = read_logs(logs)
-    require_nccl_lines(ls, logs)
-    models, notes = ({}, []) if root is None and inventory is None else predict_models(ls, root=root,
-                                                                                        inventory=inventory)
-    options = {r.id: cfg.options(r) for r in rules_of(scope="log")}
-    findings = check(ls, models=models, options=options)
-    doc = show.summary(ls)
-    header = _header(doc, models, notes)
-    subject = logs[0] if len(logs) == 1 else f"{len(logs)} logs"
-    rep = configured(findings, subject=subject, fail_on=Severity(fail_on.value), config=cfg, only=only,
-                     header=header, name="ncclctl log check", evidence=True,
-                     fields=(("logs", list(logs)), ("model", root or inventory), ("model_notes", notes),
-                             ("summary", {k: doc[k] for k in ("lines", "nccl_lines", "unrecognised", "nccl_version",
-                                                              "hosts", "processes", "ranks")}),
-                             ("config", cfg_path)))
-    emit_report(rep, fmt, show_info)
+    def make() -> Any:
+        if root is not None and inventory is not None:
+            raise usage("give --root or --inventory, not both")
+        only = select_rules(rule, ("log",), "ncclctl log check")
+        cfg_path, cfg = load_config(config)
+        ls = read_logs(logs)
+        require_nccl_lines(ls, logs)
+        models, notes = ({}, []) if root is None and inventory is None else predict_models(ls, root=root,
+                                                                                            inventory=inventory)
+        options = {r.id: cfg.options(r) for r in rules_of(scope="log")}
+        findings = check(ls, models=models, options=options)
+        doc = show.summary(ls)
+        header = _header(doc, models, notes)
+        subject = logs[0] if len(logs) == 1 else f"{len(logs)} logs"
+        rep = configured(findings, subject=subject, fail_on=Severity(fail_on.value), config=cfg, only=only,
+                         header=header, name="ncclctl log check", evidence=True,
+                         fields=(("logs", list(logs)), ("model", root or inventory), ("model_notes", notes),
+                                 ("summary", {k: doc[k] for k in ("lines", "nccl_lines", "unrecognised", "nccl_version",
+                                                                  "hosts", "processes", "ranks")}),
+                                 ("config", cfg_path)))
+        return rep
+
+    if fmt == CheckFormat.prom:
+        engine_answer(make, "prom", command="log check", output=output)
+    emit_report(make(), fmt, show_info, output)
 
 
 def require_nccl_lines(ls, logs: List[str]) -> None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
 
-from ncclctl.cli.common import (CONFIG_HELP, FAIL_ON_HELP, MODEL_HELP, ROOT_HELP, RULE_HELP, SHOW_INFO_OPTION, FailOn,
-                                ReportFormat, emit_report, format_option, load_config, select_rules, sub_app, usage)
+from ncclctl.cli.common import (OUTPUT_OPTION, CheckFormat, engine_answer, CONFIG_HELP, FAIL_ON_HELP, MODEL_HELP, ROOT_HELP, RULE_HELP, SHOW_INFO_OPTION, FailOn,
+                                emit_report, format_option, load_config, select_rules, sub_app, usage)
 
 perf_app = sub_app("nccl-tests results: bus bandwidth per collective against what the hardware should give.")
 
@@ -26,11 +26,12 @@ def perf_check(
     min_efficiency: Optional[float] = typer.Option(None, "--min-efficiency", min=0.0, max=1.5,
                                                    help="Measured/expected below this is an error (PERF001 "
                                                    "min_efficiency; default 0.6)."),
-    fmt: ReportFormat = format_option(ReportFormat.text),
+    fmt: CheckFormat = format_option(CheckFormat.text, "Output format: text, json, sarif, junit, prom (a node_exporter textfile, docs/operations.md section 5)."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help=FAIL_ON_HELP),
     config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
     rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help=RULE_HELP, metavar="ID"),
     show_info: bool = SHOW_INFO_OPTION,
+    output: Optional[str] = OUTPUT_OPTION,
 ) -> None:
     """Expected bus bandwidth from the node (NVLink generation, NICs x rate, PCIe) and the efficiency of each
     test's large messages; results below a fraction are findings with the likely causes from the NCCL log."""
@@ -41,47 +42,52 @@ def perf_check(
     from ncclctl.registry import rules_of
     from ncclctl.report import configured
 
-    if sum(x is not None for x in (root, model, inventory)) > 1:
-        raise usage("give one of --root, --model or --inventory")
-    only = select_rules(rule, ("perf",), "ncclctl perf check")
-    cfg_path, cfg = load_config(config)
-    options = {r.id: cfg.options(r) for r in rules_of(scope="perf")}
-    if min_efficiency is not None:
-        options["PERF001"]["min_efficiency"] = min_efficiency
-        options["PERF001"]["warn_efficiency"] = max(min_efficiency, options["PERF001"]["warn_efficiency"])
-    if "-" in results and len(results) > 1:
-        raise usage("stdin (-) can only be the one input")
-    tests, notes = perf.read_results(results)
-    hardware: dict[str, perf.Hardware] = {}
-    if root is not None or model is not None:
-        from ncclctl.cli.common import load_node
+    def make() -> Any:
+        if sum(x is not None for x in (root, model, inventory)) > 1:
+            raise usage("give one of --root, --model or --inventory")
+        only = select_rules(rule, ("perf",), "ncclctl perf check")
+        cfg_path, cfg = load_config(config)
+        options = {r.id: cfg.options(r) for r in rules_of(scope="perf")}
+        if min_efficiency is not None:
+            options["PERF001"]["min_efficiency"] = min_efficiency
+            options["PERF001"]["warn_efficiency"] = max(min_efficiency, options["PERF001"]["warn_efficiency"])
+        if "-" in results and len(results) > 1:
+            raise usage("stdin (-) can only be the one input")
+        tests, notes = perf.read_results(results)
+        hardware: dict[str, perf.Hardware] = {}
+        if root is not None or model is not None:
+            from ncclctl.cli.common import load_node
 
-        hardware["*"] = perf.hardware_from_node(load_node(root, model), root or model or "")
-    elif inventory is not None:
-        from ncclctl.inventory import load_inventory
+            hardware["*"] = perf.hardware_from_node(load_node(root, model), root or model or "")
+        elif inventory is not None:
+            from ncclctl.inventory import load_inventory
 
-        inv = load_inventory(inventory)
-        seen: dict[str, perf.Hardware] = {}
-        for t in tests:
-            for h in t.hosts:
-                ih = inv.host(h)
-                if ih is not None and h not in hardware:
-                    if ih.source not in seen:
-                        seen[ih.source] = perf.hardware_from_node(ih.load_node(), ih.source)
-                    hardware[h] = seen[ih.source]
-    mb = options["PERF001"]["min_bytes"]
-    res = perf.evaluate(tests, hardware=hardware or None, nodes=nodes, min_bytes=int(mb))
-    causes = []
-    if results != ["-"]:
-        ls = read_logs(results)
-        if ls.nccl_lines:
-            causes = log_check(ls)
-    findings = perf.check(res, options=options, causes=causes)
-    header = perf.text(res) + "".join(f"note: {n}\n" for n in notes)
-    if not tests:
-        header += "no nccl-tests result in the input\n"
-    subject = results[0] if len(results) == 1 else f"{len(results)} results"
-    rep = configured(findings, subject=subject, fail_on=Severity(fail_on.value), config=cfg, only=only,
-                     header=header, name="ncclctl perf check", evidence=True,
-                     fields=(("results", [r.doc() for r in res]), ("notes", notes), ("config", cfg_path)))
-    emit_report(rep, fmt, show_info)
+            inv = load_inventory(inventory)
+            seen: dict[str, perf.Hardware] = {}
+            for t in tests:
+                for h in t.hosts:
+                    ih = inv.host(h)
+                    if ih is not None and h not in hardware:
+                        if ih.source not in seen:
+                            seen[ih.source] = perf.hardware_from_node(ih.load_node(), ih.source)
+                        hardware[h] = seen[ih.source]
+        mb = options["PERF001"]["min_bytes"]
+        res = perf.evaluate(tests, hardware=hardware or None, nodes=nodes, min_bytes=int(mb))
+        causes = []
+        if results != ["-"]:
+            ls = read_logs(results)
+            if ls.nccl_lines:
+                causes = log_check(ls)
+        findings = perf.check(res, options=options, causes=causes)
+        header = perf.text(res) + "".join(f"note: {n}\n" for n in notes)
+        if not tests:
+            header += "no nccl-tests result in the input\n"
+        subject = results[0] if len(results) == 1 else f"{len(results)} results"
+        rep = configured(findings, subject=subject, fail_on=Severity(fail_on.value), config=cfg, only=only,
+                         header=header, name="ncclctl perf check", evidence=True,
+                         fields=(("results", [r.doc() for r in res]), ("notes", notes), ("config", cfg_path)))
+        return rep
+
+    if fmt == CheckFormat.prom:
+        engine_answer(make, "prom", command="perf check", output=output)
+    emit_report(make(), fmt, show_info, output)

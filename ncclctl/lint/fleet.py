@@ -199,10 +199,10 @@ def lint_fleet(sources: list[Source], config, *, expect=None, jobs: int | None =
                     progress(done, total)
     hosts = [r for r in results if r is not None]
     _disambiguate(hosts)
-    _run_fleet_rules(hosts, config, only)
+    fleet = _run_fleet_rules(hosts, config, only)
     for h in hosts:
         h.findings.sort(key=sort_key)
-    return FleetResult(hosts=hosts)
+    return FleetResult(hosts=hosts, fleet=sorted(fleet, key=sort_key))
 
 
 def _disambiguate(hosts: list[HostResult]) -> None:
@@ -223,9 +223,11 @@ def _resubject(f: Finding, subject: str) -> Finding:
     return dataclasses.replace(f, subject=subject)
 
 
-def _run_fleet_rules(hosts: list[HostResult], config, only: tuple[str, ...] | None = None) -> None:
+def _run_fleet_rules(hosts: list[HostResult], config, only: tuple[str, ...] | None = None) -> list[Finding]:
     """The fleet rules once over the loaded hosts' facts (the engine's rule loop); each finding goes to the host it
-    names. Every host lists every fleet rule as run (JUnit testcases), unless ignored for it."""
+    names; the findings about the fleet as a whole (no majority) are returned. Every host lists every fleet rule as
+    run (JUnit testcases), unless ignored for it."""
+    from ncclctl.report.fleet import FLEET
     from ncclctl.lint.engine import run_each, selected
 
     loaded = [h for h in hosts if h.facts is not None]
@@ -235,14 +237,19 @@ def _run_fleet_rules(hosts: list[HostResult], config, only: tuple[str, ...] | No
         for h in loaded:
             if not config.ignored(h.host, r.id):
                 h.rules.append(r.id)
+    fleet: list[Finding] = []
     if len(loaded) < 2:
-        return
+        return fleet
     fctx = FleetCtx(hosts=[(h.host, h.facts) for h in loaded if h.facts is not None])
     for r, found in run_each(rules, fctx, config, "", crash_hosts=[h.host for h in loaded]):
         for f in found:
+            if f.subject == FLEET and FLEET not in by_host:
+                fleet.append(f)
+                continue
             owner = by_host.get(f.subject)
             if owner is not None and not config.ignored(owner.host, r.id):
                 owner.findings.append(f)
+    return fleet
 
 
 def exit_code(result: FleetResult, fail_on: Severity) -> int:

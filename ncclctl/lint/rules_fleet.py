@@ -3,7 +3,8 @@
 Each host is reduced to a small record of comparable facts (:func:`fleet_facts`, computed where the host was
 linted); the rules run once over those records (:class:`FleetCtx`). A host that differs from the majority value
 gets a finding naming its value, the majority value and how many hosts hold it; when two values tie for the top (a
-1:1 split there is no telling which side is wrong) every host gets a finding naming the split. The runner that
+1:1 split there is no telling which side is wrong) the fleet gets one warning naming the values and their hosts
+(:func:`no_majority`), and no host is failed for it. The runner that
 loads and lints the hosts is :mod:`ncclctl.lint.fleet`.
 """
 
@@ -97,6 +98,21 @@ def majority(values: dict[str, Any]) -> tuple[Any, int] | None:
     return top[0]
 
 
+def no_majority(values: dict[str, Any], show: Callable[[Any], str], what: str) -> Hit:
+    """One finding about the fleet (subject :data:`~ncclctl.report.fleet.FLEET`, owned by no host) when two or more
+    values tie for the top: there is no telling which side is wrong, so no host is failed for it. It names each
+    value with its hosts in hostlist form, most hosts first, and is a warning: a person decides."""
+    from ncclctl.names import hostlist
+    from ncclctl.report.fleet import FLEET
+
+    groups: dict[str, list[str]] = {}
+    for host, v in values.items():
+        groups.setdefault(show(v), []).append(host)
+    split = "; ".join(f"{v} on {hostlist(hs)}" for v, hs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])))
+    return Hit(FLEET, f"{what}: no fleet majority: {split}", severity=W,
+               evidence=(f"{len(values)} hosts compared, {len(groups)} values, none held by more hosts than every other",))
+
+
 def odd_hosts(values: dict[str, Any], show: Callable[[Any], str], what: str) -> Iterator[Hit]:
     """One hit per host whose value differs from the majority (or per host when the fleet is split)."""
     if len(set(values.values())) < 2:
@@ -104,12 +120,7 @@ def odd_hosts(values: dict[str, Any], show: Callable[[Any], str], what: str) -> 
     total = len(values)
     top = majority(values)
     if top is None:
-        counts = Counter(values.values())
-        split = "; ".join(f"{show(v)} ({n} host{'s' if n > 1 else ''})"
-                          for v, n in sorted(counts.items(), key=lambda kv: (-kv[1], show(kv[0]))))
-        for host, v in values.items():
-            yield Hit(host, f"{what} is {show(v)}; the fleet has no majority value: {split}",
-                      evidence=(f"{total} hosts compared",))
+        yield no_majority(values, show, what)
         return
     value, n = top
     for host, v in values.items():

@@ -26,9 +26,15 @@ class HostResult:
         return self.error is None
 
 
+#: The subject of a finding about the fleet as a whole, owned by no host (a fleet rule without a majority).
+FLEET = "fleet"
+
+
 @dataclass
 class FleetResult:
     hosts: list[HostResult]
+    #: Findings about the fleet as a whole (subject :data:`FLEET`): counted, reported, never any host's.
+    fleet: list[Finding] = field(default_factory=list)
 
     def findings(self) -> list[Finding]:
-        return [f for h in self.hosts for f in h.findings]
+        return [f for h in self.hosts for f in h.findings] + list(self.fleet)

@@ -87,5 +87,10 @@ def _case_name(rule_id: str) -> str:
 def fleet_junit(result: FleetResult, fail_on: Severity) -> str:
     reports = [Report(findings=tuple(h.findings), subject=h.host, fail_on=fail_on, rules_run=tuple(h.rules),
                       host=h.host, source=h.source) for h in result.hosts]
+    if result.fleet:
+        from ncclctl.report.fleet import FLEET
+
+        reports.append(Report(findings=tuple(result.fleet), subject=FLEET, fail_on=fail_on,
+                              rules_run=tuple(dict.fromkeys(f.rule for f in result.fleet)), host=FLEET))
     errors = {i: h.error for i, h in enumerate(result.hosts) if h.error is not None}
     return junit(reports, fail_on=fail_on, name="ncclctl fleet lint", errors=errors)

@@ -83,6 +83,11 @@ def fleet_summary(result: FleetResult, fail_on: Severity) -> dict[str, Any]:
 
 
 def fleet_text(result: FleetResult, fail_on: Severity, *, show_info: bool = False) -> str:
+    """Findings grouped per fault across hosts: one line per fault with its hosts in hostlist form
+    (``gpu[002,017-019]: mlx5_3: error: IB001: ...``) and its fix once; then the hosts per status and counts, one
+    row per hostlist; then the summary line. A fault is the same rule, severity, device, message and fix."""
+    from ncclctl.names import hostlist, natural_key
+
     lines = []
     for h in result.hosts:
         if h.error is not None:
@@ -90,21 +95,40 @@ def fleet_text(result: FleetResult, fail_on: Severity, *, show_info: bool = Fals
             loc = ":".join(str(x) for x in (e.get("path"), e.get("line")) if x is not None)
             lines.append(f"{h.host}: error: cannot load {loc or h.source}: {e.get('message')}"
                          + (f" (fix: {e['fix']})" if e.get("fix") else ""))
-            continue
-        lines += group_lines(group(visible(sorted(h.findings, key=sort_key), show_info)), host=h.host)
-    s = fleet_summary(result, fail_on)
-    rows = []
+    lines += group_lines(group(visible(sorted(result.fleet, key=sort_key), show_info)))
+    faults: dict[tuple, tuple[Group, list[str]]] = {}
     for h in result.hosts:
         if h.error is not None:
-            rows.append((h.host, "-", "-", "-", "unreadable"))
+            continue
+        for g in group(visible(sorted(h.findings, key=sort_key), show_info)):
+            loc = g.location()
+            f = g.first
+            key = (f.severity.rank, f.rule, "" if loc == h.host else loc, g.message(), f.fix or "")
+            faults.setdefault(key, (g, []))[1].append(h.host)
+    order = sorted(faults, key=lambda k: (-k[0], -len(faults[k][1]), natural_key(faults[k][1][0]),
+                                          natural_key(k[1]), natural_key(k[2]), k[3]))
+    for key in order:
+        g, hosts = faults[key]
+        _, rule, loc, message, fix = key
+        many = f" [{len(hosts)} hosts]" if len(hosts) > 1 else ""
+        lines.append(f"{hostlist(hosts)}: {loc + ': ' if loc else ''}{g.first.severity.value}: {rule}: "
+                     f"{message}{many}")
+        if fix:
+            lines.append(f"    fix: {fix}")
+    s = fleet_summary(result, fail_on)
+    by_row: dict[tuple[str, ...], list[str]] = {}
+    for h in result.hosts:
+        if h.error is not None:
+            by_row.setdefault(("-", "-", "-", "unreadable"), []).append(h.host)
         elif h.findings:
             c = counts(h.findings)
-            rows.append((h.host, str(c["error"]), str(c["warning"]), str(c["info"]),
-                         "FAIL" if fails(h.findings, fail_on) else "ok"))
+            by_row.setdefault((str(c["error"]), str(c["warning"]), str(c["info"]),
+                               "FAIL" if fails(h.findings, fail_on) else "ok"), []).append(h.host)
+    rows = [(hostlist(hosts), *row) for row, hosts in sorted(by_row.items(), key=lambda kv: natural_key(kv[1][0]))]
     if lines:
         lines.append("")
     if rows:
-        header = ("HOST", "ERRORS", "WARNINGS", "INFO", "STATUS")
+        header = ("HOSTS", "ERRORS", "WARNINGS", "INFO", "STATUS")
         widths = [max(len(r[i]) for r in rows + [header]) for i in range(5)]
         for r in [header] + rows:
             lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())

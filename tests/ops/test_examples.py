@@ -1,4 +1,5 @@
-"""examples/systemd (facts service + timer) and examples/slurm/prolog.sh: syntax, and behaviour against fakes."""
+"""examples/systemd (facts service + timer), examples/slurm/prolog.sh and healthcheck.sh: syntax, and behaviour
+against fakes."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from conftest import HOSTS, REPO, run_cli
 
 SYSTEMD = REPO / "examples" / "systemd"
 PROLOG = REPO / "examples" / "slurm" / "prolog.sh"
+HEALTHCHECK = REPO / "examples" / "slurm" / "healthcheck.sh"
 
 # -- systemd ---------------------------------------------------------------------------------------
 
@@ -73,10 +75,11 @@ def test_systemd_analyze_verify(tmp_path):
 # -- Slurm prolog ----------------------------------------------------------------------------------
 
 
-def test_prolog_is_valid_bash():
-    r = subprocess.run(["bash", "-n", str(PROLOG)], capture_output=True, text=True)
+@pytest.mark.parametrize("script", [PROLOG, HEALTHCHECK])
+def test_slurm_scripts_are_valid_bash(script):
+    r = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert os.access(PROLOG, os.X_OK)
+    assert os.access(script, os.X_OK)
 
 
 def _fakes(tmp_path, ncclctl_body: str):
@@ -102,31 +105,32 @@ def _prolog(tmp_path, bindir, **env):
     return r, time.monotonic() - t0
 
 
-STATUS = {0: "NCCLCTL OK - gpu-017: 0 errors, 0 warnings|errors=0",
-          1: "NCCLCTL WARNING - gpu-017: 0 errors, 2 warnings: GPU004 GPU3 persistence off|warnings=2",
-          2: "NCCLCTL CRITICAL - gpu-017: 1 error: IB001 mlx5_3 port 1 is DOWN|errors=1",
-          3: "NCCLCTL UNKNOWN - cannot probe: no sysfs"}
+STATUS = {0: "ncclctl: ok (57 rules passed)",
+          1: "ncclctl: IB001 mlx5_3 ib-port-not-active (+1 more)",
+          2: "ncclctl: unknown: /x: no such host root",
+          3: ""}
 
 
 @pytest.mark.parametrize("code,drain_on_unknown,exit_status,drained", [
-    (0, "0", 0, False), (1, "0", 0, False), (2, "0", 1, True), (3, "0", 0, False), (3, "1", 1, True),
+    (0, "0", 0, False), (1, "0", 1, True), (2, "0", 0, False), (2, "1", 1, True), (3, "0", 0, False),
 ])
-def test_prolog_maps_nagios_codes(tmp_path, code, drain_on_unknown, exit_status, drained):
+def test_prolog_maps_slurm_answers(tmp_path, code, drain_on_unknown, exit_status, drained):
+    """`lint --format slurm`: 0 fit, 1 drain with its line as the reason, 2 unknown (drain only when asked)."""
     args_file = tmp_path / "args"
-    body = f'#!/bin/sh\nprintf "%s\\n" "$@" > {args_file}\necho "{STATUS[code]}"\necho "detail line"\nexit {code}\n'
+    body = f'#!/bin/sh\nprintf "%s\\n" "$@" > {args_file}\necho "{STATUS[code]}"\nexit {code}\n'
     bindir, log = _fakes(tmp_path, body)
     r, _ = _prolog(tmp_path, bindir, NCCLCTL_DRAIN_ON_UNKNOWN=drain_on_unknown)
     assert r.returncode == exit_status, r.stderr
-    assert args_file.read_text().split("\n")[:4] == ["lint", "--nagios", "--root", str(HOSTS / "dgx-h100")]
+    assert args_file.read_text().split("\n")[:5] == ["lint", "--format", "slurm", "--root", str(HOSTS / "dgx-h100")]
     calls = log.read_text().splitlines() if log.exists() else []
     drains = [c for c in calls if c.startswith("scontrol")]
     if drained:
-        status = STATUS[code].split("\n")[0]
-        assert drains == [f"scontrol update NodeName=gpu-017 State=DRAIN Reason=ncclctl: {status}"]
+        assert drains == [f"scontrol update NodeName=gpu-017 State=DRAIN Reason={STATUS[code]}"]
     else:
         assert drains == []
-    if code in (1, 3):
-        assert any(c.startswith("logger") and STATUS[code] in c for c in calls), calls
+    if code in (2, 3):
+        expected = STATUS[code] or f"ncclctl: unknown: exit status {code}"
+        assert any(c.startswith("logger") and expected in c for c in calls), calls
     if code == 0:
         assert calls == []
 
@@ -147,9 +151,7 @@ def test_prolog_without_ncclctl_is_unknown_not_a_drain(tmp_path):
 
 @pytest.mark.parametrize("host,drained", [("dgx-h100", False), ("dgx-h100-port-down", True)])
 def test_prolog_with_the_real_ncclctl(tmp_path, host, drained):
-    """The real `ncclctl lint --nagios` on a clean and on a broken fixture."""
-    if run_cli("lint", "--help").stdout.find("--nagios") < 0:
-        pytest.skip("ncclctl lint --nagios is not available in this tree")
+    """The real `ncclctl lint --format slurm` on a clean and on a broken fixture."""
     bindir, log = _fakes(tmp_path, f"#!/bin/sh\nexec {sys.executable} -m ncclctl \"$@\"\n")
     env = {"PYTHONPATH": str(REPO), "NCCLCTL_ARGS": f"--root {HOSTS / host}", "NCCLCTL_TIMEOUT": "30"}
     r, _ = _prolog(tmp_path, bindir, **env)
@@ -157,7 +159,24 @@ def test_prolog_with_the_real_ncclctl(tmp_path, host, drained):
     drains = [c for c in calls if c.startswith("scontrol")]
     if drained:
         assert r.returncode == 1 and len(drains) == 1, (r.stderr, calls)
-        assert drains[0].startswith("scontrol update NodeName=gpu-017 State=DRAIN Reason=ncclctl: NCCLCTL CRITICAL")
-        assert len(drains[0]) <= len("scontrol update NodeName=gpu-017 State=DRAIN Reason=") + 200
+        assert drains == ["scontrol update NodeName=gpu-017 State=DRAIN "
+                          "Reason=ncclctl: IB001 mlx5_3 ib-port-not-active (+1 more)"]
     else:
         assert r.returncode == 0 and not drains, (r.stderr, calls)
+
+
+@pytest.mark.parametrize("host,drained", [("dgx-h100", False), ("dgx-h100-port-down", True)])
+def test_healthcheck_drains_itself_and_always_exits_0(tmp_path, host, drained):
+    """HealthCheckProgram: slurmd ignores the exit status, so the real ncclctl drains (--drain) with its reason."""
+    bindir, log = _fakes(tmp_path, f"#!/bin/sh\nexec {sys.executable} -m ncclctl \"$@\"\n")
+    (bindir / "scontrol").write_text(f'#!/bin/sh\nprintf "scontrol %s\\n" "$*" >> {log}\n')
+    env = {"PATH": f"{bindir}:/usr/bin:/bin", "SLURMD_NODENAME": "gpu-017", "NCCLCTL": str(bindir / "ncclctl"),
+           "PYTHONPATH": str(REPO), "NCCLCTL_ARGS": f"--root {HOSTS / host}"}
+    r = subprocess.run(["bash", str(HEALTHCHECK)], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    calls = log.read_text().splitlines() if log.exists() else []
+    if drained:
+        assert calls == ["scontrol update nodename=gpu-017 state=drain "
+                         "reason=ncclctl: IB001 mlx5_3 ib-port-not-active (+1 more)"]
+    else:
+        assert calls == []

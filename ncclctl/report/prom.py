@@ -1,0 +1,135 @@
+"""Prometheus: findings as node_exporter textfile-collector metrics (``--format prom``).
+
+A site points node_exporter's ``--collector.textfile.directory`` at a folder and has each node write one file
+there per check (``ncclctl lint --format prom --output /var/lib/node_exporter/textfile/ncclctl-lint.prom``, from
+cron, a systemd timer or the scheduler's health check). The file is written atomically (temp file in the same
+folder, then rename), so node_exporter never reads half of it.
+
+The metrics, every family with the same ``# HELP`` and ``# TYPE`` whatever the command, so that several
+commands' files in one folder merge into one family (node_exporter refuses a family whose help differs between
+files):
+
+* ``ncclctl_up{command}``: 1 when the run could read its input and run its rules, 0 when it could not (the
+  file is still written, with only this, the timestamp and no findings: an alert on ``ncclctl_up == 0`` sees it).
+* ``ncclctl_last_run_timestamp_seconds{command}``: when the run ended (Unix time; ``SOURCE_DATE_EPOCH`` when set).
+* ``ncclctl_ok{command}``: 1 when no finding reached ``--fail-on``.
+* ``ncclctl_rules_run{command}``: how many rules ran (commands that run a rule set).
+* ``ncclctl_fleet_hosts{command,state}`` (fleet lint): hosts linted and hosts unreadable.
+* ``ncclctl_findings{command,severity}``: findings per severity; all three severities always present.
+* ``ncclctl_rule_findings{command,rule,severity,device}``: findings per rule, severity and device (the finding's
+  subject: ``mlx5_3``, ``GPU2``, ``/etc/nccl.conf``). A series exists only while its finding does; when the fault
+  is fixed the next run drops it and Prometheus marks it stale.
+
+Cardinality is bounded: label values come from fixed vocabularies (commands, rule ids of the registry,
+severities) or from device names; a subject that does not look like a device name (free text, over 64
+characters) is counted under ``device="other"``, and past :data:`MAX_DEVICE_SERIES` series per file the rest
+is counted per rule and severity under ``device="more"`` (and ``host="more"``). No message text ever becomes a label.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any, Iterable
+
+from ncclctl.findings import Finding, Severity
+
+#: ``rule_findings`` series per file at most (a node has tens of devices; a fleet file one host per series).
+MAX_DEVICE_SERIES = 500
+
+_DEVICE_OK = re.compile(r"[A-Za-z0-9_.:/@+\-\[\],]{1,64}")
+
+HELP = {
+    "ncclctl_up": "1 when the last ncclctl run could read its input and run its checks, 0 when it could not.",
+    "ncclctl_last_run_timestamp_seconds": "When the last ncclctl run ended, in seconds since the Unix epoch.",
+    "ncclctl_ok": "1 when no finding of the last ncclctl run reached its --fail-on severity, else 0.",
+    "ncclctl_rules_run": "Rules the last ncclctl run ran.",
+    "ncclctl_findings": "Findings of the last ncclctl run, per severity.",
+    "ncclctl_rule_findings": "Findings of the last ncclctl run, per rule, severity and device.",
+    "ncclctl_fleet_hosts": "Hosts of the last ncclctl fleet run: linted, or unreadable (their snapshot or model could not be used).",
+}
+
+_SEVERITIES = (Severity.ERROR, Severity.WARNING, Severity.INFO)
+
+
+def device_label(subject: str) -> str:
+    """The ``device`` label of a finding's subject: the subject when it is a device-like name, else ``other``."""
+    return subject if _DEVICE_OK.fullmatch(subject) else "other"
+
+
+def _escape(value: str) -> str:
+    # The exposition format's label value escapes.
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _labels(pairs: Iterable[tuple[str, str]]) -> str:
+    return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in pairs) + "}"
+
+
+def _number(value: float) -> str:
+    if float(value).is_integer():
+        return str(int(value))
+    return repr(float(value))
+
+
+def _family(name: str, samples: list[tuple[tuple[tuple[str, str], ...], float]]) -> list[str]:
+    lines = [f"# HELP {name} {HELP[name]}", f"# TYPE {name} gauge"]
+    lines += [f"{name}{_labels(labels)} {_number(value)}" for labels, value in samples]
+    return lines
+
+
+def textfile(command: str, *, now: float, findings: Iterable[Finding] = (), up: bool = True, ok: bool = True,
+             rules_run: int | None = None, host_label: bool = False,
+             hosts: tuple[int, int] | None = None) -> str:
+    """The textfile for one run of ``command`` (``lint``, ``fleet lint``, ``log check``, ``perf check``).
+
+    ``host_label`` (fleet lint): the rule series also carry each finding's ``host`` (its :attr:`Finding.host`);
+    they stay bounded by :data:`MAX_DEVICE_SERIES`."""
+    findings = list(findings)
+    cmd = (("command", command),)
+    out: list[str] = []
+    out += _family("ncclctl_up", [(cmd, 1 if up else 0)])
+    out += _family("ncclctl_last_run_timestamp_seconds", [(cmd, round(now, 3))])
+    if up:
+        out += _family("ncclctl_ok", [(cmd, 1 if ok else 0)])
+        if rules_run is not None:
+            out += _family("ncclctl_rules_run", [(cmd, rules_run)])
+        if hosts is not None:
+            out += _family("ncclctl_fleet_hosts", [(cmd + (("state", "linted"),), hosts[0]),
+                                                   (cmd + (("state", "unreadable"),), hosts[1])])
+        per_severity = Counter(f.severity for f in findings)
+        out += _family("ncclctl_findings", [(cmd + (("severity", s.value),), per_severity[s]) for s in _SEVERITIES])
+        keyed: Counter = Counter()
+        for f in findings:
+            keyed[((f.host or "") if host_label else "", f.rule, f.severity.rank, f.severity.value, device_label(f.subject))] += 1
+        if keyed:
+            from ncclctl.names import natural_key
+
+            ordered = sorted(keyed, key=lambda k: (natural_key(k[0]), natural_key(k[1]), -k[2], natural_key(k[4])))
+            samples: list[tuple[tuple[tuple[str, str], ...], float]] = []
+            spill: Counter = Counter()
+            for key in ordered:
+                host, rule, _, severity, device = key
+                base = cmd + ((("host", host),) if host_label else ()) + (("rule", rule), ("severity", severity))
+                if len(samples) < MAX_DEVICE_SERIES:
+                    samples.append((base + (("device", device),), keyed[key]))
+                else:  # past the cap: one series per rule and severity (host "more" too: a fleet's hosts)
+                    spill[cmd + ((("host", "more"),) if host_label else ()) + (("rule", rule), ("severity", severity))] += keyed[key]
+            samples += [(base + (("device", "more"),), n) for base, n in spill.items()]
+            out += _family("ncclctl_rule_findings", samples)
+    return "\n".join(out) + "\n"
+
+
+def fleet_textfile(result: Any, fail_on: Severity, *, now: float) -> str:
+    """``fleet lint --format prom``: one file for the fleet (the admin node's node_exporter), every rule series
+    with its ``host`` label; ``ncclctl_ok`` is 0 when a finding reaches ``fail_on`` or a host is unreadable."""
+    from dataclasses import replace
+
+    from ncclctl.report.fleet import FLEET
+
+    findings = [replace(f, host=h.host) for h in result.hosts for f in h.findings]
+    findings += [replace(f, host=FLEET) for f in result.fleet]
+    unreadable = sum(1 for h in result.hosts if h.error is not None)
+    ok = not unreadable and not any(f.severity.rank >= fail_on.rank for f in findings)
+    return textfile("fleet lint", now=now, findings=findings, ok=ok, host_label=True,
+                    hosts=(len(result.hosts) - unreadable, unreadable))
