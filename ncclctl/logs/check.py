@@ -27,7 +27,7 @@ VIRTUAL_IFACES = ("lo", "docker", "virbr", "veth", "br-", "cni", "flannel", "tun
 ERROR_WARNS = {"ib-completion", "ibv", "socket", "cuda", "version-mismatch", "bootstrap", "ib-open", "ib-mismatch",
                "no-interface", "ring", "duplicate-gpu", "no-net-plugin", "no-algorithm", "nvls-bind", "shm-space",
                "gpu-oom"}
-SOFT_WARNS = {"no-verbs", "nvls", "topo-open", "other", "gdr"}
+SOFT_WARNS = {"no-verbs", "nvls", "topo-open", "other", "gdr", "attn"}
 #: WARN classes with a rule of their own (cause, evidence and fix of that class): LOG014 leaves them alone.
 OWN_RULE_WARNS = {"no-interface": "LOG018", "duplicate-gpu": "LOG019", "no-net-plugin": "LOG020",
                   "no-algorithm": "LOG021", "topo-open": "LOG023", "nvls-bind": "LOG024", "shm-space": "LOG025",
@@ -126,7 +126,8 @@ class Checker:
     def run(self) -> list[Finding]:
         for fn in (self.gdr, self.socket, self.interfaces, self.versions, self.nic_mismatch, self.channels,
                    self.settings, self.graph_file, self.topology, self.nic_underused, self.nic_rails, self.paths,
-                   self.causes, self.init_incomplete, self.errors, self.slow_init, self.shm, self.fewer_channels):
+                   self.causes, self.hints, self.diagnostics, self.init_incomplete, self.errors, self.slow_init,
+                   self.shm, self.fewer_channels):
             fn()
         return self.findings
 
@@ -586,12 +587,17 @@ class Checker:
         for kind, items in sorted(kinds.items()):
             if kind not in ERROR_WARNS and kind not in SOFT_WARNS or kind in OWN_RULE_WARNS:
                 continue
+            if kind in ("ibv", "ib-completion", "cuda", "socket") and all(p.hints for p, _ in items):
+                continue  # NCCL's own HINT names the cause of these: LOG027 reports it with this WARN as evidence
             if kind == "version-mismatch":
                 continue  # LOG004
             hosts = {p.host for p, _ in items}
             first = items[0][1]
             text = first.text.split("NCCL WARN", 1)[-1].strip()
-            msg = f"{hostlist(hosts)}: {counts[kind]} NCCL WARN line{'s' if counts[kind] != 1 else ''} ({kind}): {text}"
+            level = "ATTN" if kind == "attn" else "WARN"
+            text = text.split("NCCL ATTN", 1)[-1].strip()
+            msg = (f"{hostlist(hosts)}: {counts[kind]} NCCL {level} line{'s' if counts[kind] != 1 else ''} ({kind}): "
+                   f"{text}")
             hint = _hint(kind, text)
             if hint:
                 msg += f" -- {hint}"
@@ -744,6 +750,46 @@ class Checker:
                      f"detected the topology itself instead: {text(topo[0][1]).split('INFO', 1)[-1].strip()}",
                      [topo[0][1]], hosts={p.host for p in procs})
 
+    # LOG027: NCCL's own hint ------------------------------------------------------------------------------
+    def hints(self) -> None:
+        groups: dict[str, list[tuple[Proc, Ev]]] = {}
+        for p in self.ls.procs.values():
+            for ev in p.hints:
+                body = ev.text.split("HINT:", 1)[-1].strip()
+                if body.lower().startswith("to confirm"):
+                    continue  # the second line of a hint: evidence of the first
+                groups.setdefault(_hint_class(body)[0], []).append((p, ev))
+        for cls, items in sorted(groups.items()):
+            procs = [p for p, _ in items]
+            confirm = [ev for p in procs for ev in p.hints if "To confirm" in ev.text][:1]
+            confirm += [ev for p in procs for k, ev in p.warns if k in ERROR_WARNS][:1]  # the error it explains
+            failed = any(self._failed(p) for p in procs)
+            body = items[0][1].text.split("HINT:", 1)[-1].strip()
+            _cls, cause, fix = _hint_class(body)
+            self.add("LOG027", f"{hostlist({p.host for p in procs})}: NCCL names the likely cause of its error: {cause}",
+                     [items[0][1]] + confirm, severity=E if failed else W, hosts={p.host for p in procs}, fix=fix)
+
+    # LOG028: NCCL's own diagnostics -------------------------------------------------------------------------
+    def diagnostics(self) -> None:
+        bad = [(st, text, ev) for st, text, ev in self.ls.diags if st in ("FAIL", "ERROR", "WARN")]
+        if not self.ls.diags:
+            return
+        if not bad:
+            ok = sum(1 for st, _t, _e in self.ls.diags if st == "OK")
+            self.add("LOG028", f"NCCL's own diagnostics ran ({len(self.ls.diags)} lines, {ok} checks OK) and report no "
+                     "failure", [self.ls.diags[0][2]], severity=I)
+            return
+        by_check: dict[str, list[tuple[str, str, Ev]]] = {}
+        for st, text, ev in bad:
+            by_check.setdefault(text.split(":", 1)[0].strip() or "diagnostics", []).append((st, text, ev))
+        for check, items in sorted(by_check.items()):
+            sev = E if any(st in ("FAIL", "ERROR") for st, _t, _e in items) else W
+            what = {"net bw": "the network bandwidth test between ranks (same-NIC / cross-NIC ib_write_bw)",
+                    "p2p": "the GPU-to-GPU peer access check"}.get(check, check)
+            self.add("LOG028", f"NCCL's own diagnostics: {what} reports a problem: {items[0][1][:240]}"
+                     + (f" (+{len(items) - 1} more)" if len(items) > 1 else ""),
+                     [ev for _s, _t, ev in items[:3]], severity=sev)
+
     # LOG015 ---------------------------------------------------------------
     def slow_init(self) -> None:
         limit = float(self.opt("LOG015", "init_seconds"))
@@ -802,7 +848,7 @@ class Checker:
 
 #: Rules that name the cause of a failure: with one of them at error, the application's own error lines are its
 #: evidence, not a finding of their own.
-_CAUSE_RULES = {"LOG008", "LOG018", "LOG019", "LOG020", "LOG021", "LOG024", "LOG025", "LOG026"}
+_CAUSE_RULES = {"LOG008", "LOG018", "LOG019", "LOG020", "LOG021", "LOG024", "LOG025", "LOG026", "LOG027"}
 
 
 def _parse_version(text: str | None):
@@ -814,6 +860,56 @@ def _parse_version(text: str | None):
         return parse(text.split("+", 1)[0])
     except Exception:  # a mangled version string
         return None
+
+
+#: NCCL 2.32's HINT lines by what they are about: (keyword in the hint, class, the cause in our words, the fix).
+_HINTS: tuple[tuple[str, str, str, str], ...] = (
+    ("cross-rail", "cross-rail",
+     "the NICs of different rails cannot reach each other (a rail-optimised fabric without routes between rails)",
+     "Set NCCL_CROSS_NIC=0 so each NIC talks only to the same rail on other nodes (it is NCCL's own test of this "
+     "cause), or route between the rails; 'ncclctl fabric rails' checks the cabling."),
+    ("GID index", "gid-index",
+     "NCCL_IB_GID_INDEX forces a GID that does not work for this port, or a GID changed while the job ran",
+     "Unset NCCL_IB_GID_INDEX (or set -1: NCCL picks the RoCE v2 GID of the port's IP) and look for GID changes in "
+     "dmesg; 'ncclctl lint' (RoCE rules) reads the GID tables."),
+    ("ACS", "acs",
+     "ACS redirects GPUDirect RDMA peer traffic through the root complex, which breaks it",
+     "Confirm with NCCL_NET_GDR_LEVEL=LOC; then set ACS as the platform needs it ('ncclctl lint' PCIe rules: "
+     "redirect off on PCIe switches of HGX-class nodes; the per-port masks rdma_topo computes on Data Direct)."),
+    ("IMEX", "imex",
+     "the IMEX service (NVLink fabric memory export across nodes) is not running or not configured on this MNNVL "
+     "system",
+     "Start nvidia-imex on every node of the NVLink domain with a nodes_config.cfg listing exactly the domain's "
+     "nodes; check 'nvidia-imex-ctl -N' and that the job's container has /dev/nvidia-caps-imex-channels."),
+    ("BAR1", "bar1",
+     "the GPUs' BAR1 peer-mapping space is exhausted (common with more than 8 GPUs per node)",
+     "Confirm with NCCL_CUMEM_ENABLE=0 (the legacy allocator maps less); reduce the peers each GPU maps or use a "
+     "platform with larger BAR1."),
+    ("--net host", "container-net-host",
+     "NCCL could not read the complete PCI topology inside a container started with '--net host'",
+     "Run the container without '--net host', or give NCCL the node's topology (NCCL_TOPO_FILE from 'ncclctl topo "
+     "generate' on the host)."),
+    ("topology file", "topo-file",
+     "the topology file given to NCCL (NCCL_TOPO_FILE) misses or misstates devices of this node",
+     "Compare it with what NCCL detects (NCCL_TOPO_DUMP_FILE=topo.xml) or check it with 'ncclctl topo validate FILE "
+     "--root /'; unset NCCL_TOPO_FILE if it was made for another machine."),
+    ("same node cannot talk", "local-nics",
+     "NICs of one node cannot reach each other (needed by PXN and cross-NIC traffic inside a node)",
+     "Test the local NICs against each other with ib_write_bw; check the switch ports and RoCE routing between them, "
+     "or set NCCL_PXN_DISABLE=1 and NCCL_CROSS_NIC=0 while it is fixed."),
+    ("NCCL_IB_TIMEOUT", "ib-timeout",
+     "NCCL_IB_TIMEOUT is set too short for this fabric",
+     "Raise NCCL_IB_TIMEOUT (the default, 20, is about 4 s per retry) or unset it."),
+)
+
+
+def _hint_class(body: str) -> tuple[str, str, str]:
+    """(class, cause, fix) for the text of a HINT line."""
+    for key, cls, cause, fix in _HINTS:
+        if key in body:
+            return cls, cause, fix
+    short = body[:200]
+    return "other", f"(NCCL's words) {short}", "Follow the HINT's 'To confirm' line, printed next to it in the log."
 
 
 def _virtual(name: str, addr: str) -> bool:

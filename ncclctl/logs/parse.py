@@ -88,6 +88,8 @@ class Proc:
         self.topo_open: Ev | None = None
         #: "cuMem host allocations do not appear to be working; falling back to a /dev/shm/ based implementation"
         self.shm_fallback: Ev | None = None
+        #: NCCL 2.32's own diagnosis after an error: "HINT: In many cases this error indicates that ..." (INFO)
+        self.hints: list[Ev] = []
         self.settings: dict[str, tuple[str, Ev]] = {}
         self.gdr_hca: dict[str, tuple[bool, str, Ev]] = {}
         self.dmabuf: Ev | None = None
@@ -213,6 +215,9 @@ class LogSet:
     framework_versions: list[tuple[str, Ev]] = field(default_factory=list)
     #: (class, line) of NCCL WARN wordings that a framework repeated without NCCL's prefix (see BARE_NEEDLES)
     framework_warns: list[tuple[str, Ev]] = field(default_factory=list)
+    #: NCCL 2.32's diagnostics (NCCL_RUN_DIAGNOSTICS / NCCL_RUN_RAS_DIAGNOSTICS): (status, text, line), status the
+    #: bracketed tag ("OK", "INFO", "WARN", "FAIL", "ERROR") or "" for the section and summary lines
+    diags: list[tuple[str, str, Ev]] = field(default_factory=list)
     nccl_tests: bool = False
 
     @property
@@ -482,6 +487,13 @@ class Parser:
                     self._warn(parse_head(head), line[k + 11:], loc, name, lineno, line)
                 elif level == "vers":
                     self._version_line(line, name, lineno)
+                elif level == "ATTN":  # NCCL 2.32's level between WARN and INFO ("host:pid:tid [d] f.cc:N NCCL ATTN")
+                    nccl += 1
+                    head, loc = split_warn_head(line[:k]) if k > 0 else ("", "")
+                    self._warn(parse_head(head), line[k + 11:], loc, name, lineno, line, attn=True)
+                elif level == "DIAG":  # NCCL 2.32's diagnostics: "host:pid NCCL DIAG [FAIL] net bw: ..."
+                    nccl += 1
+                    self._diag(line[k + 11:], name, lineno, line)
                 elif level == "TRAC" or level == "CALL":  # NCCL talking, nothing we read
                     nccl += 1
                     other_lines += 1
@@ -559,6 +571,16 @@ class Parser:
             return
         self._bare(line, name, lineno)
 
+    def _diag(self, msg: str, name: str, lineno: int, line: str) -> None:
+        out = self.out
+        out.recognised += 1
+        m = re.match(r"\s*\[([A-Z]{2,8})\]\s*(.*)$", msg)
+        status, text = (m.group(1), m.group(2)) if m else ("", msg.strip())
+        if text.startswith("only ") and " passed verification" in text:  # "%sp2p: only N/M ... passed verification"
+            status = status or "FAIL"
+        if len(out.diags) < MAX_APP_ERRORS * 10:
+            out.diags.append((status, text, self._ev(name, lineno, line)))
+
     def _framework_warn(self, line: str, name: str, lineno: int, *, counted: bool = False) -> None:
         """An NCCL WARN's wording repeated by a framework ("Last error:" and what follows): kept (with no host or
         process: the framework's line names neither) when its class has a rule of its own."""
@@ -594,7 +616,7 @@ class Parser:
         self._info((proc, None, (proc.host, proc.pid, None)), s, name, lineno, line)
 
     # ------------------------------------------------------------------ WARN
-    def _warn(self, hp, msg: str, loc: str, name: str, lineno: int, line: str) -> None:
+    def _warn(self, hp, msg: str, loc: str, name: str, lineno: int, line: str, *, attn: bool = False) -> None:
         host, pid, _tid, dev = hp
         ev = self._ev(name, lineno, line)
         proc = self._proc(host, pid, ev) if pid is not None or host else self._anon_proc(name, ev)
@@ -606,6 +628,8 @@ class Parser:
             kind = "nvls-bind"  # "transport/nvls.cc:158 NCCL WARN Cuda failure 1 'invalid argument'"
         elif "shmutils" in loc and kind == "other":
             kind = "shm-space"
+        if attn and kind == "other":
+            kind = "attn"  # NCCL 2.32's ATTN level: worth attention, not an error
         proc.warn_counts[kind] = proc.warn_counts.get(kind, 0) + 1
         if len(proc.warns) < MAX_WARNS:
             proc.warns.append((kind, ev))
@@ -698,6 +722,12 @@ class Parser:
                 if m:
                     self._init_member(proc, dev, ev).nvls = not m.group(1)
                     return True
+            return False
+        if c0 == "H":
+            if msg.startswith("HINT:"):
+                if len(proc.hints) < 8:
+                    proc.hints.append(ev)
+                return True
             return False
         if c0 == "T":
             if msg.startswith("Trees"):
@@ -855,7 +885,7 @@ class Parser:
         lists and found none. Only the default name (``libnccl-net.so``, ``libnccl-tuner.so``...) means no plugin
         was asked for; any other name came from NCCL_NET_PLUGIN / NCCL_TUNER_PLUGIN / NCCL_PROFILER_PLUGIN..."""
         kind, _, rest = msg.partition("/Plugin: Could not find:")
-        names = tuple(n for n in rest.split(". ", 1)[0].split() if n)
+        names = tuple(n.rstrip(".") for n in rest.split(". ", 1)[0].split() if n.rstrip("."))
         asked = tuple(n for n in names if not re.fullmatch(r"libnccl-[a-z]+\.so", n))
         if asked and len(proc.plugins_missing) < 8:
             proc.plugins_missing.append((kind.strip(), asked, ev))

@@ -272,6 +272,27 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
      "NCCL_NVLS_ENABLE=0); check that no other process holds the GPU (nvidia-smi).",
      "The rank fails at initialisation or at its first collective and the whole job stops.",
      _DETECT + "The WARN lines of the allocation wrappers (not those of the NVLS transport: LOG024).", _CHECK, None),
+    ("LOG027", "log-nccl-hint", E, "NCCL names the likely cause of an error",
+     "NCCL 2.32 prints 'HINT:' lines after some errors (a queue pair that times out: NICs not cross-rail connected; "
+     "an invalid argument: a forced NCCL_IB_GID_INDEX; a remote access or protection error: ACS; MNNVL memory "
+     "errors: IMEX; peer-mapping errors: BAR1; incomplete PCI topology: a container with --net host; a topology "
+     "file that misstates the node; NICs of a node that cannot reach each other; NCCL_IB_TIMEOUT too short). Each "
+     "is reported once per class with its hosts, the hint and its 'To confirm' line as evidence.",
+     "The fix of the class (in the finding): NCCL_CROSS_NIC=0, NCCL_IB_GID_INDEX unset, ACS per platform, "
+     "nvidia-imex, NCCL_CUMEM_ENABLE=0, no --net host, a corrected topology file, local NIC routing, "
+     "NCCL_IB_TIMEOUT.",
+     "NCCL's own reading of its error is usually right and says which setting confirms it.",
+     _DETECT + "INFO lines starting 'HINT:' (NCCL 2.32: the wordings checked against the 2.32.3 library's strings).",
+     _CHECK, "warning when the process reports no error that stops NCCL"),
+    ("LOG028", "log-nccl-diagnostics", E, "NCCL's own diagnostics report a failure",
+     "Lines of NCCL 2.32's diagnostics (NCCL_RUN_DIAGNOSTICS=1 / NCCL_RUN_RAS_DIAGNOSTICS=1: 'NCCL DIAG [FAIL] "
+     "net bw: ...', '[WARN] ...', 'p2p: only N/M GPU-to-GPU peer accesses passed verification'), grouped per check; "
+     "a run whose diagnostics pass is said so (info).",
+     "Follow the check: a network bandwidth test far off the median points at a NIC, cable or switch port (its rank "
+     "and device are in the line: 'ncclctl lint' that host); failed peer accesses at ACS/IOMMU or P2P settings.",
+     "These are NCCL's active checks of the job's own hardware: a failure is a fact measured in this job.",
+     _DETECT + "'NCCL DIAG' lines and their [OK]/[INFO]/[WARN]/[FAIL] tags.", _CHECK,
+     "warning for [WARN]; info when every check passed"),
     ("PERF001", "perf-busbw-low", E, "bus bandwidth below what the hardware gives",
      "A collective's bus bandwidth at large sizes is below min_efficiency of the expected value for the "
      "hardware (NVLink generation inside a node; NICs x rate x efficiency across nodes; PCIe for PCIe-only "

@@ -167,7 +167,7 @@ def test_socket_transport_on_a_node_without_rdma_says_so_with_root(tmp_path):
 
 
 @pytest.mark.parametrize("rule", ["LOG018", "LOG019", "LOG020", "LOG021", "LOG022", "LOG023", "LOG024", "LOG025",
-                                  "LOG026"])
+                                  "LOG026", "LOG027", "LOG028"])
 def test_explain_documents_each_new_rule(rule):
     res = run_cli("explain", rule)
     assert res.returncode == 0 and "fix" in res.stdout.lower() and len(res.stdout) > 400
@@ -194,3 +194,37 @@ def test_one_interface_in_several_roles_is_one_finding(tmp_path):
     _, findings = _check(str(log))
     [f] = [f for f in findings if f["rule"] == "LOG003"]
     assert "out-of-band and socket transport interfaces are lo" in f["message"] and f["severity"] == "error"
+
+
+def test_nccl_2_32_hint_diagnostics_and_attn():
+    # wordings of the 2.32.3 library's strings: HINT lines (INFO), the ATTN level, NCCL DIAG lines with their tags
+    rc, findings = _check(str(LOGS / "v2.32-hint-diag-attn.log"))
+    assert rc == 1
+    by = {f["rule"]: f for f in findings}
+    hint = by["LOG027"]
+    assert hint["severity"] == "error" and "rails" in hint["message"] and "NCCL_CROSS_NIC=0" in hint["fix"]
+    assert any("ibv_modify_qp" in e for e in hint["evidence"]) and any("To confirm" in e for e in hint["evidence"])
+    assert by["LOG028"]["severity"] == "error" and "net bw" in by["LOG028"]["message"]
+    [attn] = [f for f in findings if f["rule"] == "LOG014"]
+    assert attn["severity"] == "warning" and "NCCL ATTN line" in attn["message"]
+    assert not any("ibv" in f["message"] for f in findings if f["rule"] == "LOG014")  # the HINT's finding has it
+
+
+def test_diagnostics_that_pass_are_said_so(tmp_path):
+    log = tmp_path / "diag.log"
+    log.write_text("h:1 NCCL DIAG === NCCL Diagnostics ===\n"
+                   "h:1 NCCL DIAG [OK] p2p: verified P2P access in both directions between every GPU pair (56 peer "
+                   "accesses)\nh:1 NCCL DIAG [OK] net bw: skipped (single host or no network transport)\n")
+    rc, findings = _check(str(log))
+    assert rc == 0 and [(f["rule"], f["severity"]) for f in findings] == [("LOG028", "info")]
+
+
+def test_the_default_plugin_search_ending_the_line_with_a_period_is_not_a_finding(tmp_path):
+    # NCCL prints 'PROFILER/Plugin: Could not find: libnccl-profiler.so.' whenever no profiler plugin is asked for
+    log = tmp_path / "p.log"
+    log.write_text("h:1:1 [0] NCCL INFO PROFILER/Plugin: Could not find: libnccl-profiler.so.\n"
+                   "h:1:1 [0] NCCL INFO TUNER/Plugin: Could not find: libnccl-tuner.so.\n"
+                   "h:1:1 [0] NCCL INFO NET/Plugin: Could not find: mynet libnccl-net-mynet.so.\n")
+    _, findings = _check(str(log))
+    assert [f["message"].split(" plugin asked")[0].split(": the ")[-1] for f in findings if f["rule"] == "LOG022"] \
+        == ["NET"]
