@@ -19,6 +19,9 @@ FAMILY = tuple(r.id for r in all_rules() if r.family == "gpudirect")
 EXPECTED = {
     "cloud-vm-flat": set(),
     "cpu-only": set(),
+    "gb300-dd": {("GDR002", "info", "gb300-tray-11")},
+    "gb300-dd-acs-off": {("GDR002", "info", "gb300-tray-12")},
+    "gb300-dd-split-iommu": {("GDR002", "info", "gb300-tray-13")},
     "dgx-a100": set(),
     "dgx-h100": set(),
     "dgx-h100-nvlink-missing": set(),

@@ -31,6 +31,9 @@ RAILS = [f"ens{i}np0" for i in range(1, 9)]
 EXPECTED = {
     "cloud-vm-flat": set(),
     "cpu-only": set(),
+    "gb300-dd": set(),
+    "gb300-dd-acs-off": set(),
+    "gb300-dd-split-iommu": set(),
     "dgx-a100": set(),
     "dgx-h100": set(),
     "dgx-h100-nvlink-missing": set(),
