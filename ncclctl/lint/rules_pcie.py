@@ -555,7 +555,9 @@ def _iommu_vendor(units: tuple[str, ...]) -> str:
          "(translated) instead of identity (passthrough), on a bare-metal host; or, when the kernel does not show "
          "group types, a command line that turns the IOMMU on without passthrough. Graded error when ACS redirect "
          "is also enabled on a P2P path (PCI001): then every peer-to-peer transfer is redirected and translated. "
-         "Inside a VM a translating (virtual) IOMMU is expected and the finding is only informational.",
+         "Inside a VM a translating (virtual) IOMMU is expected and the finding is only informational. Platform: "
+         "every bare-metal host, classic and Grace alike (rdma_topo does not judge the mode; on Grace platforms "
+         "PCI008 judges which devices share a group).",
     why="Translated DMA puts the IOMMU between the NIC and GPU memory: GPUDirect RDMA and PCIe P2P either fail "
         "(IOMMU faults, 'DMAR: DRHD: handling fault' in the kernel log, NCCL hangs or IB completion errors) or run "
         "much slower, and NVIDIA does not support IOMMU-translated P2P on bare-metal PCIe systems; with an active "
