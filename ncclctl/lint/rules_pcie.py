@@ -353,8 +353,7 @@ def _mask_bits(mask: str) -> str:
         "straight across the ConnectX switch to the GPU while completions and everything else stay isolated. "
         "Blanket 'ACS off' (the classic advice) or the kernel default both break that: NVIDIA measured all_reduce at "
         "about 360 GB/s with wrong ACS and 426-431 GB/s with rdma_topo's masks on GB300 (NVIDIA/nodewright-packages "
-        "#111), and DMA-BUF registration (mlx5dv_reg_dmabuf_mr) fails until the masks are right. NCCL 2.32's own "
-        "diagnostics run 'rdma_topo check'.",
+        "#111), and DMA-BUF registration (mlx5dv_reg_dmabuf_mr) fails until the masks are right.",
     detect="The platform and masks as rdma-core's kernel-boot/rdma_topo computes them (device ids: Grace root ports "
            "10de:22b1/22b2/22b8, Vera 10de:2f95/2f96, ConnectX switch ports 15b3:197c/1979, the ConnectX-8 DMA "
            "function 15b3:2100), compared with the ACS control word in each port's config space "
