@@ -150,3 +150,14 @@ def test_explain_says_which_platform_each_verdict_applies_to(rule, words):
     text = " ".join(r.stdout.split())
     for w in words:
         assert w in text, (rule, w)
+
+
+def test_probe_summary_names_the_platform_and_the_data_direct_pairs():
+    r = run_cli("probe", "--root", str(HOSTS / "gb300-dd-split-iommu"))
+    assert r.returncode == 0, r.stderr
+    assert "platform  ConnectX-8 Data Direct" in r.stdout
+    assert "mlx5_0       0009:03:00.0  1    39 identity / 43 identity      no" in r.stdout
+    r = run_cli("probe", "--root", str(HOSTS / "grace-hopper"))
+    assert "platform  Grace with GPUs on their own root ports" in r.stdout
+    r = run_cli("probe", "--root", str(HOSTS / "dgx-h100"))
+    assert "platform" not in r.stdout  # classic hosts: the summary is as it was
