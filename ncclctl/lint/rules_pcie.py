@@ -479,10 +479,10 @@ def iommu_platform_group(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         groups = [d.iommu_group for d in devs if d.iommu_group is not None]
         shared = sorted({g for g in groups if groups.count(g) > 1})
         if missing or shared:
-            who = ", ".join(describe(node, d.bdf) for d in devs
-                            if d.iommu_group is None or d.iommu_group in shared)
+            bad = [d.bdf for d in devs if d.iommu_group is None or d.iommu_group in shared]
+            who = ", ".join(describe(node, b) for b in bad)
             yield Hit(
-                who.split(" ")[0] if len(devs) else "",
+                bad[0],
                 f"NUMA node {numa}: {who} " + ("have no IOMMU group" if missing and not shared else
                                                f"share IOMMU group(s) {', '.join(map(str, shared))}")
                 + f"; on a {plat.name} each GPU and ConnectX PF needs a group of its own",
