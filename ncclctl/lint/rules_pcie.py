@@ -346,7 +346,10 @@ def _mask_bits(mask: str) -> str:
          "SrcValid on, ReqRedir off), the switch port toward the GPU xx101x1 (ReqRedir on, CmpltRedir off), the "
          "Grace root port xx111x0 (SrcValid off), every other ConnectX switch port and Grace/Vera root port the "
          "kernel default xx111x1. On Grace hosts whose GPUs sit on their own root ports (GH200-class) every "
-         "Grace/Vera root port and ConnectX switch port keeps the kernel default. A port whose ACS control word "
+         "Grace/Vera root port and ConnectX switch port keeps the kernel default. On servers whose GPU and ConnectX "
+         "PF share a ConnectX PCIe switch (rdma_topo's 'Inline', no DMA function) the NIC's and the GPU's switch "
+         "ports, their root port and every other ConnectX switch port need xx000x0 on bare metal, or, where the NICs "
+         "expose ATS (VMs), the NIC's port 1x111x1 and the rest the kernel default. A port whose ACS control word "
          "breaks its mask is reported, with the platform named. Classic PCIe hosts (HGX/DGX with other switches, "
          "PCIe servers, VMs) are not judged here: PCI001 (redirect off) applies there.",
     why="On Data Direct trays GPUDirect RDMA reaches GPU memory through the DMA function: its requests must go "
@@ -416,7 +419,9 @@ def acs_platform_mask(ctx: Ctx, opts: dict) -> Iterable[Hit]:
          "the GPU and the NIC's DMA function of each complex must be in one IOMMU group. On Grace hosts whose GPUs "
          "sit on their own root ports (GH200-class) every GPU and ConnectX PF of a NUMA node must have an IOMMU "
          "group of its own, and the ConnectX PFs must not expose ATS. Classic PCIe hosts are not judged here. The "
-         "IOMMU mode of each group (identity, DMA, DMA-FQ) is shown as evidence; PCI002 judges it.",
+         "IOMMU mode of each group (identity, DMA, DMA-FQ) is shown as evidence; PCI002 judges it. On servers "
+         "whose GPU and ConnectX PF share a ConnectX switch (rdma_topo's 'Inline'): on bare metal NIC and GPU in one "
+         "group (or no IOMMU), with ATS (VMs) in different groups.",
     why="The GPU driver checks, before it lets a NIC register GPU memory (GPUDirect RDMA over DMA-BUF or "
         "nvidia_peermem), that the DMA function and the GPU share an IOMMU group (the group is how the kernel says "
         "peer-to-peer between them is possible); when they do not, registration fails unless the driver's "
@@ -432,7 +437,7 @@ def acs_platform_mask(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         "runs VMs.",
 )
 def iommu_platform_group(ctx: Ctx, opts: dict) -> Iterable[Hit]:
-    from ncclctl.plan.acs import CLASSIC, DATA_DIRECT, config_acs, device_type, platform
+    from ncclctl.plan.acs import CLASSIC, DATA_DIRECT, INLINE, config_acs, device_type, platform
 
     node = ctx.node
     plat = platform(node)
@@ -445,6 +450,26 @@ def iommu_platform_group(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         g = dev.iommu_group if dev else None
         return "none" if g is None else f"{g} ({types.get(g, 'type unknown')})"
 
+    if plat.kind == INLINE:
+        for ic in plat.inline:
+            nd, gd = node.pci_device(ic.nic), node.pci_device(ic.gpu)
+            assert nd is not None and gd is not None
+            ng, gg = nd.iommu_group, gd.iommu_group
+            if plat.virt:
+                wrong = ng is None or gg is None or ng == gg
+                want = "in different IOMMU groups (VMs: the NIC exposes ATS)"
+            else:
+                wrong = not (ng is None and gg is None) and ng != gg
+                want = "in one IOMMU group (bare metal)"
+            if not wrong:
+                continue
+            yield Hit(ic.nic, f"{describe(node, ic.nic)} and {describe(node, ic.gpu)} are not {want}: "
+                              f"{group(ic.nic)} vs {group(ic.gpu)} on a {plat.name}",
+                      fix=f"boot with pci=config_acs=\"{config_acs(node, plat)}\" (rdma_topo write-grub-acs; "
+                          "update-grub; reboot) so the groups form from the right ACS bits",
+                      evidence=(f"platform: {plat.name}", f"{ic.nic}: iommu_group {group(ic.nic)}",
+                                f"{ic.gpu}: iommu_group {group(ic.gpu)}", f"NIC ATS: {nd.ats}"))
+        return
     if plat.kind == DATA_DIRECT:
         for c in plat.complexes:
             dma, gpu = node.pci_device(c.dma), node.pci_device(c.gpu)

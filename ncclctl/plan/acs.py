@@ -26,8 +26,16 @@ device by device, on the node model (pure, no I/O):
 A mask is ``rdma_topo``'s string, bit 6 first: ``1`` must be set, ``0`` must be clear, ``x`` is free. Bits: 0
 SrcValid, 1 TransBlk, 2 ReqRedir, 3 CmpltRedir, 4 UpstreamFwd, 5 EgressCtrl, 6 DirectTrans.
 
-``rdma_topo``'s third kind ("Inline": a ConnectX PCIe switch carrying a NIC PF and a GPU, no DMA function) is not
-modelled: such hosts are judged as classic.
+* **Inline** (``rdma_topo``'s "Inline", added by PR #1725; x86 servers whose GPU and ConnectX PF share a ConnectX
+  PCIe switch, no DMA function)::
+
+      root port -> CX switch USP -+-> DSP -> NIC PF
+                                  +-> DSP -> CX switch USP -> DSP -> GPU
+
+  Bare metal (the NIC exposes no ATS): the NIC's DSP, the GPU's DSP, the root port and every other ConnectX switch
+  port ``xx000x0`` (ACS off), NIC and GPU in one IOMMU group (or none). Virtualised (the NIC exposes ATS): the NIC's
+  DSP ``1x111x1`` (DirectTrans on), the rest the kernel default, NIC and GPU in different groups. ``rdma_topo``
+  decides "virtualised" from the NICs' ATS, all alike.
 """
 
 from __future__ import annotations
@@ -43,10 +51,11 @@ CX_DMA = {"0x2100"}  # ConnectX-8 DMA function (Data Direct)
 CX_SWITCH = {"0x197c", "0x1979"}  # ports of a ConnectX PCIe switch
 BF3_SWITCH = {"0x197b"}  # ports of a BlueField-3 PCIe switch
 
-DATA_DIRECT, GRACE_NUMA, CLASSIC = "data-direct", "grace-numa", "classic"
+DATA_DIRECT, GRACE_NUMA, INLINE, CLASSIC = "data-direct", "grace-numa", "inline", "classic"
 PLATFORM_NAMES = {
     DATA_DIRECT: "ConnectX-8 Data Direct (GB200/GB300-class Grace tray)",
     GRACE_NUMA: "Grace with GPUs on their own root ports (GH200/GB200-class, no Data Direct)",
+    INLINE: "ConnectX PCIe switch carrying a NIC and a GPU (no Data Direct)",
     CLASSIC: "classic PCIe (switches between GPUs and NICs, or none)",
 }
 
@@ -111,6 +120,16 @@ class DataDirect:
 
 
 @record
+class Inline:
+    """One Inline complex: a GPU and the ConnectX PF under the same ConnectX switch, and the ports the masks apply to."""
+    nic: str
+    gpu: str
+    root_port: str
+    nic_dsp: str
+    gpu_dsp: str
+
+
+@record
 class Requirement:
     """The ACS mask one port needs and why (``role``, said in findings)."""
     bdf: str
@@ -126,6 +145,9 @@ class Platform:
     requirements: tuple[Requirement, ...] = ()
     #: Data Direct functions whose surroundings do not match the layout above (rdma_topo: "Unexpected topology").
     unrecognized: tuple[str, ...] = ()
+    inline: tuple[Inline, ...] = ()
+    #: Inline platforms: whether the host is set up for VMs (its NICs expose ATS), as rdma_topo decides it.
+    virt: bool | None = None
 
     @property
     def name(self) -> str:
@@ -170,6 +192,62 @@ def _complex(node: Node, dma: PciDevice) -> DataDirect | None:
                       gpu_dsp=dsp1.bdf)
 
 
+def _inline(node: Node, gpu: PciDevice) -> Inline | None:
+    """``rdma_topo``'s ``__get_nvcx_inline_complex``: GPU -> DSP -> USP -> DSP -> shared USP (ConnectX switch
+    ports), the first generic root port above, the ConnectX PF below the shared USP."""
+    dsp2 = _parent(node, gpu, "cx_switch")
+    usp2 = _parent(node, dsp2, "cx_switch")
+    dsp1 = _parent(node, usp2, "cx_switch")
+    shared = _parent(node, dsp1, "cx_switch")
+    if dsp1 is None or shared is None:
+        return None
+    rp = next((b for b in reversed(shared.path[:-1]) if (d := node.pci_device(b)) is not None
+               and device_type(d) == "generic_rp"), None)
+    nics = sorted((d for d in node.pci if device_type(d) == "cx_nic" and shared.bdf in d.path[:-1]),
+                  key=lambda d: d.bdf)
+    if rp is None or not nics:
+        return None
+    nic = nics[0]
+    nic_dsp = nic.path[nic.path.index(shared.bdf) + 1]
+    return Inline(nic=nic.bdf, gpu=gpu.bdf, root_port=rp, nic_dsp=nic_dsp, gpu_dsp=dsp1.bdf)
+
+
+def _inline_platform(node: Node, types: dict[str, str]) -> Platform:
+    complexes = []
+    for d in node.pci:
+        if types[d.bdf] == "nvgpu":
+            c = _inline(node, d)
+            if c is None:
+                return Platform(CLASSIC)  # rdma_topo: "No supported topology" for the whole host
+            complexes.append(c)
+    ats = {bool(dev.ats) for c in complexes if (dev := node.pci_device(c.nic)) is not None}
+    if not complexes or len(ats) != 1:
+        return Platform(CLASSIC)  # NICs with different ATS: rdma_topo cannot tell virt from bare metal
+    virt = ats.pop()
+    req: dict[str, Requirement] = {}
+    for c in complexes:
+        rp = node.pci_device(c.root_port)
+        assert rp is not None
+        if virt:
+            req[c.nic_dsp] = Requirement(c.nic_dsp, "1x111x1", f"ConnectX switch port toward NIC {c.nic} (VMs)")
+            req[c.gpu_dsp] = Requirement(c.gpu_dsp, "xx111x1", f"ConnectX switch port toward GPU {c.gpu} (VMs)")
+            req[c.root_port] = Requirement(c.root_port, kernel_default(rp), f"root port above GPU {c.gpu} (VMs)")
+        else:
+            req[c.nic_dsp] = Requirement(c.nic_dsp, "xx000x0", f"ConnectX switch port toward NIC {c.nic}")
+            req[c.gpu_dsp] = Requirement(c.gpu_dsp, "xx000x0", f"ConnectX switch port toward GPU {c.gpu}")
+            req[c.root_port] = Requirement(c.root_port, "xx000x0", f"root port above GPU {c.gpu} and NIC {c.nic}")
+    for d in node.pci:
+        t = types[d.bdf]
+        if d.bdf in req or not (t.endswith("switch") or t in ("grace_rp", "vera_rp")):
+            continue
+        if d.acs_ctrl is None and not d.acs_unknown:
+            continue
+        mask = kernel_default(d) if virt else "xx000x0"
+        req[d.bdf] = Requirement(d.bdf, mask, "ConnectX/BlueField switch port" + (": the kernel default" if virt else ""))
+    return Platform(INLINE, requirements=tuple(req[b] for b in sorted(req)),
+                    inline=tuple(sorted(complexes, key=lambda c: c.nic)), virt=virt)
+
+
 def platform(node: Node) -> Platform:
     """The node's platform and the ACS mask of every port judged there (``rdma_topo``'s ``compute_acs``)."""
     types = {d.bdf: device_type(d) for d in node.pci}
@@ -178,6 +256,8 @@ def platform(node: Node) -> Platform:
     elif any(types[d.bdf] == "nvgpu" and d.parent is not None and types.get(d.parent) in ("grace_rp", "vera_rp")
              for d in node.pci):
         kind = GRACE_NUMA
+    elif {"cx_switch", "nvgpu", "cx_nic"} <= set(types.values()):
+        return _inline_platform(node, types)
     else:
         return Platform(CLASSIC)
     req: dict[str, Requirement] = {}

@@ -31,6 +31,7 @@ EXPECTED = {
     "h200-vm-socket": set(),
     "hgx-h100-roce": set(),
     "hgx-h100-roce-pfc-off": set(),
+    "pcie-cx8-inline": set(),
     "pcie-server": {("GDR002", "info", "pcie-srv-03")},
     "pcie-server-roce-lag": {("GDR002", "info", "pcie-srv-04")},
 }

@@ -33,6 +33,7 @@ EXPECTED = {
     "h200-vm-socket": set(),
     "hgx-h100-roce": set(),
     "hgx-h100-roce-pfc-off": set(),
+    "pcie-cx8-inline": set(),
     "pcie-server": set(),
     "pcie-server-roce-lag": set(),
 }

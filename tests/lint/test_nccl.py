@@ -55,6 +55,7 @@ GOLDEN: dict[str, set[tuple[str, str]]] = {
     "h200-vm-socket": {("NCCL006", "NCCL_VERSION")},
     "hgx-h100-roce": set(),
     "hgx-h100-roce-pfc-off": set(),
+    "pcie-cx8-inline": set(),
     "pcie-server": set(),
     "pcie-server-roce-lag": set(),
 }

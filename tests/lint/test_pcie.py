@@ -39,6 +39,7 @@ EXPECTED = {
     "h200-vm-socket": set(),
     "hgx-h100-roce": set(),
     "hgx-h100-roce-pfc-off": set(),
+    "pcie-cx8-inline": set(),
     "pcie-server": {("PCI001", "error", "0000:18:00.0"), ("PCI001", "error", "0000:18:04.0"),
                     ("PCI001", "error", "0000:18:08.0"), ("PCI001", "error", "0000:18:0c.0"),
                     ("PCI001", "error", "0000:18:10.0"), ("PCI002", "error", "/proc/cmdline")},

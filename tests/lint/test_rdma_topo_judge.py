@@ -19,7 +19,7 @@ import pytest
 from conftest import host_names
 from ncclctl.lint.context import Ctx
 from ncclctl.lint.engine import Config, run
-from ncclctl.plan.acs import CLASSIC, DATA_DIRECT, GRACE_NUMA, platform
+from ncclctl.plan.acs import CLASSIC, DATA_DIRECT, GRACE_NUMA, INLINE, platform
 from ncclctl.probe import probe
 
 from .cases import load_case_files, materialize
@@ -46,6 +46,9 @@ RDMA_TOPO = {
     "hgx-h100-roce-pfc-off": _UNSUPPORTED,
     "pcie-server": _UNSUPPORTED,
     "pcie-server-roce-lag": _UNSUPPORTED,
+    "pcie-cx8-inline": {"topology": "Inline", "ports": {"0000:10:01.0", "0000:12:00.0", "0000:12:01.0", "0000:15:00.0",
+                                                     "0000:30:01.0", "0000:32:00.0", "0000:32:01.0", "0000:35:00.0"},
+                        "acs_fail": set(), "other_fail": set()},
     "grace-hopper": {"topology": "NUMA-based", "ports": {"0001:00:00.0", "0009:00:00.0"}, "acs_fail": set(),
                      "other_fail": set()},
     "gb300-dd": {"topology": "DMA-based", "ports": _DD_PORTS, "acs_fail": set(), "other_fail": set()},
@@ -63,9 +66,26 @@ RDMA_TOPO_CASES = {
     ("PCI007", "gb300-egress-control-is-free"): (set(), set()),
     ("PCI008", "gb300-one-gpu-in-its-own-group"): (set(), {"0009:03:00.0"}),  # not equal 100 != 39
     ("PCI008", "gh200-gpu-and-nic-share-a-group"): (set(), {"NUMA node 0"}),  # share ... NUMA node 0: [23, 23]
+    ("PCI007", "inline-nic-port-at-kernel-default"): ({"0000:12:00.0"}, set()),  # 0011101 != xx000x0
 }
 
-_KIND = {"DMA-based": DATA_DIRECT, "NUMA-based": GRACE_NUMA, None: CLASSIC}
+
+def test_inline_with_ats_is_judged_as_virtualised_like_rdma_topo():
+    """Both NICs of pcie-cx8-inline exposing ATS: rdma_topo decides 'virt' and fails the eight ports at 0 (NIC ports
+    against 1x111x1, the rest against the kernel default xx111x1) and the two missing IOMMU groups."""
+    import dataclasses
+
+    n = node("pcie-cx8-inline")
+    n = dataclasses.replace(n, pci=tuple(dataclasses.replace(d, ats=True) if d.bdf in ("0000:13:00.0", "0000:33:00.0")
+                                         else d for d in n.pci))
+    plat = platform(n)
+    assert plat.kind == INLINE and plat.virt is True
+    assert {r.bdf: r.mask for r in plat.requirements if r.mask == "1x111x1"}.keys() == {"0000:12:00.0", "0000:32:00.0"}
+    acs, other, _ = _verdicts(n)
+    assert acs == RDMA_TOPO["pcie-cx8-inline"]["ports"]
+    assert other == {"0000:13:00.0", "0000:33:00.0"}  # "Kernel iommu_group is missing for cx_nic ..."
+
+_KIND = {"DMA-based": DATA_DIRECT, "NUMA-based": GRACE_NUMA, "Inline": INLINE, None: CLASSIC}
 
 
 def _verdicts(n):
