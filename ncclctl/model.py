@@ -111,6 +111,13 @@ class PciDevice:
     #: ``local_cpus`` (the cpumap of the CPUs near the device), read for endpoints whose ``numa_node`` is -1: a
     #: VM without NUMA information still says which CPUs a GPU's threads belong on.
     local_cpus: str | None = None
+    #: Mellanox functions (ConnectX PFs, the ConnectX-8 Data Direct DMA function): the VPD ``V3`` keyword (a board
+    #: UUID, the same on a NIC's PF and its DMA function, which is how NVIDIA's rdma_topo pairs them); ``None``
+    #: when the ``vpd`` file is absent or unreadable (root only) or has no V3.
+    vpd_v3: str | None = None
+    #: Mellanox NIC and DMA functions: the ATS extended capability (id 0x000f) is present in config space; ``None``
+    #: when the extended config space could not be read (not root) or was not looked at.
+    ats: bool | None = None
 
     @property
     def acs_unknown(self) -> bool:

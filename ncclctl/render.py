@@ -166,6 +166,7 @@ def text_summary(node: Node) -> str:
                 mtu = str(nd.mtu) if nd and nd.mtu else (str(p.active_mtu) if p.active_mtu else "-")
                 lines.append(f"{nic.name:<12} {nic.bdf or '-':<13} {p.num:<5} {p.state:<7} {rate:<9} {p.link_layer:<11} "
                              f"{p.netdev or '-':<14} {mtu}")
+    lines += _platform_lines(node)
     if node.unavailable:
         lines.append("")
         lines.append("not seen:")
@@ -177,6 +178,36 @@ def text_summary(node: Node) -> str:
                 continue
             lines.append(f"  {u.source}: {u.reason}" + (f" ({u.detail})" if u.detail else ""))
     return "\n".join(lines) + "\n"
+
+
+def _platform_lines(node: Node) -> list[str]:
+    """The Grace platforms rdma_topo recognises (issue 32): which one, and on Data Direct trays each NIC's DMA
+    function, its GPU and their IOMMU groups. Nothing on classic hosts."""
+    from ncclctl.plan.acs import CLASSIC, platform
+
+    plat = platform(node)
+    if plat.kind == CLASSIC:
+        return []
+    lines = ["", f"platform  {plat.name}"]
+    if not plat.complexes:
+        return lines
+    types = dict(node.facts.iommu_group_types)
+    gpus = {g.bdf: g.index for g in node.gpus}
+
+    def group(bdf: str) -> str:
+        dev = node.pci_device(bdf)
+        g = dev.iommu_group if dev else None
+        return "-" if g is None else f"{g} {types.get(g, '?')}"
+
+    lines.append(f"{'NIC':<12} {'DMA function':<13} {'GPU':<4} {'IOMMU group DMA / GPU':<30} NIC ATS")
+    for c in plat.complexes:
+        nic = ([n.name for n in node.nics if n.bdf == c.nic] or ["?"])[0] if c.nic else "?"
+        pf = node.pci_device(c.nic) if c.nic else None
+        ats = "-" if pf is None or pf.ats is None else ("yes" if pf.ats else "no")
+        gi = gpus.get(c.gpu)
+        lines.append(f"{nic:<12} {c.dma:<13} {'-' if gi is None else gi:<4} "
+                     f"{group(c.dma) + ' / ' + group(c.gpu):<30} {ats}")
+    return lines
 
 
 def _describe(node: Node, dev: PciDevice, labels: dict[str, str]) -> str:

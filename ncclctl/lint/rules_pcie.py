@@ -218,12 +218,21 @@ class AcsProblem:
     pairs: tuple[P2pPair, ...]
 
 
+def platform_ports(node: Node) -> set[str]:
+    """The ports whose ACS the platform rule (PCI007) judges with rdma_topo's masks: on Data Direct and Grace NUMA
+    platforms the 'redirect off' rule (PCI001) leaves them alone."""
+    from ncclctl.plan.acs import platform
+
+    return {r.bdf for r in platform(node).requirements}
+
+
 def acs_unknown(node: Node) -> dict[str, list[P2pPair]]:
     """Bridges on a P2P pair's turn-around whose ACS state could not be read (config space short: not root)."""
     found: dict[str, list[P2pPair]] = {}
+    skip = platform_ports(node)
     for pair in p2p_pairs(node):
         for br in acs_bridges(node, pair.a, pair.b):
-            if br.acs_unknown:
+            if br.acs_unknown and br.bdf not in skip:
                 found.setdefault(br.bdf, []).append(pair)
     return found
 
@@ -232,9 +241,10 @@ def acs_problems(node: Node) -> list[AcsProblem]:
     """Bridges with ACS redirect/egress control enabled where it acts on a P2P pair NCCL uses."""
     found: dict[str, list[P2pPair]] = {}
     bridges: dict[str, PciDevice] = {}
+    skip = platform_ports(node)
     for pair in p2p_pairs(node):
         for br in acs_bridges(node, pair.a, pair.b):
-            if br.acs_ctrl is not None and br.acs_ctrl & ACS_REDIRECTING:
+            if br.acs_ctrl is not None and br.acs_ctrl & ACS_REDIRECTING and br.bdf not in skip:
                 found.setdefault(br.bdf, []).append(pair)
                 bridges[br.bdf] = br
     return [AcsProblem(bridges[bdf], tuple(pairs)) for bdf, pairs in sorted(found.items())]
@@ -247,7 +257,11 @@ def acs_problems(node: Node) -> list[AcsProblem]:
          "peer-to-peer turns around (the two ports below the pair's common switch, or the root ports when the pair "
          "crosses the host bridge). Ports on paths that carry no such traffic are ignored: the ports in front of "
          "NVSwitch management endpoints, GPU pairs joined by NVLink, pairs farther apart than NCCL_P2P_LEVEL / "
-         "NCCL_NET_GDR_LEVEL allow.",
+         "NCCL_NET_GDR_LEVEL allow. Platform: classic PCIe hosts (HGX/DGX H100/H200/A100 with Broadcom or Microchip "
+         "switches, PCIe servers). On Grace platforms that NVIDIA's rdma_topo recognises (ConnectX-8 Data Direct "
+         "trays such as GB300, and Grace/Vera root ports with a GPU of their own such as GH200) the Grace/Vera root "
+         "ports and ConnectX switch ports need specific ACS bits instead, some of them redirect bits: PCI007 judges "
+         "those ports and this rule leaves them alone.",
     why="With redirect on, every peer-to-peer TLP is sent up to the root complex (and through the IOMMU) instead of "
         "across the switch: GPU<->NIC GPUDirect RDMA and PCIe GPU<->GPU P2P lose most of their bandwidth or hang. "
         "NCCL shows it as collectives stuck or far below line rate, or the IB transport fails with "
@@ -311,6 +325,207 @@ def acs_redirect(ctx: Ctx, opts: dict) -> Iterable[Hit]:
 
 
 # --------------------------------------------------------------------------------------------------
+# ACS and IOMMU groups on Grace platforms (rdma-core kernel-boot/rdma_topo, PR #1725): ncclctl.plan.acs
+
+
+def _mask_bits(mask: str) -> str:
+    """``xx110x1`` -> ``UpstreamFwd+ CmpltRedir+ ReqRedir- SrcValid+`` (the bits the mask fixes)."""
+    names = dict((bit, name) for name, bit in ACS_BITS)
+    out = []
+    for i, c in enumerate(reversed(mask)):
+        if c in "01":
+            out.append(f"{names[1 << i]}{'+' if c == '1' else '-'}")
+    return " ".join(reversed(out))
+
+
+@rule(
+    "PCI007", "acs-mask-for-platform", E, "ACS bits differ from what the Grace / Data Direct platform requires",
+    what="Platform: Grace hosts that NVIDIA's rdma_topo recognises. On a ConnectX-8 Data Direct tray (GB200/GB300: "
+         "the NIC's separate DMA function and the GPU below one ConnectX PCIe switch on a Grace root port) each "
+         "port needs rdma_topo's mask: the switch port toward the DMA function xx110x1 (UpstreamFwd, CmpltRedir, "
+         "SrcValid on, ReqRedir off), the switch port toward the GPU xx101x1 (ReqRedir on, CmpltRedir off), the "
+         "Grace root port xx111x0 (SrcValid off), every other ConnectX switch port and Grace/Vera root port the "
+         "kernel default xx111x1. On Grace hosts whose GPUs sit on their own root ports (GH200-class) every "
+         "Grace/Vera root port and ConnectX switch port keeps the kernel default. On servers whose GPU and ConnectX "
+         "PF share a ConnectX PCIe switch (rdma_topo's 'Inline', no DMA function) the NIC's and the GPU's switch "
+         "ports, their root port and every other ConnectX switch port need xx000x0 on bare metal, or, where the NICs "
+         "expose ATS (VMs), the NIC's port 1x111x1 and the rest the kernel default. A port whose ACS control word "
+         "breaks its mask is reported, with the platform named. Classic PCIe hosts (HGX/DGX with other switches, "
+         "PCIe servers, VMs) are not judged here: PCI001 (redirect off) applies there.",
+    why="On Data Direct trays GPUDirect RDMA reaches GPU memory through the DMA function: its requests must go "
+        "straight across the ConnectX switch to the GPU while completions and everything else stay isolated. "
+        "Blanket 'ACS off' (the classic advice) or the kernel default both break that: NVIDIA measured all_reduce at "
+        "about 360 GB/s with wrong ACS and 426-431 GB/s with rdma_topo's masks on GB300 (NVIDIA/nodewright-packages "
+        "#111), and DMA-BUF registration (mlx5dv_reg_dmabuf_mr) fails until the masks are right.",
+    detect="The platform and masks as rdma-core's kernel-boot/rdma_topo computes them (device ids: Grace root ports "
+           "10de:22b1/22b2/22b8, Vera 10de:2f95/2f96, ConnectX switch ports 15b3:197c/1979, the ConnectX-8 DMA "
+           "function 15b3:2100), compared with the ACS control word in each port's config space "
+           "(/sys/bus/pci/devices/<bdf>/config, readable in full by root only; 'setpci -s <bdf> ECAP_ACS+0x6.w'). "
+           "Ports whose config space could not be read are named in one info finding.",
+    fix="Boot with the kernel argument rdma_topo computes: 'rdma_topo write-grub-acs' writes "
+        "GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX pci=config_acs=\\\"<mask>@<bdf>;...\\\"\" to "
+        "/etc/default/grub.d/config-acs.cfg and runs update-grub (the finding prints the value); reboot. Kernels "
+        "without config_acs: 'rdma_topo setpci-acs' (setpci -r -s <bdf> ECAP_ACS+0x6.w=<value> after every boot), "
+        "which leaves the IOMMU groups as booted (PCI008) and needs the GPU driver's "
+        "NVreg_GrdmaPciTopoCheckOverride=1. Never turn ACS off wholesale on these platforms.",
+)
+def acs_platform_mask(ctx: Ctx, opts: dict) -> Iterable[Hit]:
+    from ncclctl.plan.acs import CLASSIC, apply_mask, config_acs, mask_ok, platform
+
+    node = ctx.node
+    plat = platform(node)
+    if plat.kind == CLASSIC:
+        return
+    arg = config_acs(node, plat)
+    boot = (f"boot with pci=config_acs=\"{arg}\" (rdma_topo write-grub-acs; update-grub; reboot)" if arg else
+            "reboot without ACS overrides (the kernel sets its default when the IOMMU is on)")
+    unknown = []
+    for r in plat.requirements:
+        dev = node.pci_device(r.bdf)
+        if dev is None:
+            continue
+        if dev.acs_ctrl is None:
+            unknown.append(r.bdf)
+            continue
+        if mask_ok(dev.acs_ctrl, r.mask):
+            continue
+        want = apply_mask(dev.acs_ctrl, r.mask)
+        yield Hit(
+            r.bdf,
+            f"{describe(node, r.bdf)} ({r.role}) has ACS control {dev.acs_ctrl:07b}, which breaks the mask {r.mask} "
+            f"({_mask_bits(r.mask)}) that rdma_topo requires on a {plat.name}",
+            fix=f"{boot}; or, until a reboot: setpci -r -s {r.bdf} ECAP_ACS+0x6.w={want:04x} "
+                "(rdma_topo setpci-acs; IOMMU groups stay as booted)",
+            evidence=(f"platform: {plat.name}",
+                      f"ACSCtl=0x{dev.acs_ctrl:04x} ({acs_text(dev.acs_ctrl)})",
+                      f"required: {r.mask} ({_mask_bits(r.mask)}) -> 0x{want:04x}"),
+        )
+    for bdf in plat.unrecognized:
+        yield Hit(bdf, f"Data Direct DMA function {bdf} is not below a ConnectX switch on a Grace root port next to "
+                       "exactly one GPU: rdma_topo reports an unexpected topology and computes no masks for it",
+                  fix="run 'rdma_topo topo' and 'rdma_topo check' on the node and report the layout to the vendor",
+                  severity=W)
+    if unknown:
+        yield Hit(unknown[0] if len(unknown) == 1 else "",
+                  f"ACS not checked on {len(unknown)} port(s) of a {plat.name}: their extended PCI config space was "
+                  "not readable (only root reads past 64 bytes)",
+                  fix="run 'ncclctl lint' (or 'ncclctl snapshot') as root, or 'sudo rdma_topo check'",
+                  evidence=tuple(describe(node, b) for b in unknown[:8]), severity=I)
+
+
+@rule(
+    "PCI008", "iommu-group-for-platform", E, "IOMMU groups or ATS wrong for GPUDirect RDMA on a Grace platform",
+    what="Platform: Grace hosts that NVIDIA's rdma_topo recognises. On a ConnectX-8 Data Direct tray (GB200/GB300) "
+         "the GPU and the NIC's DMA function of each complex must be in one IOMMU group. On Grace hosts whose GPUs "
+         "sit on their own root ports (GH200-class) every GPU and ConnectX PF of a NUMA node must have an IOMMU "
+         "group of its own, and the ConnectX PFs must not expose ATS. Classic PCIe hosts are not judged here. The "
+         "IOMMU mode of each group (identity, DMA, DMA-FQ) is shown as evidence; PCI002 judges it. On servers "
+         "whose GPU and ConnectX PF share a ConnectX switch (rdma_topo's 'Inline'): on bare metal NIC and GPU in one "
+         "group (or no IOMMU), with ATS (VMs) in different groups.",
+    why="The GPU driver checks, before it lets a NIC register GPU memory (GPUDirect RDMA over DMA-BUF or "
+        "nvidia_peermem), that the DMA function and the GPU share an IOMMU group (the group is how the kernel says "
+        "peer-to-peer between them is possible); when they do not, registration fails unless the driver's "
+        "NVreg_GrdmaPciTopoCheckOverride=1 switches the check off, and NCCL falls back to staging through host memory "
+        "or fails. Groups form once, at boot, from the ACS bits then: ACS fixed later with setpci leaves them split.",
+    detect="/sys/bus/pci/devices/<bdf>/iommu_group of the GPU, the DMA function and the ConnectX PFs, "
+           "/sys/kernel/iommu_groups/<g>/type, and the ATS extended capability (id 0x000f) in the ConnectX PFs' "
+           "config space (root only), as rdma-core's kernel-boot/rdma_topo check does; the DMA function is paired "
+           "with its PF by the VPD V3 board UUID (/sys/bus/pci/devices/<bdf>/vpd, root only).",
+    fix="Set the ACS masks at boot (PCI007: pci=config_acs=... from 'rdma_topo write-grub-acs', update-grub, reboot) "
+        "so the kernel forms the groups from them; setpci after boot does not regroup. On GH200-class hosts keep the "
+        "kernel's default ACS and turn ATS off on the ConnectX (mlxconfig -d <dev> set ATS_ENABLED=0) unless the host "
+        "runs VMs.",
+)
+def iommu_platform_group(ctx: Ctx, opts: dict) -> Iterable[Hit]:
+    from ncclctl.plan.acs import CLASSIC, DATA_DIRECT, INLINE, config_acs, device_type, platform
+
+    node = ctx.node
+    plat = platform(node)
+    if plat.kind == CLASSIC:
+        return
+    types = dict(node.facts.iommu_group_types)
+
+    def group(bdf: str) -> str:
+        dev = node.pci_device(bdf)
+        g = dev.iommu_group if dev else None
+        return "none" if g is None else f"{g} ({types.get(g, 'type unknown')})"
+
+    if plat.kind == INLINE:
+        for ic in plat.inline:
+            nd, gd = node.pci_device(ic.nic), node.pci_device(ic.gpu)
+            assert nd is not None and gd is not None
+            ng, gg = nd.iommu_group, gd.iommu_group
+            if plat.virt:
+                wrong = ng is None or gg is None or ng == gg
+                want = "in different IOMMU groups (VMs: the NIC exposes ATS)"
+            else:
+                wrong = not (ng is None and gg is None) and ng != gg
+                want = "in one IOMMU group (bare metal)"
+            if not wrong:
+                continue
+            yield Hit(ic.nic, f"{describe(node, ic.nic)} and {describe(node, ic.gpu)} are not {want}: "
+                              f"{group(ic.nic)} vs {group(ic.gpu)} on a {plat.name}",
+                      fix=f"boot with pci=config_acs=\"{config_acs(node, plat)}\" (rdma_topo write-grub-acs; "
+                          "update-grub; reboot) so the groups form from the right ACS bits",
+                      evidence=(f"platform: {plat.name}", f"{ic.nic}: iommu_group {group(ic.nic)}",
+                                f"{ic.gpu}: iommu_group {group(ic.gpu)}", f"NIC ATS: {nd.ats}"))
+        return
+    if plat.kind == DATA_DIRECT:
+        for c in plat.complexes:
+            dma, gpu = node.pci_device(c.dma), node.pci_device(c.gpu)
+            assert dma is not None and gpu is not None  # the complex was built from the node's devices
+            if dma.iommu_group is not None and dma.iommu_group == gpu.iommu_group:
+                continue
+            nic = f" of {describe(node, c.nic)}" if c.nic else ""
+            yield Hit(
+                c.dma,
+                f"Data Direct DMA function {c.dma}{nic} and {describe(node, c.gpu)} are in different IOMMU groups "
+                f"({group(c.dma)} vs {group(c.gpu)}): the GPU driver refuses GPUDirect RDMA through the DMA function "
+                f"on a {plat.name}",
+                fix=f"boot with pci=config_acs=\"{config_acs(node, plat)}\" (rdma_topo write-grub-acs; update-grub; "
+                    f"reboot): the groups form at boot, and root port {c.root_port} with SrcValid off puts the "
+                    "segment in one; setpci after boot does not regroup, and NVreg_GrdmaPciTopoCheckOverride=1 only "
+                    "switches the driver's check off",
+                evidence=(f"platform: {plat.name}", f"DMA function {c.dma}: iommu_group {group(c.dma)}",
+                          f"GPU {c.gpu}: iommu_group {group(c.gpu)}",
+                          f"segment: root port {c.root_port} -> switch {c.usp} -> ports {c.dma_dsp} (DMA), "
+                          f"{c.gpu_dsp} (GPU)"),
+            )
+        return
+    # Grace NUMA: GPUs and ConnectX PFs each in an IOMMU group of their own, per NUMA node; no ATS on the PFs.
+    by_numa: dict[int | None, list[PciDevice]] = {}
+    for d in node.pci:
+        if device_type(d) in ("nvgpu", "cx_nic") and d.numa_node is not None and d.numa_node >= 0:
+            by_numa.setdefault(d.numa_node, []).append(d)
+    for numa, devs in sorted(by_numa.items(), key=lambda kv: kv[0] or 0):
+        if not any(device_type(d) == "nvgpu" for d in devs) or not any(device_type(d) == "cx_nic" for d in devs):
+            continue
+        missing = [d.bdf for d in devs if d.iommu_group is None]
+        groups = [d.iommu_group for d in devs if d.iommu_group is not None]
+        shared = sorted({g for g in groups if groups.count(g) > 1})
+        if missing or shared:
+            bad = [d.bdf for d in devs if d.iommu_group is None or d.iommu_group in shared]
+            who = ", ".join(describe(node, b) for b in bad)
+            yield Hit(
+                bad[0],
+                f"NUMA node {numa}: {who} " + ("have no IOMMU group" if missing and not shared else
+                                               f"share IOMMU group(s) {', '.join(map(str, shared))}")
+                + f"; on a {plat.name} each GPU and ConnectX PF needs a group of its own",
+                fix="boot with the kernel's default ACS on the Grace root ports (no pci=config_acs / "
+                    "disable_acs_redir overrides for them) and the IOMMU on; reboot",
+                evidence=(f"platform: {plat.name}",) + tuple(f"{describe(node, d.bdf)}: iommu_group {group(d.bdf)}"
+                                                             for d in devs),
+            )
+        for d in devs:
+            if device_type(d) == "cx_nic" and d.ats:
+                yield Hit(d.bdf, f"{describe(node, d.bdf)} exposes ATS; on a {plat.name} without VMs rdma_topo "
+                                 "requires it off",
+                          fix=f"mlxconfig -d {d.bdf} set ATS_ENABLED=0 and reboot (keep it on only where VMs use "
+                              "the NIC)",
+                          evidence=(f"platform: {plat.name}", f"{d.bdf}: ATS extended capability (id 0x000f) present"))
+
+
+# --------------------------------------------------------------------------------------------------
 # IOMMU (host-facts.md 1.7, 7.2)
 
 
@@ -364,7 +579,9 @@ def _iommu_vendor(units: tuple[str, ...]) -> str:
          "(translated) instead of identity (passthrough), on a bare-metal host; or, when the kernel does not show "
          "group types, a command line that turns the IOMMU on without passthrough. Graded error when ACS redirect "
          "is also enabled on a P2P path (PCI001): then every peer-to-peer transfer is redirected and translated. "
-         "Inside a VM a translating (virtual) IOMMU is expected and the finding is only informational.",
+         "Inside a VM a translating (virtual) IOMMU is expected and the finding is only informational. Platform: "
+         "every bare-metal host, classic and Grace alike (rdma_topo does not judge the mode; on Grace platforms "
+         "PCI008 judges which devices share a group).",
     why="Translated DMA puts the IOMMU between the NIC and GPU memory: GPUDirect RDMA and PCIe P2P either fail "
         "(IOMMU faults, 'DMAR: DRHD: handling fault' in the kernel log, NCCL hangs or IB completion errors) or run "
         "much slower, and NVIDIA does not support IOMMU-translated P2P on bare-metal PCIe systems; with an active "

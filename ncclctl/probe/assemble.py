@@ -313,6 +313,8 @@ class _Probe:
         max_speed = self.value(f"{d}/max_link_speed", _speed_string, what="link speed")
         group = self.host.link_basename(f"{d}/iommu_group")
         acs_cap = acs_ctrl = config_bytes = None
+        vendor = self.required(f"{d}/vendor", hex4, what="PCI vendor id")
+        vpd_v3 = ats = None
         if is_bridge:
             config = self.host.read_bytes(f"{d}/config", limit=4096)
             if config is not None:
@@ -320,12 +322,23 @@ class _Probe:
                 acs = find_acs(config)
                 if acs is not None:
                     acs_cap, acs_ctrl = acs
+        elif vendor == "0x15b3":
+            # ConnectX PFs and the ConnectX-8 Data Direct DMA function: the VPD's V3 pairs them (rdma-core
+            # kernel-boot/rdma_topo does the same), the ATS capability says whether the NIC translates addresses.
+            # Both files are readable by root only.
+            config = self.host.read_bytes(f"{d}/config", limit=4096)
+            if config is not None:
+                config_bytes = len(config)
+                ats = find_ext_cap(config, 0x000F) is not None if len(config) >= 0x104 else None
+            vpd = self.host.read_bytes(f"{d}/vpd", limit=32768)
+            if vpd:
+                vpd_v3 = vpd_keywords(vpd).get("V3")
         return PciDevice(
             bdf=bdf,
             role=role,
             path=chain,
             class_code=cls,
-            vendor=self.required(f"{d}/vendor", hex4, what="PCI vendor id"),
+            vendor=vendor,
             device=self.required(f"{d}/device", hex4, what="PCI device id"),
             subsystem_vendor=self.value(f"{d}/subsystem_vendor", hex4, what="PCI subsystem vendor id"),
             subsystem_device=self.value(f"{d}/subsystem_device", hex4, what="PCI subsystem device id"),
@@ -340,6 +353,8 @@ class _Probe:
             acs_cap=acs_cap,
             acs_ctrl=acs_ctrl,
             config_bytes=config_bytes,
+            vpd_v3=vpd_v3,
+            ats=ats,
             local_cpus=(self.value(f"{d}/local_cpus", lambda s: (V.parse_cpumap(s), s)[1], what="cpumap")
                         if numa == -1 and role == "endpoint" else None),
         )
@@ -925,25 +940,77 @@ def _device_path(real: str, bdf: str, shown: str) -> tuple[str, ...]:
     return parts
 
 
-def find_acs(config: bytes) -> tuple[int, int] | None:
-    """Walk the PCIe extended capability list (from 0x100) for ACS (id 0x000d): (capability, control)."""
-    if len(config) < 0x108:
-        return None
+def find_ext_cap(config: bytes, cap_id: int) -> int | None:
+    """Walk the PCIe extended capability list (from 0x100): the offset of capability ``cap_id``, or None."""
     offset = 0x100
     seen = set()
-    while offset and offset not in seen and offset + 8 <= len(config):
+    while offset and offset not in seen and offset + 4 <= len(config):
         seen.add(offset)
         header = int.from_bytes(config[offset:offset + 4], "little")
         if header in (0, 0xFFFFFFFF):
             return None
-        cap_id = header & 0xFFFF
-        if cap_id == 0x000D:
-            cap = int.from_bytes(config[offset + 4:offset + 6], "little")
-            ctrl = int.from_bytes(config[offset + 6:offset + 8], "little")
-            return cap, ctrl
+        if header & 0xFFFF == cap_id:
+            return offset
         nxt = (header >> 20) & 0xFFC
         offset = nxt if nxt >= 0x100 else 0
     return None
+
+
+def find_acs(config: bytes) -> tuple[int, int] | None:
+    """The ACS extended capability (id 0x000d): (capability, control)."""
+    if len(config) < 0x108:
+        return None
+    offset = find_ext_cap(config, 0x000D)
+    if offset is None or offset + 8 > len(config):
+        return None
+    cap = int.from_bytes(config[offset + 4:offset + 6], "little")
+    ctrl = int.from_bytes(config[offset + 6:offset + 8], "little")
+    return cap, ctrl
+
+
+def vpd_resources(vpd: bytes):
+    """PCI VPD resources (PCI Local Bus spec 3.0 section 6.28 / PCIe 6.0 section 6.27): (tag, start of data,
+    length) up to the end tag; a truncated or malformed tail ends the walk."""
+    pos = 0
+    while pos < len(vpd):
+        tag = vpd[pos]
+        if tag in (0x78, 0x79):  # small / large resource end tag
+            return
+        if tag & 0x80:
+            if pos + 3 > len(vpd):
+                return
+            length, start = int.from_bytes(vpd[pos + 1:pos + 3], "little"), pos + 3
+        else:
+            length, start = tag & 0x07, pos + 1
+        if start + length > len(vpd):
+            return
+        yield tag, start, length
+        pos = start + length
+
+
+def vpd_fields(vpd: bytes):
+    """The keywords of the VPD-R (0x90) and VPD-W (0x91) resources: (keyword, start of value, length)."""
+    for tag, start, length in vpd_resources(vpd):
+        if tag not in (0x90, 0x91):
+            continue
+        pos, end = start, start + length
+        while pos + 3 <= end:
+            key, n = vpd[pos:pos + 2], vpd[pos + 2]
+            if pos + 3 + n > end:
+                break
+            yield key.decode("latin-1"), pos + 3, n
+            pos += 3 + n
+
+
+def vpd_keywords(vpd: bytes) -> dict[str, str]:
+    """VPD keyword values as text (the first of each keyword); non-ASCII values are left out."""
+    out: dict[str, str] = {}
+    for key, start, n in vpd_fields(vpd):
+        try:
+            out.setdefault(key, vpd[start:start + n].decode("ascii").strip())
+        except UnicodeDecodeError:
+            continue
+    return out
 
 
 def parse_cpuinfo(text: str, *, source: str = "/proc/cpuinfo") -> Cpu:

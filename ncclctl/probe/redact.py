@@ -33,6 +33,9 @@ The contract (docs/fixture-format.md, "Redaction"):
     ``switch-<hash>``, chassis ids (MACs, addresses, or other strings -> ``chassis-<hash>``), MAC port ids and
     management addresses.
   - The Device Serial Number capability in captured PCI config space (treated as an EUI-64).
+  - PCI VPD (``vpd`` of ConnectX functions): the values of the serial number ``SN``, the board UUID ``V3`` and the
+    asset tag ``YA``, each replaced like a GPU serial (same length and character classes; one fake per value, so
+    a NIC's PF and its Data Direct DMA function still share their V3), with the ``RV`` checksum recomputed.
   - The values of the NCCL variables NCCL's registry marks SENSITIVE (the ``sensitive`` flag of
     :mod:`ncclctl.nccl.variables`), in ``env.json`` and in the NCCL conf files: ``<redacted>``.
 
@@ -494,6 +497,21 @@ class Redactor:
             return None
         return _case(addr, _v6_format(out, addr)) + slash + plen
 
+    def vpd(self, data: bytes) -> bytes:
+        """PCI VPD with the SN, V3 and YA values replaced (same length) and the RV checksum made valid again."""
+        from ncclctl.probe.assemble import vpd_fields  # noqa: PLC0415
+
+        out = bytearray(data)
+        for key, start, n in list(vpd_fields(data)):
+            if key in ("SN", "V3", "YA") and n:
+                fake = self._serial(data[start:start + n].decode("latin-1")).encode("latin-1")
+                out[start:start + n] = fake[:n]
+        for key, start, n in vpd_fields(bytes(out)):
+            if key == "RV" and n:  # checksum: all bytes from the start through this one sum to zero
+                out[start] = (-sum(out[:start])) & 0xFF
+                break
+        return bytes(out)
+
     def config(self, data: bytes) -> bytes:
         """PCI config space with the Device Serial Number capability's 8 bytes replaced (an EUI-64)."""
         out = bytearray(data)
@@ -579,7 +597,7 @@ def redact_files(files: dict[str, bytes], links: dict[str, str], node) -> dict[s
     red.learn_lldp(files)
     texts: dict[str, str] = {}
     for path, data in files.items():
-        if path.endswith("/config"):  # PCI config space: the only binary file the probe reads
+        if path.endswith(("/config", "/vpd")):  # PCI config space and VPD: the binary files the probe reads
             continue
         texts[path] = data.decode("latin-1")  # byte-for-byte: every byte is one character
         red.learn_text(texts[path])
@@ -590,6 +608,8 @@ def redact_files(files: dict[str, bytes], links: dict[str, str], node) -> dict[s
     for path, data in files.items():
         if path.endswith("/config"):
             out[path] = red.config(data)
+        elif path.endswith("/vpd"):
+            out[path] = red.vpd(data)
         elif _is_proc_net(path, "route"):
             out[path] = _redact_route(red, texts[path]).encode("latin-1")
         elif path == "/nccl.json":  # library paths: a user's home folder names the user

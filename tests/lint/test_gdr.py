@@ -19,6 +19,9 @@ FAMILY = tuple(r.id for r in all_rules() if r.family == "gpudirect")
 EXPECTED = {
     "cloud-vm-flat": set(),
     "cpu-only": set(),
+    "gb300-dd": {("GDR002", "info", "gb300-tray-11")},
+    "gb300-dd-acs-off": {("GDR002", "info", "gb300-tray-12")},
+    "gb300-dd-split-iommu": {("GDR002", "info", "gb300-tray-13")},
     "dgx-a100": set(),
     "dgx-h100": set(),
     "dgx-h100-nvlink-missing": set(),
@@ -28,6 +31,7 @@ EXPECTED = {
     "h200-vm-socket": set(),
     "hgx-h100-roce": set(),
     "hgx-h100-roce-pfc-off": set(),
+    "pcie-cx8-inline": set(),
     "pcie-server": {("GDR002", "info", "pcie-srv-03")},
     "pcie-server-roce-lag": {("GDR002", "info", "pcie-srv-04")},
 }

@@ -21,6 +21,9 @@ FAMILY = tuple(r.id for r in all_rules() if r.family == "gpu")
 EXPECTED = {
     "cloud-vm-flat": set(),
     "cpu-only": set(),
+    "gb300-dd": set(),
+    "gb300-dd-acs-off": set(),
+    "gb300-dd-split-iommu": set(),
     "dgx-a100": set(),
     "dgx-h100": set(),
     "dgx-h100-nvlink-missing": {("GPU001", "error", "GPU5")},
@@ -30,6 +33,7 @@ EXPECTED = {
     "h200-vm-socket": set(),
     "hgx-h100-roce": set(),
     "hgx-h100-roce-pfc-off": set(),
+    "pcie-cx8-inline": set(),
     "pcie-server": set(),
     "pcie-server-roce-lag": set(),
 }

@@ -41,6 +41,9 @@ def fmt_version(v) -> str:
 GOLDEN: dict[str, set[tuple[str, str]]] = {
     "cloud-vm-flat": set(),
     "cpu-only": set(),
+    "gb300-dd": set(),
+    "gb300-dd-acs-off": set(),
+    "gb300-dd-split-iommu": set(),
     "dgx-a100": set(),
     "dgx-h100": set(),
     "dgx-h100-nvlink-missing": set(),
@@ -52,6 +55,7 @@ GOLDEN: dict[str, set[tuple[str, str]]] = {
     "h200-vm-socket": {("NCCL006", "NCCL_VERSION")},
     "hgx-h100-roce": set(),
     "hgx-h100-roce-pfc-off": set(),
+    "pcie-cx8-inline": set(),
     "pcie-server": set(),
     "pcie-server-roce-lag": set(),
 }

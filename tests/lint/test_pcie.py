@@ -1,4 +1,4 @@
-"""PCIe family (PCI001-PCI005): what it reports on every host fixture, the NCCL semantics it relies on, and
+"""PCIe family (PCI001-PCI008): what it reports on every host fixture, the NCCL semantics it relies on, and
 behaviour the case files cannot express (model edits for topologies no fixture has)."""
 
 from __future__ import annotations
@@ -23,6 +23,13 @@ FAMILY = tuple(r.id for r in all_rules() if r.family == "pcie")
 EXPECTED = {
     "cloud-vm-flat": {("PCI005", "info", "nd-h100-v5-0001")},
     "cpu-only": set(),
+    # ConnectX-8 Data Direct trays (issue 32): rdma_topo check agrees port for port (tests/lint/test_rdma_topo_judge.py)
+    "gb300-dd": set(),
+    "gb300-dd-acs-off": {("PCI007", "error", f"{seg}:{port}") for seg in ("0000", "0002", "0010", "0012")
+                         for port in ("00:00.0", "02:00.0")}
+    | {("PCI007", "error", f"{seg}:{port}") for seg in ("0008", "0009", "0018", "0019")
+       for port in ("00:00.0", "02:00.0", "02:01.0", "05:00.0")},
+    "gb300-dd-split-iommu": {("PCI008", "error", f"{seg}:03:00.0") for seg in ("0008", "0009", "0018", "0019")},
     "dgx-a100": set(),
     "dgx-h100": set(),
     "dgx-h100-nvlink-missing": set(),
@@ -32,6 +39,7 @@ EXPECTED = {
     "h200-vm-socket": set(),
     "hgx-h100-roce": set(),
     "hgx-h100-roce-pfc-off": set(),
+    "pcie-cx8-inline": set(),
     "pcie-server": {("PCI001", "error", "0000:18:00.0"), ("PCI001", "error", "0000:18:04.0"),
                     ("PCI001", "error", "0000:18:08.0"), ("PCI001", "error", "0000:18:0c.0"),
                     ("PCI001", "error", "0000:18:10.0"), ("PCI002", "error", "/proc/cmdline")},
@@ -45,7 +53,7 @@ lint = family_lint(FAMILY)
 
 
 def test_family_registered():
-    assert FAMILY == ("PCI001", "PCI002", "PCI003", "PCI004", "PCI005", "PCI006")
+    assert FAMILY == ("PCI001", "PCI002", "PCI003", "PCI004", "PCI005", "PCI006", "PCI007", "PCI008")
 
 
 def test_every_fixture_is_pinned():

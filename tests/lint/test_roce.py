@@ -31,6 +31,9 @@ RAILS = [f"ens{i}np0" for i in range(1, 9)]
 EXPECTED = {
     "cloud-vm-flat": set(),
     "cpu-only": set(),
+    "gb300-dd": set(),
+    "gb300-dd-acs-off": set(),
+    "gb300-dd-split-iommu": set(),
     "dgx-a100": set(),
     "dgx-h100": set(),
     "dgx-h100-nvlink-missing": set(),
@@ -41,6 +44,7 @@ EXPECTED = {
     "hgx-h100-roce": set(),
     "hgx-h100-roce-pfc-off": {("ROCE001", "error", nd) for nd in RAILS}
     | {("ROCE003", "error", "ens6np0"), ("ROCE004", "warning", "ens6np0")},
+    "pcie-cx8-inline": set(),
     "pcie-server": {("ROCE001", "error", "enp29s0f0np0"), ("ROCE001", "error", "enp29s0f1np1")},
     # RoCE LAG: mlx5_bond_0 on bond0; QoS is judged on the bond's physical slaves.
     "pcie-server-roce-lag": {("ROCE001", "error", "enp29s0f0np0"), ("ROCE001", "error", "enp29s0f1np1")},
