@@ -345,6 +345,7 @@ def extract(path: Path, *, load: bool = True) -> dict:
         "registry": registry,
         "readers": readers,
         "formats": formats,
+        "hints": sorted({s.strip() for s, _ in strings if s.lstrip().startswith("HINT:")}),
         "log_formats": logs,
         "log_format_counts": {lvl: sum(1 for v in logs.values() if lvl in v) for lvl in sorted(
             {x for v in logs.values() for x in v})},
@@ -384,6 +385,38 @@ def compare(found: dict) -> dict:
     }
 
 
+def _log_coverage(found: dict, *, listing: bool) -> int:
+    """Counts of the library's WARN/ATTN formats by the class ncclctl's reader gives them (a named class with its own
+    rule or hint, a family of NCCL's code with where to look, or 'other'), and of its HINT/DIAG strings."""
+    from collections import Counter
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from ncclctl.logs.check import OWN_RULE_WARNS, _hint_class
+    from ncclctl.logs.parse import WARN_FAMILIES, warn_kind
+
+    families = {k for _n, k in WARN_FAMILIES}
+    warns = sorted(f for f, lv in found["log_formats"].items() if "WARN" in lv or "ATTN" in lv)
+    kinds = {f: warn_kind(f) for f in warns}
+    count = Counter(kinds.values())
+    own = sum(n for k, n in count.items() if k in OWN_RULE_WARNS)
+    fam = sum(n for k, n in count.items() if k in families)
+    named = len(warns) - own - fam - count["other"]
+    hints = [f for f in found.get("hints", []) if not f.startswith("HINT: To confirm")]
+    hint_cls = Counter(_hint_class(f[5:].strip())[0] for f in hints)
+    diags = [f for f in found["formats"] if "NCCL DIAG" in f]
+    print(f"version: {found['version']}")
+    print(f"WARN/ATTN formats: {len(warns)}: {own} in a class with a rule of its own, {named} in a named class "
+          f"(LOG014 with its hint), {fam} in a family of NCCL's code (LOG014 warning, where to look), "
+          f"{count['other']} other (LOG014 warning, the line itself)")
+    print("classes: " + ", ".join(f"{k}={n}" for k, n in count.most_common()))
+    print(f"HINT strings: {len(hints)}: " + ", ".join(f"{k}={n}" for k, n in hint_cls.most_common()))
+    print(f"DIAG strings: {len(diags)} (read by LOG028 by their [OK]/[INFO]/[WARN]/[FAIL] tag)")
+    if listing:
+        for f in warns:
+            print(f"{kinds[f]}\t{f!r}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -393,6 +426,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--formats", action="store_true", help="also print every printf-style string")
     ap.add_argument("--no-load", action="store_true", help="never load the library (no version call, no dump)")
     ap.add_argument("--no-compare", action="store_true", help="do not compare with ncclctl's tables")
+    ap.add_argument("--log-coverage", action="store_true",
+                    help="how ncclctl's log reader classes the library's WARN/ATTN formats, HINT and DIAG strings "
+                         "(counts per class; --formats lists each with its class)")
     ap.add_argument("--defaults", action="store_true",
                     help="print only the defaults as rows for variables.py's _DEFAULTS table (NAME VALUE)")
     args = ap.parse_args(argv)
@@ -408,6 +444,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in sorted(rows):
             print(f"{name:<{width}} {rows[name]}")
         return 0
+    if args.log_coverage:
+        return _log_coverage(found, listing=args.formats)
     diff = None if args.no_compare else compare(found)
     if args.json:
         print(json.dumps({"facts": found, "compare": diff}, indent=1, sort_keys=True))

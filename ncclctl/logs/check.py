@@ -27,7 +27,9 @@ VIRTUAL_IFACES = ("lo", "docker", "virbr", "veth", "br-", "cni", "flannel", "tun
 ERROR_WARNS = {"ib-completion", "ibv", "socket", "cuda", "version-mismatch", "bootstrap", "ib-open", "ib-mismatch",
                "no-interface", "ring", "duplicate-gpu", "no-net-plugin", "no-algorithm", "nvls-bind", "shm-space",
                "gpu-oom"}
-SOFT_WARNS = {"no-verbs", "nvls", "topo-open", "other", "gdr", "attn"}
+SOFT_WARNS = {"no-verbs", "nvls", "topo-open", "other", "gdr", "attn", "ras", "proxy", "gin", "ib-other", "socket-other",
+              "cuda-other", "nvml", "topology", "registration", "collnet", "memory", "usage", "setting", "mismatch",
+              "timeout"}
 #: WARN classes with a rule of their own (cause, evidence and fix of that class): LOG014 leaves them alone.
 OWN_RULE_WARNS = {"no-interface": "LOG018", "duplicate-gpu": "LOG019", "no-net-plugin": "LOG020",
                   "no-algorithm": "LOG021", "topo-open": "LOG023", "nvls-bind": "LOG024", "shm-space": "LOG025",
@@ -965,7 +967,27 @@ def _hint(kind: str, text: str) -> str:
         return "a CUDA error inside NCCL: check the driver and XID errors in dmesg"
     if kind == "bootstrap":
         return "ranks of different jobs or attempts met at one bootstrap root (stale MASTER_PORT?)"
-    return ""
+    return _FAMILY_HINTS.get(kind, "")
+
+
+#: Where to look for a WARN of a family no class names (ncclctl.logs.parse.WARN_FAMILIES).
+_FAMILY_HINTS = {
+    "ras": "NCCL's RAS subsystem (its own health monitoring between ranks): a peer that stopped answering",
+    "proxy": "NCCL's proxy thread (network and P2P progress): usually a consequence of a peer or NIC failing first",
+    "gin": "NCCL's GPU-initiated networking (GIN, 2.28+): the NIC/plugin support for it; NCCL_GIN_ENABLE=0 to rule it out",
+    "ib-other": "the InfiniBand/RoCE transport: 'ncclctl lint' checks the ports, GIDs and NCCL_IB_* settings",
+    "socket-other": "the socket network between ranks: NCCL_SOCKET_IFNAME, firewalls, or a peer that stopped",
+    "cuda-other": "a CUDA call inside NCCL: the driver, XID errors in dmesg, GPU memory",
+    "nvml": "NVML (the driver's management library): driver and library versions, the container's access to it",
+    "topology": "NCCL's topology detection or a topology file: 'ncclctl topo validate' / NCCL_TOPO_DUMP_FILE",
+    "registration": "user-buffer registration (NCCL_LOCAL_REGISTER / graph registration): disable it to rule it out",
+    "collnet": "CollNet/SHARP: the SHARP plugin and aggregation manager; NCCL_COLLNET_ENABLE=0 to rule it out",
+    "memory": "a memory allocation inside NCCL: GPU or host memory, /dev/shm, pinned-memory limits (ulimit -l)",
+    "usage": "the application's use of the NCCL API or a setting NCCL refuses",
+    "setting": "an NCCL_* setting NCCL refuses or ignores: 'ncclctl lint' checks the environment",
+    "mismatch": "ranks that disagree (versions, settings, topologies): compare the hosts' 'ncclctl facts'",
+    "timeout": "a timeout: a peer that stopped, or a network that drops traffic",
+}
 
 
 def check(ls: LogSet, *, models: dict[str, HostModel] | None = None,

@@ -228,3 +228,18 @@ def test_the_default_plugin_search_ending_the_line_with_a_period_is_not_a_findin
     _, findings = _check(str(log))
     assert [f["message"].split(" plugin asked")[0].split(": the ")[-1] for f in findings if f["rule"] == "LOG022"] \
         == ["NET"]
+
+
+@pytest.mark.parametrize("line, family, words", [
+    ("RAS: peer 10.0.0.2<3400> is not responding", "ras", "RAS"),
+    ("proxyProgress: Proxy Call to rank 1 failed (Connect)", "proxy", "proxy"),
+    ("MemManager: Failed to copy to CPU backup: out of space", "memory", "memory"),
+    ("Comm config netName (IB) does not match the parent (Socket)", "socket-other", "socket"),
+    ("Group creation failed: 3 vs 4", "other", ""),
+])
+def test_warns_no_class_names_are_warnings_of_their_family(tmp_path, line, family, words):
+    log = tmp_path / "w.log"
+    log.write_text(f"h1:10:11 [0] misc/x.cc:1 NCCL WARN {line}\n")
+    _, findings = _check(str(log))
+    [f] = [f for f in findings if f["rule"] == "LOG014"]
+    assert f["severity"] == "warning" and f"({family})" in f["message"] and words in f["message"]
