@@ -127,6 +127,8 @@ def read_bytes(path: str, kind: str, *, display: str | None = None, limit: int |
     """
     spec = KINDS[kind]
     shown = display or path
+    if path == "-" and not nofollow and not raw_os_errors:  # standard input (a pipe: `ibstat | ncclctl parse ibstat -`)
+        return _read_stdin(spec, display or "<stdin>", limit)
     try:
         return _read(path, spec, shown, limit, nofollow, prechecked)
     except InputError:
@@ -139,6 +141,24 @@ def read_bytes(path: str, kind: str, *, display: str | None = None, limit: int |
         raise _os_error(shown, exc, spec) from None
 
 
+def _read_stdin(spec: Kind, shown: str, limit: int | None) -> bytes:
+    """Standard input to its end, refused past the kind's cap (a terminal gives what is typed until ctrl-D)."""
+    import sys
+
+    cap = spec.cap if limit is None else min(limit, spec.cap)
+    raw = sys.stdin.buffer
+    chunks, total = [], 0
+    while total <= cap:
+        chunk = raw.read(min(1 << 20, cap + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    if total > cap and limit is None:
+        raise too_big(shown, None, spec)
+    return b"".join(chunks)[:cap]
+
+
 def _read(path: str, spec: Kind, shown: str, limit: int | None, nofollow: bool, prechecked: bool) -> bytes:
     if not prechecked:
         try:
@@ -146,6 +166,8 @@ def _read(path: str, spec: Kind, shown: str, limit: int | None, nofollow: bool, 
         except NotADirectoryError:  # a parent is a file: missing, as for open()
             raise FileNotFoundError(path) from None
         if not stat.S_ISREG(st.st_mode):
+            if stat.S_ISCHR(st.st_mode) and not nofollow and os.path.realpath(path) == os.devnull:
+                return b""  # /dev/null given on purpose: an empty input, which the caller says is empty
             raise not_regular(shown, st.st_mode, spec)
     cap = spec.cap if limit is None else min(limit, spec.cap)
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)

@@ -37,7 +37,7 @@ def parse_cmd(
                                 "topo -m), p2p (nvidia-smi topo -p2p), nvlink (nvidia-smi nvlink --status), lspci "
                                 "(lspci -vvv), mlnx_qos, ip-link, lldpctl, dcb-app, dcb-pfc."),
     file: str = typer.Argument(..., metavar="FILE", help="The command's output, as captured or pasted (a shell "
-                               "prompt and the command line at the top are fine)."),
+                               "prompt and the command line at the top are fine); '-' reads standard input."),
     fmt: Format = format_option(Format.text, "text: one line per record; json: every field of every record."),
 ) -> None:
     """Parse one command's output and print what ncclctl understood of it (the records and the notes on what it left
@@ -45,7 +45,7 @@ def parse_cmd(
     from ncclctl.parsers.kinds import parse_file, result_document, result_text
 
     result = parse_file(kind.value, file)
-    doc = result_document(kind.value, file, result)
+    doc = result_document(kind.value, "<stdin>" if file == "-" else file, result)
     if fmt is Format.json:
         from ncclctl.cli.common import dumps
 

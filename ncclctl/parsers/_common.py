@@ -259,6 +259,11 @@ def shell_line(line: str, tools: tuple[str, ...]) -> str | None:
     m = _PROMPT_RE.fullmatch(s)
     if m is not None:
         cmd = (m["cmd"] or "").strip()
+        for _ in range(3):  # a prompt pasted after a "$ " ("$ user@host:~$ ibstat"): the inner prompt's command
+            inner = _PROMPT_RE.fullmatch(cmd) if cmd else None
+            if inner is None or (inner["who"] is None and inner["env"] is None):
+                break
+            cmd = (inner["cmd"] or "").strip()
         if cmd and _invokes(cmd, tools):
             return "invocation"
         strong = m["who"] is not None or m["env"] is not None or m["sign"] == "$"

@@ -42,12 +42,24 @@ PARSE_KINDS: dict[str, ParseKind] = {
 
 _HEX_FIELDS = ("guid", "cap_mask", "acs_cap", "acs_ctrl")
 
+#: Kinds whose parser takes pasted prompts and command echoes itself (with its own tool names).
+_READ_PASTES = frozenset({"ibstat", "ibstatus", "lspci", "nvlink", "topo-m", "p2p"})
+
 
 def parse_text(kind: str, text: str, *, source: str) -> Any:
     """The parser of ``kind`` applied to ``text`` (a :class:`~ncclctl.errors.ParseError` when it cannot read it)."""
     import importlib
 
     spec = PARSE_KINDS[kind]
+    if kind not in _READ_PASTES:
+        # a pasted copy: the prompt and the command echo above the output (and whatever follows the next prompt)
+        # are blanked, line numbers kept, before the parser sees it
+        from ncclctl.parsers._common import paste_body, split_lines
+
+        tools = (spec.command.split()[0].replace("sudo", "").strip() or spec.command.split()[1],)
+        lines, blanked = paste_body(split_lines(text), tools)
+        if blanked:
+            text = "\n".join(lines) + "\n"
     if spec.function == "parse_ip_link":
         from ncclctl.parsers.iplink import parse_ip_link_json, parse_ip_link_text
 
@@ -61,11 +73,17 @@ def parse_file(kind: str, path: str) -> Any:
     """Read ``path`` through the input door (the kind's size cap, strict UTF-8) and parse it."""
     from ncclctl.inputs import decode, read_bytes
 
+    from ncclctl.errors import InputError
+
     spec = PARSE_KINDS[kind]
-    data = read_bytes(path, spec.input_kind)
+    shown = "<stdin>" if path == "-" else path
+    data = read_bytes(path, spec.input_kind, display=shown)
     assert data is not None
-    text = decode(data, path, fix=f"pass the output of {spec.command} as it was captured")
-    return parse_text(kind, text, source=path)
+    text = decode(data, shown, fix=f"pass the output of {spec.command} as it was captured")
+    if not text.strip():
+        raise InputError(f"empty: no {spec.command} output to read", path=shown,
+                         fix=f"pass the output of {spec.command} (a file, or '-' with the output piped in)")
+    return parse_text(kind, text, source=shown)
 
 
 def jsonable(value: Any, name: str = "") -> Any:

@@ -52,7 +52,14 @@ def compare_file(node: Node, path: str) -> tuple[dict, str]:
     from ncclctl import JSON_SCHEMA_VERSION
     from ncclctl.inputs import read_text
 
-    differences = compare(node, read_text(path, "cmd"), source=path)
+    from ncclctl.errors import InputError
+
+    shown = "<stdin>" if path == "-" else path
+    text = read_text(path, "cmd", display=shown)
+    if not text.strip():
+        raise InputError("empty: no 'nvidia-smi topo -m' output to compare with", path=shown,
+                         fix="capture it on the host: nvidia-smi topo -m > topo-m.txt")
+    differences = compare(node, text, source=shown)
     doc = {"schema_version": JSON_SCHEMA_VERSION, "file": path, "same": not differences, "differences": differences}
     text = "".join(f"{d['row']} x {d['column']}: nvidia-smi says {d['smi']}, the model says {d['model']}\n"
                    for d in differences) or f"{path} agrees with the probed topology\n"
