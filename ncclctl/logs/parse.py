@@ -1084,8 +1084,36 @@ class Parser:
         return out
 
 
-def expand_inputs(paths: list[str]) -> list[str]:
-    """Files, folders (every regular file inside, sorted, one level of subfolders) and ``-`` (stdin)."""
+#: How much of a file in a folder is read to tell whether it is an NCCL log (NCCL prints its first lines at init).
+SNIFF_BYTES = 256 << 10
+
+
+def _looks_like_log(path: str) -> bool:
+    """Whether the start of ``path`` (gzip unpacked) holds an NCCL line, an application's NCCL error or an nccl-tests
+    header: what a log of a job that used NCCL has near its top."""
+    import zlib
+
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(SNIFF_BYTES)
+    except OSError:
+        return True  # unreadable: let the reader say why
+    if head[:2] == b"\x1f\x8b":
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, SNIFF_BYTES)
+        except zlib.error:
+            return True
+    return _LOG_SNIFF.search(head) is not None
+
+
+_LOG_SNIFF = re.compile(rb" NCCL (?:INFO|WARN|ATTN|DIAG|TRACE) |NCCL version \d|NCCL error|nccl-library=\d|"
+                        rb"^NCCL (?:INFO|WARN) ", re.M)
+
+
+def expand_inputs(paths: list[str], skipped: list[str] | None = None) -> list[str]:
+    """Files, folders and ``-`` (stdin). A folder gives the NCCL logs inside it (one level of subfolders), sorted:
+    files whose start holds no NCCL line are left out, and so is ``x.log.gz`` beside ``x.log`` (the same log);
+    ``skipped`` receives a note for each left out."""
     from ncclctl.errors import InputError
     from ncclctl.names import natural_key
 
@@ -1102,10 +1130,23 @@ def expand_inputs(paths: list[str]) -> list[str]:
                     full = os.path.join(root, f)
                     if not f.startswith(".") and os.path.isfile(full) and not os.path.islink(full):
                         found.append(full)
-            if not found:
-                raise InputError("the folder holds no log files", path=p,
+            names = set(found)
+            logs = []
+            for full in sorted(found, key=natural_key):
+                if full.endswith(".gz") and full[:-3] in names:
+                    if skipped is not None:
+                        skipped.append(f"{full}: left out, the same log as {os.path.basename(full[:-3])}")
+                    continue
+                if not _looks_like_log(full):
+                    if skipped is not None:
+                        skipped.append(f"{full}: left out, no NCCL line in its first {SNIFF_BYTES >> 10} KiB")
+                    continue
+                logs.append(full)
+            if not logs:
+                raise InputError("the folder holds no NCCL log" + (f" ({len(found)} files, none with an NCCL line "
+                                                                   "near its start)" if found else ""), path=p,
                                  fix="give the folder NCCL_DEBUG_FILE wrote to, or the log files themselves")
-            out.extend(sorted(found, key=natural_key))
+            out.extend(logs)
         else:
             out.append(p)
     return out
@@ -1116,7 +1157,8 @@ def read_logs(paths: list[str], *, stdin=None) -> LogSet:
     from ncclctl.inputs import LineStream, iter_lines
 
     parser = Parser()
-    for path in expand_inputs(paths):
+    skipped: list[str] = []
+    for path in expand_inputs(paths, skipped):
         name = "<stdin>" if path == "-" else path
         st = LineStream(name)
         src = Source(name)
@@ -1124,6 +1166,10 @@ def read_logs(paths: list[str], *, stdin=None) -> LogSet:
         parser.feed_source(name, iter_lines(path, "log", stream=st, stdin=stdin), src)
         src.notes = st.notes()
         src.gzip = st.gzip
+    if skipped and parser.out.sources:
+        first = parser.out.sources[0]
+        first.notes = list(first.notes) + skipped[:20] + (
+            [f"... and {len(skipped) - 20} more files left out"] if len(skipped) > 20 else [])
     return parser.finish()
 
 

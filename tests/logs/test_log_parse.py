@@ -166,7 +166,7 @@ def test_cli_show_text_json_and_errors(tmp_path):
     empty = tmp_path / "emptydir"
     empty.mkdir()
     e = run_cli("log", "show", str(empty))
-    assert e.returncode == 3 and "no log files" in e.stderr
+    assert e.returncode == 3 and "holds no NCCL log" in e.stderr
 
 
 def test_cli_reads_stdin():

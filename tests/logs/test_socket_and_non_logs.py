@@ -78,7 +78,7 @@ def test_folder_of_unrelated_files_is_not_a_clean_run(tmp_path):
     (tmp_path / "a.txt").write_text("hello\n")
     (tmp_path / "b.log").write_text("nothing to see\n")
     res = run_cli("log", "check", str(tmp_path))
-    assert res.returncode == 3 and "none of the 2 files holds an NCCL line" in res.stderr
+    assert res.returncode == 3 and "holds no NCCL log (2 files, none with an NCCL line" in res.stderr
 
 
 def test_root_that_is_no_host_is_refused(tmp_path):
@@ -107,3 +107,23 @@ def test_real_socket_logs_flag_only_what_nccl_shows():
     assert not any(f["rule"] == "LOG001" for f in found)
     rc, found = _findings(REAL / "nccl-1rank.log", "--root", snap)
     assert rc == 0 and [f for f in found if f["severity"] != "info"] == [], found
+
+
+def test_a_folder_gives_its_nccl_logs_once_and_says_what_it_left_out(tmp_path):
+    import shutil
+
+    logs = REPO / "fixtures" / "logs"
+    shutil.copy(logs / "v2.30-dgx-h100-2nodes-healthy.log", tmp_path)
+    shutil.copy(logs / "v2.30-dgx-h100-2nodes-healthy.log.gz", tmp_path)  # the same log, compressed
+    (tmp_path / "README.md").write_text("# notes about NCCL and the job\n")
+    (tmp_path / "train.py").write_text("import torch\n")
+    alone = run_cli("log", "show", str(logs / "v2.30-dgx-h100-2nodes-healthy.log"), "--format", "json")
+    res = run_cli("log", "show", str(tmp_path), "--format", "json")
+    assert res.returncode == 0, res.stderr
+    doc, ref = json.loads(res.stdout), json.loads(alone.stdout)
+    assert len(doc["inputs"]) == 1 and doc["nccl_lines"] == ref["nccl_lines"] and doc["lines"] == ref["lines"]
+    notes = " ".join(doc["inputs"][0]["notes"])
+    assert "README.md: left out" in notes and "train.py: left out" in notes and ".log.gz: left out, the same log" in notes
+    (tmp_path / "v2.30-dgx-h100-2nodes-healthy.log").unlink()
+    res = run_cli("log", "show", str(tmp_path), "--format", "json")
+    assert json.loads(res.stdout)["nccl_lines"] == ref["nccl_lines"]  # the .gz alone is read
