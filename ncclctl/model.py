@@ -156,6 +156,18 @@ class C2c:
 
 
 @record
+class GpuPlatform:
+    """Where a GPU sits in a rack-scale NVLink system (NVML ``nvmlDeviceGetPlatformInfo``, the v2 names: v1's
+    rackGuid, chassisPhysicalSlotNumber, computeSlotIndex, nodeIndex)."""
+    chassis_serial: str | None = None
+    slot_number: int | None = None
+    tray_index: int | None = None
+    host_id: int | None = None
+    peer_type: int | None = None
+    module_id: int | None = None
+
+
+@record
 class Gpu:
     """One GPU: PCI place, NUMA node, compute capability, NVLinks/C2C, PCIe generation/width, MIG, fabric state."""
     index: int
@@ -180,6 +192,15 @@ class Gpu:
     serial: str | None = None
     #: ``nvml`` when NVML described the GPU, ``pci`` when only its PCI function was seen.
     source: str = "nvml"
+    #: NVML GPU fabric info (``nvmlDeviceGetGpuFabricInfoV``, v2+): the NVLink domain's cluster UUID (canonical
+    #: 8-4-4-4-12 hex), the clique (partition) id, and the health mask and summary (v3) as NVML returns them.
+    fabric_cluster_uuid: str | None = None
+    fabric_clique_id: int | None = None
+    fabric_health_mask: int | None = None
+    fabric_health_summary: int | None = None
+    #: Where the fabric facts come from: ``nvml``, or ``nvidia-smi`` (a recorded ``nvidia-smi -q`` when NVML is absent).
+    fabric_source: str | None = None
+    platform: GpuPlatform | None = None
 
     @property
     def active_nvlinks(self) -> tuple[NvLink, ...]:
@@ -388,6 +409,39 @@ class HostFacts:
     graph_file: ConfFile | None = None
     #: The NCCL libraries a job could load (:mod:`ncclctl.probe.ncclib`); None: not looked for (an older snapshot).
     nccl_libraries: tuple[NcclLibrary, ...] | None = None
+    #: The IMEX service (multi-node NVLink); None when the node has no NVLink fabric registration to serve.
+    imex: Imex | None = None
+
+
+@record
+class ImexPeer:
+    """One node of the IMEX domain as ``nvidia-imex-ctl -N`` lists it."""
+    index: int
+    address: str
+    #: ``READY``, ``UNAVAILABLE``, ``DOWN``... as the tool prints it.
+    status: str
+    version: str | None = None
+
+
+@record
+class Imex:
+    """The IMEX service of a multi-node NVLink node (GB200/GB300 NVL): its node list, channel devices and state."""
+    #: ``systemctl is-active nvidia-imex``: ``active``, ``inactive``, ``failed``...; None when not asked.
+    service: str | None = None
+    #: The node list the daemon reads (``IMEX_NODE_CONFIG_FILE`` in /etc/nvidia-imex/config.cfg).
+    nodes_config_path: str = "/etc/nvidia-imex/nodes_config.cfg"
+    #: Its addresses in file order; None when the file is absent.
+    nodes: tuple[str, ...] | None = None
+    #: ``channelN`` numbers under /dev/nvidia-caps-imex-channels; None when the folder is absent.
+    channels: tuple[int, ...] | None = None
+    #: The character-device major of ``nvidia-caps-imex-channels`` in /proc/devices; None when not registered.
+    channels_major: int | None = None
+    #: ``nvidia-imex-ctl -N``: the ``Domain State`` line (``UP``, ``DOWN``, ``DEGRADED``) and the nodes it lists.
+    domain_state: str | None = None
+    peers: tuple[ImexPeer, ...] = ()
+    #: The node's own IPv4 addresses (``/proc/net/fib_trie`` LOCAL entries, loopback left out), to find it in the
+    #: node list; None when not readable.
+    local_addresses: tuple[str, ...] | None = None
 
 
 @record
@@ -689,7 +743,7 @@ def json_schema() -> dict:
 
 
 __all__ = [
-    "C2c", "ConfFile", "Cpu", "Ecn", "Gid", "Gpu", "HostFacts", "IbPort", "LldpNeighbor", "MODEL_SCHEMA_VERSION",
+    "C2c", "ConfFile", "Cpu", "Ecn", "Gid", "Gpu", "GpuPlatform", "HostFacts", "Imex", "ImexPeer", "IbPort", "LldpNeighbor", "MODEL_SCHEMA_VERSION",
     "NetDev", "Nic", "Node", "NumaNode", "NvLink", "NvSwitch", "PciDevice", "Qos", "Unavailable",
     "from_dict", "json_schema", "to_dict",
 ]
