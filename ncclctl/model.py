@@ -508,6 +508,64 @@ def describe_init_failure(reason: str) -> str:
     return f"NVML failed to initialise ({reason}): {cause[0]}" if cause else f"NVML failed to initialise ({reason})"
 
 
+# --------------------------------------------------------------------------------------------------
+# NVML GPU fabric vocabulary (nvml.h): what the probe records, what the NVLink-domain rules and renderers decode
+
+#: ``nvmlGpuFabricState_t``.
+FABRIC_STATE_NAMES: dict[int, str] = {0: "NOT_SUPPORTED", 1: "NOT_STARTED", 2: "IN_PROGRESS", 3: "COMPLETED"}
+FABRIC_STATE_COMPLETED = 3
+#: ``NVML_GPU_FABRIC_HEALTH_SUMMARY_*`` (fabric info v3).
+FABRIC_HEALTH_SUMMARY_NAMES: dict[int, str] = {0: "NOT_SUPPORTED", 1: "HEALTHY", 2: "UNHEALTHY",
+                                               3: "LIMITED_CAPACITY"}
+#: The clique id NVLink partitions report when the domain was left in its default partition (the NMX API reserves
+#: 32766 for it): every such rack reports the same value, so only the cluster UUID tells two of them apart.
+DEFAULT_PARTITION_CLIQUE = 32766
+ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+
+#: The fields of ``healthMask`` as nvml.h defines them: (name, shift, width mask, {value: meaning}).
+#: The four 2-bit fields read NOT_SUPPORTED=0, TRUE=1, FALSE=2: every field FALSE is 0b10101010 = 0xAA, healthy.
+#: INCORRECT_CONFIGURATION (shift 8, 4 bits): NOT_SUPPORTED=0, NONE=1, then the misconfiguration found.
+FABRIC_HEALTH_FIELDS: tuple[tuple[str, int, int, dict[int, str]], ...] = (
+    ("DEGRADED_BW", 0, 0x3, {0: "NOT_SUPPORTED", 1: "TRUE", 2: "FALSE"}),
+    ("ROUTE_RECOVERY", 2, 0x3, {0: "NOT_SUPPORTED", 1: "TRUE", 2: "FALSE"}),
+    ("ROUTE_UNHEALTHY", 4, 0x3, {0: "NOT_SUPPORTED", 1: "TRUE", 2: "FALSE"}),
+    ("ACCESS_TIMEOUT_RECOVERY", 6, 0x3, {0: "NOT_SUPPORTED", 1: "TRUE", 2: "FALSE"}),
+    ("INCORRECT_CONFIGURATION", 8, 0xF, {0: "NOT_SUPPORTED", 1: "NONE", 2: "INCORRECT_SYSGUID",
+                                         3: "INCORRECT_CHASSIS_SN", 4: "NO_PARTITION", 5: "INSUFFICIENT_NVLINKS"}),
+)
+
+
+def decode_fabric_health(mask: int) -> tuple[tuple[str, int, str], ...]:
+    """Each ``healthMask`` field: (field, raw value, its nvml.h name; ``RESERVED(n)`` for a value nvml.h does not
+    define). ``0xaa`` decodes to every 2-bit field FALSE and INCORRECT_CONFIGURATION NOT_SUPPORTED."""
+    out = []
+    for name, shift, width, names in FABRIC_HEALTH_FIELDS:
+        value = (mask >> shift) & width
+        out.append((name, value, names.get(value, f"RESERVED({value})")))
+    return tuple(out)
+
+
+def fabric_health_problems(mask: int) -> tuple[tuple[str, str], ...]:
+    """The fields of ``mask`` that say something is wrong: (field, value name). A 2-bit field that is TRUE (or a
+    value nvml.h does not define), an INCORRECT_CONFIGURATION other than NOT_SUPPORTED/NONE."""
+    bad = []
+    for name, value, text in decode_fabric_health(mask):
+        if name == "INCORRECT_CONFIGURATION":
+            if value not in (0, 1):
+                bad.append((name, text))
+        elif value not in (0, 2):
+            bad.append((name, text))
+    return tuple(bad)
+
+
+def nvlink_domain_gpus(node: "Node") -> tuple["Gpu", ...]:
+    """The GPUs of ``node`` when it belongs to a multi-node NVLink domain (one of its GPUs reports a non-zero fabric
+    cluster UUID, as NCCL's MNNVL check requires), in index order; () otherwise."""
+    if not any(g.fabric_cluster_uuid not in (None, ZERO_UUID) for g in node.gpus):
+        return ()
+    return tuple(sorted(node.gpus, key=lambda g: g.index))
+
+
 @record
 class Node:
     """A GPU host: CPUs, NUMA nodes, the PCI tree, GPUs, NVSwitches, RDMA NICs, netdevs and host facts."""
