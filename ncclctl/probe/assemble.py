@@ -369,7 +369,7 @@ class _Probe:
                 Gpu(index=i, bdf=d.bdf, name=f"NVIDIA {d.device}", numa_node=d.numa_node, source="pci")
                 for i, d in enumerate(sorted(pci_gpus, key=lambda d: d.bdf))
             )
-            return gpus, nvswitches
+            return self._smi_fabric(gpus), nvswitches
         where = "nvml.json" if not self.host.live else "NVML"
         found: list[Gpu] = []
         for raw in doc.get("devices", []):
@@ -502,6 +502,35 @@ class _Probe:
             fabric_source="nvml" if fabric.get("state") is not None else None,
             platform=platform,
         )
+
+    def _smi_fabric(self, gpus: tuple[Gpu, ...]) -> tuple[Gpu, ...]:
+        """Without NVML: the GPU fabric facts from a recorded (or live) ``nvidia-smi -q`` Fabric section, matched to
+        the PCI GPUs by bus id (``fabric_source`` ``nvidia-smi``)."""
+        if not gpus:
+            return gpus
+        from dataclasses import replace  # noqa: PLC0415
+
+        from ncclctl.parsers.smi_query import parse_nvidia_smi_q_fabric  # noqa: PLC0415
+
+        found = self.command(("nvidia-smi", "-q"), parse_nvidia_smi_q_fabric)
+        if not found:
+            return gpus
+        by_bdf = {}
+        for f in found:
+            try:
+                by_bdf[V.normalize_bdf(f.bus_id)] = f
+            except ValueError:
+                continue
+        out = []
+        for g in gpus:
+            f = by_bdf.get(g.bdf)
+            if f is None:
+                out.append(g)
+                continue
+            out.append(replace(g, fabric_state=f.state, fabric_status=f.status, fabric_cluster_uuid=f.cluster_uuid,
+                               fabric_clique_id=f.clique_id, fabric_health_mask=f.health_mask,
+                               fabric_health_summary=f.health_summary, fabric_source="nvidia-smi"))
+        return tuple(out)
 
     def _fabric_info(self, raw: Any, index: int) -> dict[str, Any]:
         """The recorded ``fabric`` entry of one GPU, checked: integers where NVML returns integers, the cluster UUID

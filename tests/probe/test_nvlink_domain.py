@@ -116,3 +116,61 @@ def test_bad_recorded_fabric_is_a_clear_error(tmp_path, patch, needle):
         probe(str(root))
     r = run_cli("probe", "--root", str(root))
     assert r.returncode not in (0, 1) and needle in r.stderr and "Traceback" not in r.stderr
+
+
+SMI_Q = """
+==============NVSMI LOG==============
+
+Timestamp                                 : Fri Nov 20 12:00:00 2026
+Driver Version                            : 580.65.06
+
+Attached GPUs                             : 4
+{gpus}
+"""
+
+SMI_GPU = """GPU {bus}
+    Product Name                          : NVIDIA GB200
+    Fabric
+        State                             : {state}
+        Status                            : Success
+        CliqueId                          : 1
+        ClusterUUID                       : 6c1a52e4-93b0-4d7e-a1f5-2b08c49e7d31
+        Health
+            Bandwidth                     : {bw}
+            Route Recovery in progress    : False
+            Route Unhealthy               : False
+            Access Timeout Recovery       : False
+            Summary                       : Healthy
+    Clocks Event Reasons
+        Idle                              : Active
+"""
+
+
+def _smi(buses, degraded=None, state="Completed"):
+    return SMI_Q.format(gpus="".join(
+        SMI_GPU.format(bus=b, bw="Degraded" if b == degraded else "Full", state=state) for b in buses))
+
+
+def test_smi_q_fabric_parser():
+    from ncclctl.parsers.smi_query import parse_nvidia_smi_q_fabric
+
+    (f,) = parse_nvidia_smi_q_fabric(_smi(["00000008:01:00.0"]))
+    assert (f.state, f.status, f.clique_id, f.health_mask, f.health_summary) == (3, 0, 1, 0xAA, 1)
+    (f,) = parse_nvidia_smi_q_fabric(_smi(["00000008:01:00.0"], degraded="00000008:01:00.0"))
+    assert f.health_mask == 0xA9
+    with pytest.raises(ParseError, match="unknown Fabric State"):
+        parse_nvidia_smi_q_fabric(_smi(["00000008:01:00.0"], state="Sideways"))
+
+
+def test_without_nvml_the_recorded_smi_q_gives_the_fabric(tmp_path):
+    root = tmp_path / "gb"
+    shutil.copytree(HOSTS / "gb200-nvl72", root, symlinks=True)
+    (root / "nvml.json").unlink()
+    buses = ["00000008:01:00.0", "00000009:01:00.0", "00000018:01:00.0", "00000019:01:00.0"]
+    (root / "cmd/nvidia-smi_-q.txt").write_text(_smi(buses, degraded="00000018:01:00.0"))
+    n = probe(str(root))
+    assert [(g.source, g.fabric_source, g.fabric_clique_id) for g in n.gpus] == [("pci", "nvidia-smi", 1)] * 4
+    assert n.gpus[2].fabric_health_mask == 0xA9
+    r = run_cli("lint", "--root", str(root), "--rule", "NVL002", "--format", "json")
+    (f,) = json.loads(r.stdout)["findings"]
+    assert f["subject"] == "GPU2" and "(nvidia-smi)" not in f["message"]
