@@ -523,13 +523,14 @@ class _Probe:
                 continue
         out = []
         for g in gpus:
-            f = by_bdf.get(g.bdf)
-            if f is None:
+            rec = by_bdf.get(g.bdf)
+            if rec is None:
                 out.append(g)
                 continue
-            out.append(replace(g, fabric_state=f.state, fabric_status=f.status, fabric_cluster_uuid=f.cluster_uuid,
-                               fabric_clique_id=f.clique_id, fabric_health_mask=f.health_mask,
-                               fabric_health_summary=f.health_summary, fabric_source="nvidia-smi"))
+            out.append(replace(g, fabric_state=rec.state, fabric_status=rec.status,
+                               fabric_cluster_uuid=rec.cluster_uuid, fabric_clique_id=rec.clique_id,
+                               fabric_health_mask=rec.health_mask, fabric_health_summary=rec.health_summary,
+                               fabric_source="nvidia-smi"))
         return tuple(out)
 
     def _fabric_info(self, raw: Any, index: int) -> dict[str, Any]:
