@@ -81,3 +81,46 @@ def fleet_lint(
     code = exit_code(result, threshold)
     if code != ExitCode.OK:
         raise typer.Exit(code)
+
+
+@fleet_app.command("blocks")
+def fleet_blocks(
+    snapshots: Optional[List[str]] = typer.Argument(None, metavar="SNAPSHOT...", help="Snapshot folders, .tar.gz snapshots or node-model JSON files."),
+    inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help="Cluster inventory YAML naming each host's snapshot or model.", metavar="FILE"),
+    check: Optional[str] = typer.Option(None, "--check", help="Hold this Slurm topology.conf (block form) against the NVLink domains instead of writing one.", metavar="FILE"),
+    block_size: int = typer.Option(18, "--block-size", min=1, max=4096, help="BlockSizes written (the trays of one NVLink domain; NVL72: 18)."),
+) -> None:
+    """Slurm block topology from the fleet's multi-node NVLink domains (GB200/GB300 NVL72): one block per domain,
+    hosts grouped by (fabric cluster UUID, clique id). With --check, report where a topology.conf disagrees.
+
+    Exit codes: 0 written / agrees, 1 the file disagrees (an error), 3 invalid input.
+    """
+    from ncclctl.fabric.slurm import block_conf, check_blocks, parse_topology_conf, render_problems
+    from ncclctl.inputs import read_text
+    from ncclctl.inventory import load_model, load_snapshot
+    from ncclctl.lint.fleet import sources_from_inventory, sources_from_paths
+    from ncclctl.lint.rules_fleet import FleetCtx, fleet_facts, nvlink_domains
+
+    if bool(snapshots) == (inventory is not None):
+        raise usage("give snapshots or --inventory (one of the two)",
+                    fix="ncclctl fleet blocks --inventory cluster.yaml  [--check /etc/slurm/topology.conf]")
+    sources = sources_from_inventory(inventory) if inventory is not None else sources_from_paths(snapshots or [])
+    hosts = []
+    for src in sources:
+        node = load_model(src.path) if src.kind == "model" else load_snapshot(src.path)
+        hosts.append((src.name or node.hostname, fleet_facts(node)))
+    domains = {k: [h for h, _ in v] for k, v in nvlink_domains(FleetCtx(hosts=hosts)).items()}
+    if not domains:
+        raise usage("no host reports a multi-node NVLink domain (NVML fabric cluster UUID and clique id)",
+                    fix="give GB200/GB300 NVL hosts captured with 'ncclctl snapshot' on a driver that reports fabric info")
+    if check is None:
+        out(block_conf(domains, block_size=block_size))
+        return
+    topo = parse_topology_conf(read_text(check, kind="slurm"), source=check)
+    problems = check_blocks(topo, domains, source=check)
+    if problems:
+        out(render_problems(problems, check))
+    else:
+        out(f"{check}: {len(topo.blocks)} block(s) agree with {len(domains)} NVLink domain(s)\n")
+    if any(p.severity == "error" for p in problems):
+        raise typer.Exit(ExitCode.FINDINGS)
