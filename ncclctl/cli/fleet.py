@@ -89,6 +89,7 @@ def fleet_blocks(
     inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help="Cluster inventory YAML naming each host's snapshot or model.", metavar="FILE"),
     check: Optional[str] = typer.Option(None, "--check", help="Hold this Slurm topology.conf (block form) against the NVLink domains instead of writing one.", metavar="FILE"),
     block_size: int = typer.Option(18, "--block-size", min=1, max=4096, help="BlockSizes written (the trays of one NVLink domain; NVL72: 18)."),
+    imex_dir: Optional[str] = typer.Option(None, "--imex-dir", help="Also write each domain's IMEX node list to DIR/<block>.nodes_config.cfg (the members' IPv4 addresses).", metavar="DIR"),
 ) -> None:
     """Slurm block topology from the fleet's multi-node NVLink domains (GB200/GB300 NVL72): one block per domain,
     hosts grouped by (fabric cluster UUID, clique id). With --check, report where a topology.conf disagrees.
@@ -113,6 +114,20 @@ def fleet_blocks(
     if not domains:
         raise usage("no host reports a multi-node NVLink domain (NVML fabric cluster UUID and clique id)",
                     fix="give GB200/GB300 NVL hosts captured with 'ncclctl snapshot' on a driver that reports fabric info")
+    if imex_dir is not None:
+        from ncclctl.fabric.slurm import block_names, imex_nodes_config
+        from ncclctl.fileio import emit
+
+        facts = dict(hosts)
+        names = block_names(domains)
+        for (uuid, clique), members in domains.items():
+            addrs = []
+            for h in members:
+                nv = facts[h]["nvlink"]
+                ips = [a for a in nv["addresses"] if a.replace(".", "").isdigit()]
+                addrs.append(ips[0] if ips else h)
+            emit(f"{imex_dir.rstrip('/')}/{names[(uuid, clique)]}.nodes_config.cfg",
+                 imex_nodes_config(uuid, clique, addrs).encode())
     if check is None:
         out(block_conf(domains, block_size=block_size))
         return

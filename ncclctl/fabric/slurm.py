@@ -149,6 +149,19 @@ def block_conf(domains: dict[tuple[str, int], list[str]], *, block_size: int = 1
     return "\n".join(lines) + "\n"
 
 
+def block_names(domains: dict[tuple[str, int], list[str]], *, prefix: str = "nvl") -> dict[tuple[str, int], str]:
+    """The block name :func:`block_conf` gives each domain."""
+    ordered = sorted(domains.items(), key=lambda kv: natural_key(min(kv[1], key=natural_key)))
+    width = max(2, len(str(len(ordered))))
+    return {key: f"{prefix}{i:0{width}d}" for i, (key, _) in enumerate(ordered, 1)}
+
+
+def imex_nodes_config(uuid: str, clique: int, addresses: list[str]) -> str:
+    """An IMEX ``nodes_config.cfg`` for one domain (cluster ``uuid``, ``clique``): every member's address, one per
+    line, in natural order; no comment line (the IMEX guide documents addresses only)."""
+    return "".join(f"{a}\n" for a in sorted(set(addresses), key=natural_key))
+
+
 def check_blocks(topo: BlockTopology, domains: dict[tuple[str, int], list[str]],
                  *, source: str = "topology.conf") -> list[BlockProblem]:
     """Where a block file and the NVLink domains disagree: a block spanning two domains, a domain split across

@@ -95,3 +95,14 @@ def test_cli_no_domain_is_a_clear_error(tmp_path):
     inv = _inventory(tmp_path, [n])
     r = run_cli("fleet", "blocks", "--inventory", inv)
     assert r.returncode not in (0, 1) and "no host reports a multi-node NVLink domain" in r.stderr
+
+
+def test_cli_imex_node_lists(tmp_path):
+    nodes = [tray(1, t, RACK_A, 1) for t in (1, 2)] + [tray(2, t, RACK_B, 32766) for t in (1, 2)]
+    inv = _inventory(tmp_path, nodes)
+    out = tmp_path / "imex"
+    out.mkdir()
+    r = run_cli("fleet", "blocks", "--inventory", inv, "--imex-dir", str(out))
+    assert r.returncode == 0, r.stderr
+    assert (out / "nvl01.nodes_config.cfg").read_text().splitlines() == ["10.20.1.11", "10.20.1.12"]
+    assert (out / "nvl02.nodes_config.cfg").read_text().splitlines() == ["10.20.2.11", "10.20.2.12"]
