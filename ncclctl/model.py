@@ -524,15 +524,23 @@ ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
 #: The fields of ``healthMask`` as nvml.h defines them: (name, shift, width mask, {value: meaning}).
 #: The four 2-bit fields read NOT_SUPPORTED=0, TRUE=1, FALSE=2: every field FALSE is 0b10101010 = 0xAA, healthy.
-#: INCORRECT_CONFIGURATION (shift 8, 4 bits): NOT_SUPPORTED=0, NONE=1, then the misconfiguration found.
+#: INCORRECT_CONFIGURATION (shift 8, 4 bits): NOT_SUPPORTED=0, NONE=1, then the misconfiguration found. Newer headers
+#: add PARTITION_ASSIGNED (shift 12: TRUE=1 assigned, FALSE=2 not) and GFM_STATE (shift 14: CONNECTED=1,
+#: DISCONNECTED=2): a driver that does not set them leaves them 0 (NOT_SUPPORTED), so 0xaa stays healthy.
 FABRIC_HEALTH_FIELDS: tuple[tuple[str, int, int, dict[int, str]], ...] = (
     ("DEGRADED_BW", 0, 0x3, {0: "NOT_SUPPORTED", 1: "TRUE", 2: "FALSE"}),
     ("ROUTE_RECOVERY", 2, 0x3, {0: "NOT_SUPPORTED", 1: "TRUE", 2: "FALSE"}),
     ("ROUTE_UNHEALTHY", 4, 0x3, {0: "NOT_SUPPORTED", 1: "TRUE", 2: "FALSE"}),
     ("ACCESS_TIMEOUT_RECOVERY", 6, 0x3, {0: "NOT_SUPPORTED", 1: "TRUE", 2: "FALSE"}),
     ("INCORRECT_CONFIGURATION", 8, 0xF, {0: "NOT_SUPPORTED", 1: "NONE", 2: "INCORRECT_SYSGUID",
-                                         3: "INCORRECT_CHASSIS_SN", 4: "NO_PARTITION", 5: "INSUFFICIENT_NVLINKS"}),
+                                         3: "INCORRECT_CHASSIS_SN", 4: "NO_PARTITION", 5: "INSUFFICIENT_NVLINKS",
+                                         6: "INCOMPATIBLE_GPU_FW", 7: "INVALID_LOCATION", 8: "GPU_STATE_INVALID"}),
+    ("PARTITION_ASSIGNED", 12, 0x3, {0: "NOT_SUPPORTED", 1: "TRUE", 2: "FALSE"}),
+    ("GFM_STATE", 14, 0x3, {0: "NOT_SUPPORTED", 1: "CONNECTED", 2: "DISCONNECTED"}),
 )
+#: The value of each field that says nothing is wrong (besides NOT_SUPPORTED, 0).
+_FABRIC_HEALTH_OK = {"DEGRADED_BW": 2, "ROUTE_RECOVERY": 2, "ROUTE_UNHEALTHY": 2, "ACCESS_TIMEOUT_RECOVERY": 2,
+                     "INCORRECT_CONFIGURATION": 1, "PARTITION_ASSIGNED": 1, "GFM_STATE": 1}
 
 
 def decode_fabric_health(mask: int) -> tuple[tuple[str, int, str], ...]:
@@ -546,16 +554,11 @@ def decode_fabric_health(mask: int) -> tuple[tuple[str, int, str], ...]:
 
 
 def fabric_health_problems(mask: int) -> tuple[tuple[str, str], ...]:
-    """The fields of ``mask`` that say something is wrong: (field, value name). A 2-bit field that is TRUE (or a
-    value nvml.h does not define), an INCORRECT_CONFIGURATION other than NOT_SUPPORTED/NONE."""
-    bad = []
-    for name, value, text in decode_fabric_health(mask):
-        if name == "INCORRECT_CONFIGURATION":
-            if value not in (0, 1):
-                bad.append((name, text))
-        elif value not in (0, 2):
-            bad.append((name, text))
-    return tuple(bad)
+    """The fields of ``mask`` that say something is wrong: (field, value name): any value other than NOT_SUPPORTED
+    and the field's healthy value (FALSE for the four 2-bit conditions, NONE, partition assigned TRUE, GFM
+    CONNECTED), a value nvml.h does not define included."""
+    return tuple((name, text) for name, value, text in decode_fabric_health(mask)
+                 if value not in (0, _FABRIC_HEALTH_OK[name]))
 
 
 def nvlink_domain_gpus(node: "Node") -> tuple["Gpu", ...]:

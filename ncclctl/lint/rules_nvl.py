@@ -33,7 +33,12 @@ HEALTH_MEANING: dict[str, tuple[str, Severity]] = {
     "ACCESS_TIMEOUT_RECOVERY": ("the GPU is recovering from NVLink access timeouts: transfers were lost and "
                                 "retried", W),
     "INCORRECT_CONFIGURATION": ("the fabric manager found the GPU misconfigured (wrong system GUID or chassis "
-                                "serial, no partition, too few NVLinks): it is not usable in the domain", E),
+                                "serial, no partition, too few NVLinks, incompatible firmware, invalid location): "
+                                "it is not usable in the domain", E),
+    "PARTITION_ASSIGNED": ("the GPU is not assigned to an NVLink partition: it cannot reach the other trays over "
+                           "NVLink", E),
+    "GFM_STATE": ("the global fabric manager (NVLSM/NMX) is disconnected: the domain cannot be reconfigured or "
+                  "recovered until it reconnects", W),
 }
 
 
@@ -99,14 +104,16 @@ def domain_registration(ctx: Ctx, opts: dict) -> Iterable[Hit]:
 @rule(
     "NVL002", "nvlink-fabric-health", W, "GPU fabric health mask reports a problem",
     what="A GPU whose NVML fabric health mask has a field set: DEGRADED_BW, ROUTE_RECOVERY, ROUTE_UNHEALTHY or "
-         "ACCESS_TIMEOUT_RECOVERY TRUE, or INCORRECT_CONFIGURATION naming a misconfiguration; or a health summary "
+         "ACCESS_TIMEOUT_RECOVERY TRUE, INCORRECT_CONFIGURATION naming a misconfiguration, PARTITION_ASSIGNED FALSE "
+         "or GFM_STATE DISCONNECTED; or a health summary "
          "UNHEALTHY or LIMITED_CAPACITY. Each field is decoded as nvml.h defines it (2-bit fields: 0 NOT_SUPPORTED, "
          "1 TRUE, 2 FALSE), so 0xaa, every field FALSE, is fully healthy.",
     why="A degraded GPU slows every collective it is part of to its own NVLink bandwidth; an unhealthy route or "
         "a misconfigured GPU makes transfers to some peers fail, which NCCL reports as NVLink errors or hangs. "
         "Reading the mask as a flag word (0xaa != 0) calls healthy GPUs broken.",
     detect="NVML nvmlDeviceGetGpuFabricInfoV healthMask (shifts 0, 2, 4, 6, width 2; INCORRECT_CONFIGURATION shift 8 "
-           "width 4) and healthSummary (v3); nvml.json 'fabric' health_mask/health_summary.",
+           "width 4; PARTITION_ASSIGNED shift 12 and GFM_STATE shift 14 on newer drivers) and healthSummary (v3); "
+           "nvml.json 'fabric' health_mask/health_summary.",
     fix="nvidia-smi -q -d FABRIC on the tray, 'nvidia-smi nvlink -s' for the down links; drain the tray, reseat or "
         "replace the NVLink cartridge/cable or the GPU; for INCORRECT_CONFIGURATION fix the tray's identity or "
         "partition in NMX-M.",

@@ -194,6 +194,8 @@ class LiveNvml:
         for key, attr in (("slot_number", "slotNumber"), ("tray_index", "trayIndex"), ("host_id", "hostId"),
                           ("peer_type", "peerType"), ("module_id", "moduleId")):
             value = getattr(info, attr, None)
+            if isinstance(value, bytes):  # pynvml declares these one-byte fields c_char: b"\x04", b"" for 0
+                value = value[0] if value else 0
             doc[key] = int(value) if isinstance(value, int) else None
         return doc
 

@@ -61,7 +61,9 @@ def test_findings_per_host(host):
 def test_0xaa_is_fully_healthy():
     assert [(n, t) for n, _, t in decode_fabric_health(0xAA)] == [
         ("DEGRADED_BW", "FALSE"), ("ROUTE_RECOVERY", "FALSE"), ("ROUTE_UNHEALTHY", "FALSE"),
-        ("ACCESS_TIMEOUT_RECOVERY", "FALSE"), ("INCORRECT_CONFIGURATION", "NOT_SUPPORTED")]
+        ("ACCESS_TIMEOUT_RECOVERY", "FALSE"), ("INCORRECT_CONFIGURATION", "NOT_SUPPORTED"),
+        ("PARTITION_ASSIGNED", "NOT_SUPPORTED"), ("GFM_STATE", "NOT_SUPPORTED")]
+    assert fabric_health_problems(0x51AA) == ()  # every newer field at its healthy value
     assert fabric_health_problems(0xAA) == ()
     assert fabric_health_problems(0x1AA) == ()  # INCORRECT_CONFIGURATION NONE: newer drivers
     assert fabric_health_problems(0) == ()      # every field NOT_SUPPORTED
@@ -71,7 +73,9 @@ def test_0xaa_is_fully_healthy():
     (0xA9, "DEGRADED_BW", "TRUE"), (0xA6, "ROUTE_RECOVERY", "TRUE"), (0x9A, "ROUTE_UNHEALTHY", "TRUE"),
     (0x6A, "ACCESS_TIMEOUT_RECOVERY", "TRUE"), (0x2AA, "INCORRECT_CONFIGURATION", "INCORRECT_SYSGUID"),
     (0x4AA, "INCORRECT_CONFIGURATION", "NO_PARTITION"), (0x5AA, "INCORRECT_CONFIGURATION", "INSUFFICIENT_NVLINKS"),
-    (0xAB, "DEGRADED_BW", "RESERVED(3)"),
+    (0xAB, "DEGRADED_BW", "RESERVED(3)"), (0x2AA, "INCORRECT_CONFIGURATION", "INCORRECT_SYSGUID"),
+    (0x6AA, "INCORRECT_CONFIGURATION", "INCOMPATIBLE_GPU_FW"), (0x20AA, "PARTITION_ASSIGNED", "FALSE"),
+    (0x80AA, "GFM_STATE", "DISCONNECTED"),
 ])
 def test_each_field_decoded(mask, field, value):
     assert fabric_health_problems(mask) == ((field, value),)
@@ -84,7 +88,8 @@ def _gpu_health(n, index, mask, summary=None):
 
 
 @pytest.mark.parametrize("mask,summary,severity", [
-    (0xA9, 3, "warning"), (0x9A, 1, "error"), (0x4AA, 1, "error"), (0xAA, 2, "error"), (0xAA, 3, "warning")])
+    (0xA9, 3, "warning"), (0x9A, 1, "error"), (0x4AA, 1, "error"), (0xAA, 2, "error"), (0xAA, 3, "warning"),
+    (0x20AA, 1, "error"), (0x80AA, 1, "warning")])
 def test_health_grading(mask, summary, severity):
     found = lint(_gpu_health(node("gb200-nvl72"), 1, mask, summary), ("NVL002",))
     assert [(f.subject, f.severity.value) for f in found] == [("GPU1", severity)]
