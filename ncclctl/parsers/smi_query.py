@@ -1,6 +1,7 @@
 """Parser for the GPU Fabric section of ``nvidia-smi -q`` (``nvidia-smi -q -d FABRIC`` prints only that section).
 
-Layout (driver 550+; the Health block from 560/570)::
+Layout (driver 550+; the Health block from 560/570; driver 580 prints Summary first and adds Incorrect
+Configuration and Partition Assigned, all ``N/A`` on a GPU outside a multi-node NVLink system)::
 
     GPU 00000008:01:00.0
         Fabric
@@ -42,8 +43,11 @@ _CONFIG = {"n/a": 0, "not supported": 0, "none": 1, "incorrect sysguid": 2, "inc
            "no partition": 4, "insufficient nvlinks": 5}
 _SUMMARY = {"n/a": 0, "not supported": 0, "healthy": 1, "unhealthy": 2, "limited capacity": 3}
 #: Health line -> (mask shift, value table).
+_CONFIG.update({"incompatible gpu fw": 6, "invalid location": 7, "gpu state invalid": 8})
+_GFM = {"n/a": 0, "not supported": 0, "connected": 1, "disconnected": 2}
 _HEALTH = {"bandwidth": (0, _BW), "route recovery in progress": (2, _TRI), "route unhealthy": (4, _TRI),
-           "access timeout recovery": (6, _TRI), "incorrect configuration": (8, _CONFIG)}
+           "access timeout recovery": (6, _TRI), "incorrect configuration": (8, _CONFIG),
+           "partition assigned": (12, _TRI), "gfm state": (14, _GFM)}
 
 
 @record

@@ -174,3 +174,39 @@ def test_without_nvml_the_recorded_smi_q_gives_the_fabric(tmp_path):
     r = run_cli("lint", "--root", str(root), "--rule", "NVL002", "--format", "json")
     (f,) = json.loads(r.stdout)["findings"]
     assert f["subject"] == "GPU2" and "(nvidia-smi)" not in f["message"]
+
+
+# As driver 580.159.04 prints it on a standalone H200 (checked on the device machine): Summary first, every value
+# N/A, Incorrect Configuration and Partition Assigned present.
+SMI_580_NA = """GPU 00000000:19:00.0
+    Product Name                                       : NVIDIA H200
+    GPU Fabric GUID                                    : N/A
+    Fabric
+        State                                          : N/A
+        Status                                         : N/A
+        CliqueId                                       : N/A
+        ClusterUUID                                    : N/A
+        Health
+            Summary                                    : N/A
+            Bandwidth                                  : N/A
+            Route Recovery in progress                 : N/A
+            Route Unhealthy                            : N/A
+            Access Timeout Recovery                    : N/A
+            Incorrect Configuration                    : N/A
+            Partition Assigned                         : N/A
+    Processes                                          : None
+"""
+
+
+def test_smi_q_580_layout_not_supported():
+    from ncclctl.parsers.smi_query import parse_nvidia_smi_q_fabric
+
+    (f,) = parse_nvidia_smi_q_fabric(SMI_580_NA)
+    assert (f.state, f.status, f.clique_id, f.cluster_uuid, f.health_mask, f.health_summary) == (0, None, None, None,
+                                                                                                  0, 0)
+    text = SMI_580_NA.replace("State                                          : N/A",
+                              "State                                          : Completed")
+    text = text.replace("Partition Assigned                         : N/A",
+                        "Partition Assigned                         : False")
+    (f,) = parse_nvidia_smi_q_fabric(text)
+    assert f.state == 3 and f.health_mask == 2 << 12
