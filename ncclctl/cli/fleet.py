@@ -88,7 +88,7 @@ def fleet_blocks(
     snapshots: Optional[List[str]] = typer.Argument(None, metavar="SNAPSHOT...", help="Snapshot folders, .tar.gz snapshots or node-model JSON files."),
     inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help="Cluster inventory YAML naming each host's snapshot or model.", metavar="FILE"),
     check: Optional[str] = typer.Option(None, "--check", help="Hold this Slurm topology.conf (block form) against the NVLink domains instead of writing one.", metavar="FILE"),
-    block_size: int = typer.Option(18, "--block-size", min=1, max=4096, help="BlockSizes written (the trays of one NVLink domain; NVL72: 18)."),
+    block_size: Optional[int] = typer.Option(None, "--block-size", min=1, max=4096, help="BlockSizes written (default: the smallest domain's host count, as 'fabric order -f slurm-block' does: Slurm needs every block to hold the base block size; 18 for full NVL72 racks)."),
     imex_dir: Optional[str] = typer.Option(None, "--imex-dir", help="Also write each domain's IMEX node list to DIR/<block>.nodes_config.cfg (the members' IPv4 addresses).", metavar="DIR"),
 ) -> None:
     """Slurm block topology from the fleet's multi-node NVLink domains (GB200/GB300 NVL72): one block per domain,
@@ -129,7 +129,7 @@ def fleet_blocks(
             emit(f"{imex_dir.rstrip('/')}/{names[(uuid, clique)]}.nodes_config.cfg",
                  imex_nodes_config(uuid, clique, addrs).encode())
     if check is None:
-        out(block_conf(domains, block_size=block_size))
+        out(block_conf(domains, block_size=block_size or min(len(v) for v in domains.values())))
         return
     topo = parse_topology_conf(read_text(check, kind="slurm"), source=check)
     problems = check_blocks(topo, domains, source=check)

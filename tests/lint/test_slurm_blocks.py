@@ -70,7 +70,7 @@ def _inventory(tmp_path, nodes):
 def test_cli_write_and_check(tmp_path):
     nodes = [tray(1, t, RACK_A, 1) for t in (1, 2)] + [tray(2, t, RACK_B, 32766) for t in (1, 2)]
     inv = _inventory(tmp_path, nodes)
-    r = run_cli("fleet", "blocks", "--inventory", inv, "--block-size", "2")
+    r = run_cli("fleet", "blocks", "--inventory", inv)
     assert r.returncode == 0, r.stderr
     assert "BlockName=nvl01 Nodes=r1t[01-02]" in r.stdout and "BlockSizes=2" in r.stdout
     good = tmp_path / "good.conf"
