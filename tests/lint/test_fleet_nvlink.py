@@ -118,3 +118,9 @@ def test_scale_64_racks(racks):
     took = time.perf_counter() - start
     assert [h.severity.value for h in hits] == ["info", "info"]  # cliques 1 and 32766, each on 32 racks
     assert took < 5, took
+
+
+def test_explain_fleet_and_log_rules():
+    for rule_id in ("FLT012", "LOG018"):
+        r = run_cli("explain", rule_id)
+        assert r.returncode == 0 and rule_id in r.stdout and "Fix:" in r.stdout, r.stdout
