@@ -10,7 +10,9 @@ The block form of ``topology.conf`` (slurm.schedmd.com/topology.conf.html)::
 Parameter names are case insensitive; ``#`` starts a comment; node lists are Slurm hostlist expressions. One block
 per NVLink domain keeps a job inside one domain, so its NCCL ranks talk over NVLink (MNNVL) and not the NICs;
 ``BlockSizes`` lists the planning block sizes, the first the base block size (a domain's tray count for NVL72).
-The checks here follow that documented grammar; Slurm's own parser was not available to these tests.
+The checks here follow topology.conf(5) and the rules of Slurm's own reader (src/plugins/topology/block/
+block_record.c: duplicate block names, BlockSizes = base x 2^level, the base from the first block when BlockSizes is
+unset), re-implemented: no Slurm could be built or run for these tests.
 """
 
 from __future__ import annotations
@@ -198,23 +200,29 @@ def check_blocks(topo: BlockTopology, domains: dict[tuple[str, int], list[str]],
                 f"topology/block does not schedule them", fix="add them to their domain's block (keep powered-down "
                 "hosts listed: a host left out of every block cannot run block jobs)",
                 evidence=(f"missing: {compress(missing)}",)))
+    # Slurm's block_record.c: the base block size is the first BlockSizes value, or without BlockSizes the node
+    # count of the first block; every BlockSizes value must be base * 2**level (level <= 15), else slurmctld stops
+    # with "Invalid BlockSizes value"; a block smaller than the base holds no allocation.
+    base = topo.block_sizes[0] if topo.block_sizes else len(topo.blocks[0].nodes)
+    sizes_text = (f"BlockSizes={','.join(map(str, topo.block_sizes))}" if topo.block_sizes
+                  else f"no BlockSizes: base = block {topo.blocks[0].name}'s {base} hosts")
     if topo.block_sizes:
-        base = topo.block_sizes[0]
-        smallest = min(len(b.nodes) for b in topo.blocks)
-        if base > smallest:
-            problems.append(BlockProblem(
-                "BlockSizes", "error",
-                f"the base block size {base} is larger than block {min(topo.blocks, key=lambda b: len(b.nodes)).name}"
-                f" ({smallest} hosts): no allocation fits in it",
-                fix=f"BlockSizes={smallest} (the hosts of one NVLink domain)", evidence=(f"BlockSizes="
-                                                                                       f"{','.join(map(str, topo.block_sizes))}",),
-                line=topo.line_sizes))
-        odd = [s for s in topo.block_sizes[1:] if s % base]
+        odd = [v for v in topo.block_sizes if v <= 0 or v % base or (v // base) & (v // base - 1)
+               or (v // base).bit_length() - 1 > 15]
         if odd:
             problems.append(BlockProblem(
-                "BlockSizes", "warning", f"BlockSizes {', '.join(map(str, odd))} are not multiples of the base block "
-                f"size {base}", fix="list multiples of the base block size (18, 36, 72 for NVL72 racks)",
-                evidence=(f"BlockSizes={','.join(map(str, topo.block_sizes))}",), line=topo.line_sizes))
+                "BlockSizes", "error", f"BlockSizes {', '.join(map(str, odd))} are not the base block size {base} "
+                f"times a power of two: slurmctld refuses the file ('Invalid BlockSizes value')",
+                fix=f"list the base and its doublings ({base}, {2 * base}, {4 * base})", evidence=(sizes_text,),
+                line=topo.line_sizes))
+    small = [b for b in topo.blocks if len(b.nodes) < base]
+    if small:
+        problems.append(BlockProblem(
+            "BlockSizes" if topo.block_sizes else small[0].name, "error",
+            f"{len(small)} block(s) hold fewer hosts than the base block size {base} "
+            f"({', '.join(f'{b.name}: {len(b.nodes)}' for b in small[:4])}): no allocation fits in them",
+            fix=f"BlockSizes={min(len(b.nodes) for b in topo.blocks)} (the hosts of the smallest NVLink domain), or "
+                f"fill the blocks", evidence=(sizes_text,), line=topo.line_sizes or small[0].line))
     return problems
 
 

@@ -45,8 +45,24 @@ def test_block_mixing_two_racks():
 
 def test_missing_hosts_and_bad_sizes():
     text = "BlockName=b1 Nodes=r1t[01-16]\nBlockName=b2 Nodes=r2t[01-18]\nBlockSizes=18,27\n"
-    got = {(p.subject, p.severity) for p in check_blocks(parse_topology_conf(text), DOMAINS)}
-    assert got == {("r1t[17-18]", "error"), ("BlockSizes", "error"), ("BlockSizes", "warning")}
+    found = check_blocks(parse_topology_conf(text), DOMAINS)
+    assert {(p.subject, p.severity) for p in found} == {("r1t[17-18]", "error"), ("BlockSizes", "error")}
+    msgs = " ".join(p.message for p in found)
+    assert "BlockSizes 27 are not the base block size 18 times a power of two" in msgs
+    assert "fewer hosts than the base block size 18 (b1: 16)" in msgs
+
+
+@pytest.mark.parametrize("sizes,ok", [("18", True), ("18,36,72", True), ("18,18", True), ("18,54", False),
+                                      ("18,9", False), ("18,0", False)])
+def test_block_sizes_as_slurm_reads_them(sizes, ok):
+    text = f"BlockName=b1 Nodes=r1t[01-18]\nBlockName=b2 Nodes=r2t[01-18]\nBlockSizes={sizes}\n"
+    assert (check_blocks(parse_topology_conf(text), DOMAINS) == []) == ok
+
+
+def test_without_block_sizes_the_first_block_is_the_base():
+    text = "BlockName=b1 Nodes=r1t[01-18],r2t01\nBlockName=b2 Nodes=r2t[02-18]\n"
+    found = check_blocks(parse_topology_conf(text), DOMAINS)
+    assert ("b2", "error") in {(p.subject, p.severity) for p in found}  # 17 < 19, the first block's count
 
 
 @pytest.mark.parametrize("text,needle", [
