@@ -135,13 +135,13 @@ class Checker:
             for bus, uuid, clique, state, mask, ev in proc.mnnvl:
                 gpu = f"{proc.host or '?'} GPU {busid_text(bus)}"
                 if state != FABRIC_STATE_COMPLETED:
-                    self.add("LOG018", f"{gpu}: NCCL found its NVLink fabric registration "
+                    self.add("LOG029", f"{gpu}: NCCL found its NVLink fabric registration "
                                        f"{FABRIC_STATE_NAMES.get(state, str(state))}, not COMPLETED: no MNNVL with it",
                              [ev], hosts=[proc.host])
                     continue
                 bad = fabric_health_problems(mask)
                 if bad:
-                    self.add("LOG018", f"{gpu} (cluster {uuid} clique {clique}): fabric health mask 0x{mask:x}: "
+                    self.add("LOG029", f"{gpu} (cluster {uuid} clique {clique}): fabric health mask 0x{mask:x}: "
                                        + ", ".join(f"{n}={t}" for n, t in bad), [ev], hosts=[proc.host],
                              severity=Severity.WARNING)
 

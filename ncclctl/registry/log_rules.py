@@ -176,7 +176,7 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
      _DETECT + "Connection lines 'via SHM/...' (older: 'via direct shared memory') between ranks of a host. "
      + _MODEL + "A model that predicts an NVLink path between the two GPUs makes the finding an error.",
      _CHECK, "error when the model predicts an NVLink path"),
-    ("LOG018", "log-mnnvl-fabric", E, "a rank's GPU not registered with, or unhealthy in, its NVLink domain",
+    ("LOG029", "log-mnnvl-fabric", E, "a rank's GPU not registered with, or unhealthy in, its NVLink domain",
      "A 'MNNVL busId ... fabric UUID ... cliqueId ... state S healthMask 0xM' line (NCCL 2.19+, GB200/GB300 NVL "
      "and other multi-node NVLink systems) with a fabric state other than COMPLETED (3), or a health mask field "
      "that reports a problem, decoded as nvml.h defines it (0xaa, every condition FALSE, is healthy).",

@@ -121,6 +121,6 @@ def test_scale_64_racks(racks):
 
 
 def test_explain_fleet_and_log_rules():
-    for rule_id in ("FLT012", "LOG018"):
+    for rule_id in ("FLT012", "LOG029"):
         r = run_cli("explain", rule_id)
         assert r.returncode == 0 and rule_id in r.stdout and "Fix:" in r.stdout, r.stdout

@@ -1,4 +1,4 @@
-"""LOG018: NCCL's 'MNNVL busId ... fabric UUID ... cliqueId ... state ... healthMask ...' lines: the cluster UUID
+"""LOG029: NCCL's 'MNNVL busId ... fabric UUID ... cliqueId ... state ... healthMask ...' lines: the cluster UUID
 turned back into the form the probe records, state and health mask judged as nvml.h defines them."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def _check(tmp_path, lines):
     log = tmp_path / "run.log"
     log.write_text("\n".join(lines) + "\n")
     r = run_cli("log", "check", str(log), "--format", "json")
-    return r, [f for f in json.loads(r.stdout)["findings"] if f["rule"] == "LOG018"]
+    return r, [f for f in json.loads(r.stdout)["findings"] if f["rule"] == "LOG029"]
 
 
 def test_healthy_mnnvl_lines(tmp_path):
@@ -45,4 +45,4 @@ def test_degraded_and_incomplete(tmp_path):
     assert "GPU 0018:01:00.0" in msgs and "IN_PROGRESS" in msgs and "DEGRADED_BW=TRUE" in msgs
     assert "cluster 6c1a52e4-93b0-4d7e-a1f5-2b08c49e7d31 clique 1" in msgs
     assert all(f["fix"] and f["evidence"] for f in found)
-    assert run_cli("explain", "LOG018").returncode == 0
+    assert run_cli("explain", "LOG029").returncode == 0
