@@ -163,6 +163,18 @@ class C2c:
 
 
 @record
+class GpuPlatform:
+    """Where a GPU sits in a rack-scale NVLink system (NVML ``nvmlDeviceGetPlatformInfo``, the v2 names: v1's
+    rackGuid, chassisPhysicalSlotNumber, computeSlotIndex, nodeIndex)."""
+    chassis_serial: str | None = None
+    slot_number: int | None = None
+    tray_index: int | None = None
+    host_id: int | None = None
+    peer_type: int | None = None
+    module_id: int | None = None
+
+
+@record
 class Gpu:
     """One GPU: PCI place, NUMA node, compute capability, NVLinks/C2C, PCIe generation/width, MIG, fabric state."""
     index: int
@@ -187,6 +199,15 @@ class Gpu:
     serial: str | None = None
     #: ``nvml`` when NVML described the GPU, ``pci`` when only its PCI function was seen.
     source: str = "nvml"
+    #: NVML GPU fabric info (``nvmlDeviceGetGpuFabricInfoV``, v2+): the NVLink domain's cluster UUID (canonical
+    #: 8-4-4-4-12 hex), the clique (partition) id, and the health mask and summary (v3) as NVML returns them.
+    fabric_cluster_uuid: str | None = None
+    fabric_clique_id: int | None = None
+    fabric_health_mask: int | None = None
+    fabric_health_summary: int | None = None
+    #: Where the fabric facts come from: ``nvml``, or ``nvidia-smi`` (a recorded ``nvidia-smi -q`` when NVML is absent).
+    fabric_source: str | None = None
+    platform: GpuPlatform | None = None
 
     @property
     def active_nvlinks(self) -> tuple[NvLink, ...]:
@@ -395,6 +416,39 @@ class HostFacts:
     graph_file: ConfFile | None = None
     #: The NCCL libraries a job could load (:mod:`ncclctl.probe.ncclib`); None: not looked for (an older snapshot).
     nccl_libraries: tuple[NcclLibrary, ...] | None = None
+    #: The IMEX service (multi-node NVLink); None when the node has no NVLink fabric registration to serve.
+    imex: Imex | None = None
+
+
+@record
+class ImexPeer:
+    """One node of the IMEX domain as ``nvidia-imex-ctl -N`` lists it."""
+    index: int
+    address: str
+    #: ``READY``, ``UNAVAILABLE``, ``DOWN``... as the tool prints it.
+    status: str
+    version: str | None = None
+
+
+@record
+class Imex:
+    """The IMEX service of a multi-node NVLink node (GB200/GB300 NVL): its node list, channel devices and state."""
+    #: ``systemctl is-active nvidia-imex``: ``active``, ``inactive``, ``failed``...; None when not asked.
+    service: str | None = None
+    #: The node list the daemon reads (``IMEX_NODE_CONFIG_FILE`` in /etc/nvidia-imex/config.cfg).
+    nodes_config_path: str = "/etc/nvidia-imex/nodes_config.cfg"
+    #: Its addresses in file order; None when the file is absent.
+    nodes: tuple[str, ...] | None = None
+    #: ``channelN`` numbers under /dev/nvidia-caps-imex-channels; None when the folder is absent.
+    channels: tuple[int, ...] | None = None
+    #: The character-device major of ``nvidia-caps-imex-channels`` in /proc/devices; None when not registered.
+    channels_major: int | None = None
+    #: ``nvidia-imex-ctl -N``: the ``Domain State`` line (``UP``, ``DOWN``, ``DEGRADED``) and the nodes it lists.
+    domain_state: str | None = None
+    peers: tuple[ImexPeer, ...] = ()
+    #: The node's own IPv4 addresses (``/proc/net/fib_trie`` LOCAL entries, loopback left out), to find it in the
+    #: node list; None when not readable.
+    local_addresses: tuple[str, ...] | None = None
 
 
 @record
@@ -459,6 +513,67 @@ def describe_init_failure(reason: str) -> str:
         return "the snapshot has no NVML answers (nvml.json)"
     cause = NVML_INIT_CAUSES.get(reason)
     return f"NVML failed to initialise ({reason}): {cause[0]}" if cause else f"NVML failed to initialise ({reason})"
+
+
+# --------------------------------------------------------------------------------------------------
+# NVML GPU fabric vocabulary (nvml.h): what the probe records, what the NVLink-domain rules and renderers decode
+
+#: ``nvmlGpuFabricState_t``.
+FABRIC_STATE_NAMES: dict[int, str] = {0: "NOT_SUPPORTED", 1: "NOT_STARTED", 2: "IN_PROGRESS", 3: "COMPLETED"}
+FABRIC_STATE_COMPLETED = 3
+#: ``NVML_GPU_FABRIC_HEALTH_SUMMARY_*`` (fabric info v3).
+FABRIC_HEALTH_SUMMARY_NAMES: dict[int, str] = {0: "NOT_SUPPORTED", 1: "HEALTHY", 2: "UNHEALTHY",
+                                               3: "LIMITED_CAPACITY"}
+#: The clique id NVLink partitions report when the domain was left in its default partition (the NMX API reserves
+#: 32766 for it): every such rack reports the same value, so only the cluster UUID tells two of them apart.
+DEFAULT_PARTITION_CLIQUE = 32766
+ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+
+#: The fields of ``healthMask`` as nvml.h defines them: (name, shift, width mask, {value: meaning}).
+#: The four 2-bit fields read NOT_SUPPORTED=0, TRUE=1, FALSE=2: every field FALSE is 0b10101010 = 0xAA, healthy.
+#: INCORRECT_CONFIGURATION (shift 8, 4 bits): NOT_SUPPORTED=0, NONE=1, then the misconfiguration found. Newer headers
+#: add PARTITION_ASSIGNED (shift 12: TRUE=1 assigned, FALSE=2 not) and GFM_STATE (shift 14: CONNECTED=1,
+#: DISCONNECTED=2): a driver that does not set them leaves them 0 (NOT_SUPPORTED), so 0xaa stays healthy.
+FABRIC_HEALTH_FIELDS: tuple[tuple[str, int, int, dict[int, str]], ...] = (
+    ("DEGRADED_BW", 0, 0x3, {0: "NOT_SUPPORTED", 1: "TRUE", 2: "FALSE"}),
+    ("ROUTE_RECOVERY", 2, 0x3, {0: "NOT_SUPPORTED", 1: "TRUE", 2: "FALSE"}),
+    ("ROUTE_UNHEALTHY", 4, 0x3, {0: "NOT_SUPPORTED", 1: "TRUE", 2: "FALSE"}),
+    ("ACCESS_TIMEOUT_RECOVERY", 6, 0x3, {0: "NOT_SUPPORTED", 1: "TRUE", 2: "FALSE"}),
+    ("INCORRECT_CONFIGURATION", 8, 0xF, {0: "NOT_SUPPORTED", 1: "NONE", 2: "INCORRECT_SYSGUID",
+                                         3: "INCORRECT_CHASSIS_SN", 4: "NO_PARTITION", 5: "INSUFFICIENT_NVLINKS",
+                                         6: "INCOMPATIBLE_GPU_FW", 7: "INVALID_LOCATION", 8: "GPU_STATE_INVALID"}),
+    ("PARTITION_ASSIGNED", 12, 0x3, {0: "NOT_SUPPORTED", 1: "TRUE", 2: "FALSE"}),
+    ("GFM_STATE", 14, 0x3, {0: "NOT_SUPPORTED", 1: "CONNECTED", 2: "DISCONNECTED"}),
+)
+#: The value of each field that says nothing is wrong (besides NOT_SUPPORTED, 0).
+_FABRIC_HEALTH_OK = {"DEGRADED_BW": 2, "ROUTE_RECOVERY": 2, "ROUTE_UNHEALTHY": 2, "ACCESS_TIMEOUT_RECOVERY": 2,
+                     "INCORRECT_CONFIGURATION": 1, "PARTITION_ASSIGNED": 1, "GFM_STATE": 1}
+
+
+def decode_fabric_health(mask: int) -> tuple[tuple[str, int, str], ...]:
+    """Each ``healthMask`` field: (field, raw value, its nvml.h name; ``RESERVED(n)`` for a value nvml.h does not
+    define). ``0xaa`` decodes to every 2-bit field FALSE and INCORRECT_CONFIGURATION NOT_SUPPORTED."""
+    out = []
+    for name, shift, width, names in FABRIC_HEALTH_FIELDS:
+        value = (mask >> shift) & width
+        out.append((name, value, names.get(value, f"RESERVED({value})")))
+    return tuple(out)
+
+
+def fabric_health_problems(mask: int) -> tuple[tuple[str, str], ...]:
+    """The fields of ``mask`` that say something is wrong: (field, value name): any value other than NOT_SUPPORTED
+    and the field's healthy value (FALSE for the four 2-bit conditions, NONE, partition assigned TRUE, GFM
+    CONNECTED), a value nvml.h does not define included."""
+    return tuple((name, text) for name, value, text in decode_fabric_health(mask)
+                 if value not in (0, _FABRIC_HEALTH_OK[name]))
+
+
+def nvlink_domain_gpus(node: "Node") -> tuple["Gpu", ...]:
+    """The GPUs of ``node`` when it belongs to a multi-node NVLink domain (one of its GPUs reports a non-zero fabric
+    cluster UUID, as NCCL's MNNVL check requires), in index order; () otherwise."""
+    if not any(g.fabric_cluster_uuid not in (None, ZERO_UUID) for g in node.gpus):
+        return ()
+    return tuple(sorted(node.gpus, key=lambda g: g.index))
 
 
 @record
@@ -696,7 +811,7 @@ def json_schema() -> dict:
 
 
 __all__ = [
-    "C2c", "ConfFile", "Cpu", "Ecn", "Gid", "Gpu", "HostFacts", "IbPort", "LldpNeighbor", "MODEL_SCHEMA_VERSION",
+    "C2c", "ConfFile", "Cpu", "Ecn", "Gid", "Gpu", "GpuPlatform", "HostFacts", "Imex", "ImexPeer", "IbPort", "LldpNeighbor", "MODEL_SCHEMA_VERSION",
     "NetDev", "Nic", "Node", "NumaNode", "NvLink", "NvSwitch", "PciDevice", "Qos", "Unavailable",
     "from_dict", "json_schema", "to_dict",
 ]

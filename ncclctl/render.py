@@ -6,7 +6,7 @@ import json
 import re
 from collections import Counter
 
-from ncclctl.model import Node, PciDevice
+from ncclctl.model import FABRIC_STATE_NAMES, Node, PciDevice, nvlink_domain_gpus
 from ncclctl.names import natural_key
 from ncclctl.plan.paths import derived, matrix, nearest_nics, nics_in_order, gpu_nic_type
 
@@ -143,6 +143,20 @@ def text_summary(node: Node) -> str:
         lines.append("gpus      none")
     if node.nvswitches:
         lines.append(f"nvswitch  {len(node.nvswitches)} PCI-visible NVSwitch(es); fabric manager: {facts.fabric_manager or 'n/a'}")
+    domain = nvlink_domain_gpus(node)
+    if domain:
+        cliques = sorted({(g.fabric_cluster_uuid or "-", g.fabric_clique_id) for g in domain}, key=str)
+        states = sorted({FABRIC_STATE_NAMES.get(g.fabric_state, str(g.fabric_state)) for g in domain
+                         if g.fabric_state is not None})
+        masks = sorted({f"0x{g.fabric_health_mask:x}" for g in domain if g.fabric_health_mask is not None})
+        lines.append("nvlink    multi-node domain " + "; ".join(f"cluster {u} clique {c}" for u, c in cliques)
+                     + f"; fabric {'/'.join(states) or 'n/a'}; health mask {'/'.join(masks) or 'n/a'}")
+        imex = facts.imex
+        if imex is not None:
+            chans = "none" if not imex.channels else ",".join(f"channel{c}" for c in imex.channels)
+            nodes = "missing" if imex.nodes is None else f"{len(imex.nodes)} node(s)"
+            lines.append(f"imex      service {imex.service or 'n/a'}; node list {nodes}; domain "
+                         f"{imex.domain_state or 'n/a'}; channels {chans}")
     near = nearest_nics(node)
     if node.gpus:
         lines.append("")

@@ -91,3 +91,61 @@ def fleet_lint(
     code = exit_code(result, threshold)
     if code != ExitCode.OK:
         raise typer.Exit(code)
+
+
+@fleet_app.command("blocks")
+def fleet_blocks(
+    snapshots: Optional[List[str]] = typer.Argument(None, metavar="SNAPSHOT...", help="Snapshot folders, .tar.gz snapshots or node-model JSON files."),
+    inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help="Cluster inventory YAML naming each host's snapshot or model.", metavar="FILE"),
+    check: Optional[str] = typer.Option(None, "--check", help="Hold this Slurm topology.conf (block form) against the NVLink domains instead of writing one.", metavar="FILE"),
+    block_size: Optional[int] = typer.Option(None, "--block-size", min=1, max=4096, help="BlockSizes written (default: the smallest domain's host count, as 'fabric order -f slurm-block' does: Slurm needs every block to hold the base block size; 18 for full NVL72 racks)."),
+    imex_dir: Optional[str] = typer.Option(None, "--imex-dir", help="Also write each domain's IMEX node list to DIR/<block>.nodes_config.cfg (the members' IPv4 addresses).", metavar="DIR"),
+) -> None:
+    """Slurm block topology from the fleet's multi-node NVLink domains (GB200/GB300 NVL72): one block per domain,
+    hosts grouped by (fabric cluster UUID, clique id). With --check, report where a topology.conf disagrees.
+
+    Exit codes: 0 written / agrees, 1 the file disagrees (an error), 3 invalid input.
+    """
+    from ncclctl.fabric.slurm import block_conf, check_blocks, parse_topology_conf, render_problems
+    from ncclctl.inputs import read_text
+    from ncclctl.inventory import load_model, load_snapshot
+    from ncclctl.lint.fleet import sources_from_inventory, sources_from_paths
+    from ncclctl.lint.rules_fleet import FleetCtx, fleet_facts, nvlink_domains
+
+    if bool(snapshots) == (inventory is not None):
+        raise usage("give snapshots or --inventory (one of the two)",
+                    fix="ncclctl fleet blocks --inventory cluster.yaml  [--check /etc/slurm/topology.conf]")
+    sources = sources_from_inventory(inventory) if inventory is not None else sources_from_paths(snapshots or [])
+    hosts = []
+    for src in sources:
+        node = load_model(src.path) if src.kind == "model" else load_snapshot(src.path)
+        hosts.append((src.name or node.hostname, fleet_facts(node)))
+    domains = {k: [h for h, _ in v] for k, v in nvlink_domains(FleetCtx(hosts=hosts)).items()}
+    if not domains:
+        raise usage("no host reports a multi-node NVLink domain (NVML fabric cluster UUID and clique id)",
+                    fix="give GB200/GB300 NVL hosts captured with 'ncclctl snapshot' on a driver that reports fabric info")
+    if imex_dir is not None:
+        from ncclctl.fabric.slurm import block_names, imex_nodes_config
+        from ncclctl.fileio import emit
+
+        facts = dict(hosts)
+        names = block_names(domains)
+        for (uuid, clique), members in domains.items():
+            addrs = []
+            for h in members:
+                nv = facts[h]["nvlink"]
+                ips = [a for a in nv["addresses"] if a.replace(".", "").isdigit()]
+                addrs.append(ips[0] if ips else h)
+            emit(f"{imex_dir.rstrip('/')}/{names[(uuid, clique)]}.nodes_config.cfg",
+                 imex_nodes_config(uuid, clique, addrs).encode())
+    if check is None:
+        out(block_conf(domains, block_size=block_size or min(len(v) for v in domains.values())))
+        return
+    topo = parse_topology_conf(read_text(check, kind="slurm"), source=check)
+    problems = check_blocks(topo, domains, source=check)
+    if problems:
+        out(render_problems(problems, check))
+    else:
+        out(f"{check}: {len(topo.blocks)} block(s) agree with {len(domains)} NVLink domain(s)\n")
+    if any(p.severity == "error" for p in problems):
+        raise typer.Exit(ExitCode.FINDINGS)

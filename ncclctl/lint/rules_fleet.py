@@ -47,7 +47,38 @@ def fleet_facts(node, plan=None) -> dict[str, Any]:
         "roce_addresses": roce_addresses(node),
         "net_ports": [(n.name, p.num, p.is_active) for n in node.nics for p in n.ports
                       if p.link_layer in ("InfiniBand", "Ethernet")],
+        "nvlink": nvlink_facts(node),
     }
+
+
+def nvlink_facts(node) -> dict[str, Any] | None:
+    """A node's multi-node NVLink domain membership: its (cluster UUID, clique id) (the pair most of its registered
+    GPUs report), the addresses IMEX knows it by (its LOCAL IPv4 addresses and host name) and its IMEX node list;
+    None on a node whose GPUs report no such domain."""
+    from ncclctl.model import FABRIC_STATE_COMPLETED, nvlink_domain_gpus
+
+    gpus = [g for g in nvlink_domain_gpus(node) if g.fabric_state == FABRIC_STATE_COMPLETED
+            and g.fabric_clique_id is not None and g.fabric_cluster_uuid]
+    if not gpus:
+        return None
+    pair, _ = Counter((g.fabric_cluster_uuid, g.fabric_clique_id) for g in gpus).most_common(1)[0]
+    imex = node.facts.imex
+    return {
+        "domain": [pair[0], pair[1]],
+        "addresses": sorted({*(imex.local_addresses or () if imex else ()), node.hostname}),
+        "imex_nodes": None if imex is None or imex.nodes is None else list(imex.nodes),
+    }
+
+
+def nvlink_domains(fctx: "FleetCtx") -> dict[tuple[str, int], list[tuple[str, dict[str, Any]]]]:
+    """(cluster UUID, clique id) -> [(host, nvlink facts)], never keyed by the clique id alone: racks left in the
+    default partition all report clique 32766 and only the cluster UUID tells them apart."""
+    out: dict[tuple[str, int], list[tuple[str, dict[str, Any]]]] = {}
+    for host, facts in fctx.hosts:
+        nv = facts.get("nvlink")
+        if nv:
+            out.setdefault((nv["domain"][0], nv["domain"][1]), []).append((host, nv))
+    return dict(sorted(out.items()))
 
 
 def roce_addresses(node) -> list[tuple[str, str]]:
@@ -446,3 +477,91 @@ def fleet_net_count(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
         return text
 
     yield from odd_hosts(fctx.values(value), show, "NCCL's network")
+
+
+# --------------------------------------------------------------------------------------------------
+# Multi-node NVLink domains (GB200/GB300 NVL72)
+
+
+@rule(
+    "FLT012", "fleet-nvlink-domain", E, "A multi-node NVLink domain too big, or its IMEX node lists disagree",
+    what="The hosts grouped into NVLink domains by (fabric cluster UUID, clique id), never by the clique id alone: a "
+         "domain with more trays than the rack has (option max_trays, 18 for NVL72); a member whose IMEX node list "
+         "leaves out another member of its domain (error) or lists a host of another domain (warning); members of "
+         "one domain on different driver versions (warning); a clique id shared by several cluster UUIDs, such as "
+         "the default partition's 32766 (info: the domains are told apart by cluster UUID).",
+    why="NCCL and the schedulers' topology plugins treat a domain as the set of hosts that can talk over NVLink. "
+        "More members than trays means two racks were merged (hosts grouped by clique id alone); an IMEX node list "
+        "that misses a member makes every job that includes both fail MNNVL; one with a host of another rack makes "
+        "IMEX wait for a peer it can never reach; IMEX requires the same driver on every member.",
+    detect="Per host, the (cluster UUID, clique id) most of its COMPLETED GPUs report (NVML fabric info), its LOCAL "
+           "IPv4 addresses and host name, its IMEX node list and its driver version (fleet facts).",
+    fix="Write the same node list, exactly the domain's trays, into /etc/nvidia-imex/nodes_config.cfg on every "
+        "member and restart nvidia-imex; re-register a tray that landed in another domain (NMX-M partition); "
+        "upgrade the members to one driver.",
+    options=(Option("max_trays", int, 18, "most compute trays one NVLink domain may hold (NVL72: 18)"),),
+)
+def fleet_nvlink_domain(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
+    domains = nvlink_domains(fctx)
+    if not domains:
+        return
+    max_trays = int(opts.get("max_trays", 18))
+    driver = dict(fctx.values(lambda f: f.get("driver")))
+    owner: dict[str, tuple[str, int]] = {}
+    for key, members in domains.items():
+        for host, nv in members:
+            for a in nv["addresses"]:
+                owner[a] = key
+    cliques: dict[int, set[str]] = {}
+    first: dict[int, str] = {}
+    for (uuid, clique), members in domains.items():
+        cliques.setdefault(clique, set()).add(uuid)
+        first.setdefault(clique, members[0][0])
+    for (uuid, clique), members in domains.items():
+        name = f"cluster {uuid} clique {clique}"
+        hosts = [h for h, _ in members]
+        if len(members) > max_trays:
+            yield Hit(hosts[0],  # findings belong to hosts: the domain's first host carries it
+                      f"NVLink domain {name} has {len(members)} hosts, more than the {max_trays} trays of one rack: "
+                      f"hosts of different racks report the same domain",
+                      fix="check the hosts' fabric registration (nvidia-smi -q -d FABRIC): trays of another rack "
+                          "must report their own cluster UUID",
+                      evidence=(f"{len(members)} hosts: {', '.join(hosts[:6])}{' ...' if len(hosts) > 6 else ''}",
+                                f"max_trays {max_trays}"))
+        for host, nv in members:
+            listed = nv.get("imex_nodes")
+            if listed is None:
+                continue
+            listed_set = set(listed)
+            missing = [h for h, other in members if not listed_set & set(other["addresses"])]
+            if missing:
+                yield Hit(host, f"its IMEX node list leaves out {len(missing)} member(s) of its NVLink domain ({name}): "
+                                f"{', '.join(missing[:6])}{' ...' if len(missing) > 6 else ''}",
+                          fix="write every tray of the domain into /etc/nvidia-imex/nodes_config.cfg (the same list "
+                              "on each) and restart nvidia-imex",
+                          evidence=(f"node list: {len(listed)} entries", f"domain {name}: {len(members)} hosts"))
+            foreign = sorted({a for a in listed if a in owner and owner[a] != (uuid, clique)})
+            if foreign:
+                yield Hit(host, f"its IMEX node list names {len(foreign)} host(s) of another NVLink domain: "
+                                f"{', '.join(foreign[:6])}", severity=W,
+                          fix="keep only the trays of this host's own domain in nodes_config.cfg",
+                          evidence=tuple(f"{a}: in cluster {owner[a][0]} clique {owner[a][1]}" for a in foreign[:6]))
+        versions = {driver.get(h) for h in hosts if driver.get(h)}
+        if len(versions) > 1:
+            top = majority({h: driver[h] for h in hosts if driver.get(h)})
+            for h in hosts:
+                if top is not None and driver.get(h) not in (None, top[0]):
+                    yield Hit(h, f"driver {driver[h]} differs from its NVLink domain's {top[0]} ({name}): IMEX needs "
+                                 f"one driver version on every member", severity=W,
+                              fix=f"install driver {top[0]} on this tray",
+                              evidence=(f"{top[1]} of {len(hosts)} members run {top[0]}",))
+    for clique, uuids in sorted(cliques.items()):
+        if len(uuids) > 1:
+            yield Hit(first[clique],
+                      f"clique id {clique} is reported by {len(uuids)} NVLink domains (cluster UUIDs "
+                      f"{', '.join(sorted(uuids)[:4])}){' (the default partition)' if clique == 32766 else ''}: they "
+                      f"are different domains; anything that groups hosts by clique id alone merges them",
+                      severity=Severity.INFO,
+                      fix="group by cluster UUID and clique id (ncclctl does); check topology generators (Slurm "
+                          "blocks, Kubernetes clique labels) do the same",
+                      evidence=tuple(f"cluster {u}" for u in sorted(uuids)[:6]))

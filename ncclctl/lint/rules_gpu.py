@@ -11,7 +11,7 @@ from ncclctl.findings import Severity
 from ncclctl.lint.context import Ctx
 from ncclctl.registry import Hit, Option, rule
 from ncclctl.model import Gpu, Node
-from ncclctl.model import NVML_INIT_CAUSES, NVML_NOT_A_NODE_FAULT
+from ncclctl.model import NVML_INIT_CAUSES, NVML_NOT_A_NODE_FAULT, nvlink_domain_gpus
 
 E = Severity.ERROR
 W = Severity.WARNING
@@ -168,7 +168,8 @@ def _fabric_text(g: Gpu) -> str:
          "NVSwitches are PCI devices (HGX/DGX A100 and H100), or a GPU whose NVML fabric state is not "
          "'completed' with status success (Hopper and newer). Hosts where the NVSwitches are not PCI-visible (VMs, "
          "Grace Hopper/Blackwell NVLink switch trays) are judged by the GPU fabric state only, since the fabric is "
-         "managed outside the node there.",
+         "managed outside the node there; GPUs of a multi-node NVLink domain (a non-zero fabric cluster UUID: "
+         "GB200/GB300 NVL) by NVL001.",
     why="Until Fabric Manager has configured the NVSwitches and registered the GPU, CUDA initialisation fails with "
         "error 802 'system not yet initialized' (cudaErrorSystemNotReady), so NCCL cannot even create a "
         "communicator (pytorch/pytorch#35710; Fabric Manager user guide).",
@@ -198,6 +199,8 @@ def fabric_manager(ctx: Ctx, opts: dict) -> Iterable[Hit]:
                       f"--now nvidia-fabricmanager; check /var/log/fabricmanager.log",
                   evidence=tuple(evidence))
         return  # the GPUs' fabric state follows from the service
+    if nvlink_domain_gpus(node):
+        return  # a multi-node NVLink domain: NVL001 judges the GPUs' registration with it
     for g in not_ready:
         if node.nvswitches and ctx.is_bare_metal:
             fix = (f"check /var/log/fabricmanager.log for GPU {g.bdf}; if it stays "

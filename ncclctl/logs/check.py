@@ -129,13 +129,33 @@ class Checker:
         for fn in (self.gdr, self.socket, self.interfaces, self.versions, self.nic_mismatch, self.channels,
                    self.settings, self.graph_file, self.topology, self.nic_underused, self.nic_rails, self.paths,
                    self.causes, self.hints, self.diagnostics, self.init_incomplete, self.errors, self.slow_init,
-                   self.shm, self.fewer_channels):
+                   self.shm, self.fewer_channels, self.mnnvl):
             fn()
         return self.findings
 
     def _failed(self, p: Proc) -> bool:
         """The process reported an error that stops NCCL (its initialisation failed: it did not hang)."""
         return any(k in ERROR_WARNS or k in ("graph-import", "graph-open") for k, _ in p.warns)
+
+    # LOG029 ---------------------------------------------------------------
+    def mnnvl(self) -> None:
+        """The GPU fabric registration NCCL read on each rank's GPU ("MNNVL busId ..."): not COMPLETED, or a health
+        mask field that says something is wrong (decoded as nvml.h defines it: 0xaa is healthy)."""
+        from ncclctl.model import FABRIC_STATE_COMPLETED, FABRIC_STATE_NAMES, fabric_health_problems
+
+        for proc in self.ls.procs.values():
+            for bus, uuid, clique, state, mask, ev in proc.mnnvl:
+                gpu = f"{proc.host or '?'} GPU {busid_text(bus)}"
+                if state != FABRIC_STATE_COMPLETED:
+                    self.add("LOG029", f"{gpu}: NCCL found its NVLink fabric registration "
+                                       f"{FABRIC_STATE_NAMES.get(state, str(state))}, not COMPLETED: no MNNVL with it",
+                             [ev], hosts=[proc.host])
+                    continue
+                bad = fabric_health_problems(mask)
+                if bad:
+                    self.add("LOG029", f"{gpu} (cluster {uuid} clique {clique}): fabric health mask 0x{mask:x}: "
+                                       + ", ".join(f"{n}={t}" for n, t in bad), [ev], hosts=[proc.host],
+                             severity=Severity.WARNING)
 
     # LOG001 ---------------------------------------------------------------
     def gdr(self) -> None:

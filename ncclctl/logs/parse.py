@@ -99,6 +99,9 @@ class Proc:
         self.error_trace: Ev | None = None
         self.devs: set[int] = set()
         self.members: list[Member] = []
+        #: NCCL's "MNNVL busId ... fabric UUID ... cliqueId ... state ... healthMask ..." lines: (int64 bus id in hex, cluster UUID
+        #: in canonical form, clique id, fabric state, health mask, the line).
+        self.mnnvl: list[tuple[str, str, int, int, int, Ev]] = []
 
     @property
     def key(self) -> str:
@@ -305,6 +308,8 @@ _TIMINGS = re.compile(r"^Init timings(?: - (\w+))?: rank (\d{1,9}) nranks (\d{1,
 _PARTS = re.compile(r"([a-z]+) ([\d.]+)")
 _RINGS_DONE = re.compile(r"^Connected all rings(?:, use ring PXN (\d{1,9}) GDR (\d{1,9}))?")
 _NVLS = re.compile(r"^NVLS multicast support is (not )?available on dev (\d{1,9})")
+_MNNVL = re.compile(r"^MNNVL busId 0x([0-9a-fA-F]{1,16}) fabric UUID ([0-9a-fA-F]{1,16})\.([0-9a-fA-F]{1,16}) "
+                    r"cliqueId 0x([0-9a-fA-F]{1,8}) state (\d{1,3}) healthMask 0x([0-9a-fA-F]{1,8})")
 _GDR_HCA = re.compile(r"^NET/(\S+) ?: GPU Direct RDMA (Enabled|Disabled) for HCA (\d{1,9}) '([^']*)'(?: \((.*)\))?")
 _GDR_GPU = re.compile(r"^(?:NET/\S+ ?: )?GPU Direct RDMA (Enabled|Disabled) for GPU (\S+) / HCA (\S+) "
                       r"\(distance (\d{1,9}) ([<>]=?) (-?\d{1,9})\)")
@@ -403,6 +408,13 @@ WARN_FAMILIES: tuple[tuple[str, str], ...] = (
     ("nvalid", "usage"), ("not allowed", "usage"), ("not supported", "usage"), ("unknown", "usage"),
     ("NCCL_", "setting"), ("ismatch", "mismatch"), ("imeout", "timeout"), ("imed out", "timeout"),
 )
+
+
+def mnnvl_uuid(lo: str, hi: str) -> str:
+    """NCCL prints the 16-byte cluster UUID as two native (little-endian) longs, ``%lx.%lx``: back to the canonical
+    8-4-4-4-12 form NVML's bytes give (what ``ncclctl probe`` records)."""
+    h = (int(lo, 16).to_bytes(8, "little") + int(hi, 16).to_bytes(8, "little")).hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
 
 def warn_kind(text: str) -> str:
@@ -843,6 +855,13 @@ class Parser:
         if c0 == "D":
             if msg.startswith("DMA-BUF is available"):
                 proc.dmabuf = proc.dmabuf or ev
+                return True
+            return False
+        if c0 == "M":
+            m = _MNNVL.match(msg)
+            if m:
+                proc.mnnvl.append((m.group(1).lower(), mnnvl_uuid(m.group(2), m.group(3)), int(m.group(4), 16),
+                                   int(m.group(5)), int(m.group(6), 16), ev))
                 return True
             return False
         if c0 == "L":

@@ -94,6 +94,7 @@ def document(node: Node, *, source: dict, lint: bool = True) -> dict:
             "peermem": list(f.peermem),
             "nvswitch_count": len(node.nvswitches),
             "fabric_manager": f.fabric_manager,
+            "nvlink_domain": _nvlink_domain(node),
         },
         "gpus": [{"index": g.index, "bdf": g.bdf, "name": g.name, "numa_node": g.numa_node, "sm": g.sm,
                   "active_nvlinks": len(g.active_nvlinks), "persistence_mode": g.persistence_mode,
@@ -462,3 +463,30 @@ def dumps(doc: dict) -> bytes:
     from ncclctl.render import dumps as _dumps
 
     return _dumps(doc).encode()
+
+
+def _nvlink_domain(node: Node) -> dict[str, Any] | None:
+    """The node's multi-node NVLink domain facts (GB200/GB300 NVL): cluster UUIDs, cliques, fabric states, health
+    masks of its GPUs, and IMEX; None on a node whose GPUs report no such domain."""
+    from ncclctl.model import FABRIC_STATE_NAMES, nvlink_domain_gpus  # noqa: PLC0415
+
+    gpus = nvlink_domain_gpus(node)
+    if not gpus:
+        return None
+    imex = node.facts.imex
+    imex_doc = None
+    if imex is not None:
+        own = set(imex.local_addresses or ()) | {node.hostname}
+        imex_doc = {"service": imex.service, "nodes": None if imex.nodes is None else len(imex.nodes),
+                    "in_node_list": None if imex.nodes is None or imex.local_addresses is None
+                    else bool(own & set(imex.nodes)),
+                    "channels": None if imex.channels is None else list(imex.channels),
+                    "domain_state": imex.domain_state}
+    return {
+        "cluster_uuids": sorted({g.fabric_cluster_uuid for g in gpus if g.fabric_cluster_uuid}),
+        "clique_ids": sorted({g.fabric_clique_id for g in gpus if g.fabric_clique_id is not None}),
+        "fabric_states": sorted({FABRIC_STATE_NAMES.get(g.fabric_state, str(g.fabric_state))
+                                 for g in gpus if g.fabric_state is not None}),
+        "health_masks": sorted({f"0x{g.fabric_health_mask:x}" for g in gpus if g.fabric_health_mask is not None}),
+        "imex": imex_doc,
+    }

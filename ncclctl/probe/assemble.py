@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from ncclctl.errors import InputError, NcclctlError, UsageError
 from ncclctl.model import (
-    C2c, ConfFile, Cpu, Dcbx, Ecn, Gid, Gpu, HostFacts, IbPort, LldpNeighbor, NcclLibrary, NetDev, Nic, Node, NumaNode,
+    C2c, ConfFile, Cpu, Dcbx, Ecn, Gid, Gpu, GpuPlatform, HostFacts, Imex, ImexPeer, IbPort, LldpNeighbor, NcclLibrary, NetDev, Nic, Node, NumaNode,
     NvLink, NvSwitch, PciDevice, Qos, REFUSED, Unavailable,
 )
 from ncclctl import sysfs as V
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance  # the protocol dataclasses.replace takes; typeshed-only
 D = TypeVar("D", bound="DataclassInstance")
 
+_FABRIC_UUID = re.compile(r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$")
+
 #: PCI classes the model keeps (prefix match on the sysfs class string).
 KEEP_CLASSES = ("0x03", "0x02", "0x068000", "0x080100")
 
@@ -33,7 +35,7 @@ _NVLINK_REMOTE = {0: "gpu", 1: "cpu", 2: "nvswitch"}
 #: NVML answers that mean "this GPU or driver has no such feature", not "could not be read".
 _NVML_ABSENT = frozenset({"NotSupported", "FunctionNotFound"})
 #: Per-GPU NVML fields for features many GPUs do not have.
-_NVML_OPTIONAL = frozenset({"c2c", "fabric", "numa_node_id", "mig_mode"})
+_NVML_OPTIONAL = frozenset({"c2c", "fabric", "numa_node_id", "mig_mode", "platform"})
 
 
 def probe(
@@ -382,7 +384,7 @@ class _Probe:
                 Gpu(index=i, bdf=d.bdf, name=f"NVIDIA {d.device}", numa_node=d.numa_node, source="pci")
                 for i, d in enumerate(sorted(pci_gpus, key=lambda d: d.bdf))
             )
-            return gpus, nvswitches
+            return self._smi_fabric(gpus), nvswitches
         where = "nvml.json" if not self.host.live else "NVML"
         found: list[Gpu] = []
         for raw in doc.get("devices", []):
@@ -420,7 +422,7 @@ class _Probe:
         optional features: C2C, fabric, NUMA id, MIG, NVLink details)."""
         fields: list[tuple[str, Any]] = [(k, raw.get(k)) for k in (
             "uuid", "name", "serial", "cuda_compute_capability", "persistence_mode", "mig_mode", "c2c", "fabric",
-            "numa_node_id")]
+            "numa_node_id", "platform")]
         pcie = raw.get("pcie")
         if isinstance(pcie, dict):
             fields += [(f"pcie {k}", v) for k, v in pcie.items()]
@@ -485,7 +487,8 @@ class _Probe:
             ))
         c2c_raw = ok(raw.get("c2c"))
         c2c = C2c(count=c2c_raw["count"], max_bw=c2c_raw.get("max_bw")) if isinstance(c2c_raw, dict) and c2c_raw.get("count") else None
-        fabric = ok(raw.get("fabric"))
+        fabric = self._fabric_info(ok(raw.get("fabric")), index)
+        platform = self._platform_info(ok(raw.get("platform")), index)
         persistence = ok(raw.get("persistence_mode"))
         name = ok(raw.get("name"))
         return Gpu(
@@ -504,10 +507,87 @@ class _Probe:
             pcie_max_width=_int_or_none(pcie.get("max_width")),
             pcie_curr_gen=_int_or_none(pcie.get("curr_gen")),
             pcie_curr_width=_int_or_none(pcie.get("curr_width")),
-            fabric_state=fabric.get("state") if isinstance(fabric, dict) else None,
-            fabric_status=fabric.get("status") if isinstance(fabric, dict) else None,
+            fabric_state=fabric.get("state"),
+            fabric_status=fabric.get("status"),
             serial=ok(raw.get("serial")),
+            fabric_cluster_uuid=fabric.get("cluster_uuid"),
+            fabric_clique_id=fabric.get("clique_id"),
+            fabric_health_mask=fabric.get("health_mask"),
+            fabric_health_summary=fabric.get("health_summary"),
+            fabric_source="nvml" if fabric.get("state") is not None else None,
+            platform=platform,
         )
+
+    def _smi_fabric(self, gpus: tuple[Gpu, ...]) -> tuple[Gpu, ...]:
+        """Without NVML: the GPU fabric facts from a recorded (or live) ``nvidia-smi -q`` Fabric section, matched to
+        the PCI GPUs by bus id (``fabric_source`` ``nvidia-smi``)."""
+        if not gpus:
+            return gpus
+        from dataclasses import replace  # noqa: PLC0415
+
+        from ncclctl.parsers.smi_query import parse_nvidia_smi_q_fabric  # noqa: PLC0415
+
+        found = self.command(("nvidia-smi", "-q"), parse_nvidia_smi_q_fabric)
+        if not found:
+            return gpus
+        by_bdf = {}
+        for f in found:
+            try:
+                by_bdf[V.normalize_bdf(f.bus_id)] = f
+            except ValueError:
+                continue
+        out = []
+        for g in gpus:
+            rec = by_bdf.get(g.bdf)
+            if rec is None:
+                out.append(g)
+                continue
+            out.append(replace(g, fabric_state=rec.state, fabric_status=rec.status,
+                               fabric_cluster_uuid=rec.cluster_uuid, fabric_clique_id=rec.clique_id,
+                               fabric_health_mask=rec.health_mask, fabric_health_summary=rec.health_summary,
+                               fabric_source="nvidia-smi"))
+        return tuple(out)
+
+    def _fabric_info(self, raw: Any, index: int) -> dict[str, Any]:
+        """The recorded ``fabric`` entry of one GPU, checked: integers where NVML returns integers, the cluster UUID
+        in its canonical form (lowercase); {} when NVML did not answer."""
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            raise InputError(f"GPU {index}: 'fabric' must be an object", path=self._nvml_path(),
+                             fix="see docs/fixture-format.md for the nvml.json layout")
+        out: dict[str, Any] = {}
+        for key in ("state", "status", "clique_id", "health_mask", "health_summary"):
+            value = raw.get(key)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value > 0xFFFFFFFF:
+                raise InputError(f"GPU {index}: fabric {key} must be an unsigned 32-bit integer, not {value!r}",
+                                 path=self._nvml_path(), fix="see docs/fixture-format.md for the nvml.json layout")
+            out[key] = value
+        uuid = raw.get("cluster_uuid")
+        if uuid is not None:
+            if not isinstance(uuid, str) or not _FABRIC_UUID.match(uuid):
+                raise InputError(f"GPU {index}: fabric cluster_uuid {uuid!r} is not a UUID (8-4-4-4-12 hex digits)",
+                                 path=self._nvml_path(), fix="see docs/fixture-format.md for the nvml.json layout")
+            out["cluster_uuid"] = uuid.lower()
+        return out
+
+    def _platform_info(self, raw: Any, index: int) -> GpuPlatform | None:
+        if raw is None:
+            return None
+        if not isinstance(raw, dict):
+            raise InputError(f"GPU {index}: 'platform' must be an object", path=self._nvml_path(),
+                             fix="see docs/fixture-format.md for the nvml.json layout")
+        serial = raw.get("chassis_serial")
+        ints: dict[str, int | None] = {}
+        for key in ("slot_number", "tray_index", "host_id", "peer_type", "module_id"):
+            value = raw.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise InputError(f"GPU {index}: platform {key} must be a non-negative integer, not {value!r}",
+                                 path=self._nvml_path(), fix="see docs/fixture-format.md for the nvml.json layout")
+            ints[key] = value
+        return GpuPlatform(chassis_serial=serial if isinstance(serial, str) and serial else None, **ints)
 
     # Netdevs -------------------------------------------------------------------------------------
 
@@ -826,6 +906,7 @@ class _Probe:
                 fm = (res.stdout or "").strip() or None
             elif res.reason and res.reason.startswith("rc="):
                 fm = "inactive"
+        imex = self._imex(gpus)
         driver = doc.get("driver_version")
         cuda = doc.get("cuda_driver_version")
         for what, value in (("driver version", driver), ("CUDA driver version", cuda)):
@@ -848,7 +929,58 @@ class _Probe:
             topo_file=topo_file,
             graph_file=graph_file,
             nccl_libraries=self._nccl_libraries(),
+            imex=imex,
         )
+
+    def _imex(self, gpus: tuple[Gpu, ...]) -> Imex | None:
+        """The IMEX service, on a node whose GPUs registered with a multi-node NVLink fabric (a cluster UUID or
+        clique id from NVML) or that has an IMEX install (/etc/nvidia-imex); None elsewhere: nothing is read."""
+        from ncclctl.parsers.imex import (  # noqa: PLC0415
+            parse_fib_trie_local, parse_imex_config, parse_imex_ctl, parse_nodes_config)
+
+        host = self.host
+        fabric = any(g.fabric_cluster_uuid is not None or g.fabric_clique_id is not None for g in gpus)
+        if not fabric and not host.is_dir("/etc/nvidia-imex"):
+            return None
+        cfg_text = host.read_text("/etc/nvidia-imex/config.cfg")
+        cfg = parse_imex_config(cfg_text or "", source=host.display("/etc/nvidia-imex/config.cfg"))
+        nodes_path = cfg.get("IMEX_NODE_CONFIG_FILE") or "/etc/nvidia-imex/nodes_config.cfg"
+        nodes = None
+        if nodes_path.startswith("/"):
+            text = host.read_text(nodes_path)
+            if text is not None:
+                nodes = parse_nodes_config(text, source=host.display(nodes_path))
+        channels: tuple[int, ...] | None = None
+        chan_dir = "/dev/nvidia-caps-imex-channels"
+        if host.is_dir(chan_dir):
+            found = []
+            for name in host.listdir(chan_dir):
+                m = re.fullmatch(r"channel(\d+)", name)
+                if m and host.exists(f"{chan_dir}/{name}"):
+                    found.append(int(m.group(1)))
+            channels = tuple(sorted(found))
+        major = None
+        for line in (host.read_text("/proc/devices") or "").splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[1] == "nvidia-caps-imex-channels" and parts[0].isdigit():
+                major = int(parts[0])
+        service = None
+        res = self.runner.run(("systemctl", "is-active", "nvidia-imex"))
+        if res.ok or res.partial:  # is-active prints the state and exits 3 unless active
+            lines = (res.stdout or res.partial or "").strip().splitlines()
+            service = lines[0].strip() if lines else None
+        elif res.reason and res.reason.startswith("rc="):
+            service = "inactive"
+        elif res.reason == "not installed":
+            service = "not installed"
+        ctl = self.command(("nvidia-imex-ctl", "-N"), parse_imex_ctl)
+        peers = tuple(ImexPeer(index=n.index, address=n.address, status=n.status, version=n.version)
+                      for n in ctl.nodes) if ctl else ()
+        trie = host.read_text("/proc/net/fib_trie")
+        local = parse_fib_trie_local(trie, source=host.display("/proc/net/fib_trie")) if trie is not None else None
+        return Imex(service=service, nodes_config_path=nodes_path, nodes=nodes, channels=channels,
+                    channels_major=major, domain_state=ctl.domain_state if ctl else None, peers=peers,
+                    local_addresses=local)
 
     def _nccl_libraries(self) -> tuple[NcclLibrary, ...] | None:
         """Live: the libraries found (:mod:`ncclctl.probe.ncclib`); a snapshot: its ``nccl.json``, or None."""

@@ -131,6 +131,7 @@ class LiveNvml:
         dev["nvlinks"] = links
         dev["c2c"] = self._c2c(nv, q, h)
         dev["fabric"] = self._fabric(nv, q, h)
+        dev["platform"] = self._platform(nv, q, h)
         return dev
 
     def _c2c(self, nv: Any, q: Callable, h: Any) -> Any:
@@ -147,15 +148,86 @@ class LiveNvml:
         return {"count": out[0], "max_bw": out[1] if len(out) > 1 else None}
 
     def _fabric(self, nv: Any, q: Callable, h: Any) -> Any:
-        if not hasattr(nv, "nvmlDeviceGetGpuFabricInfo"):
-            return {"error": "FunctionNotFound"}
+        """``nvmlDeviceGetGpuFabricInfoV`` at the newest struct version this pynvml and driver answer (v3: health
+        summary; v2: cluster UUID, clique id, health mask), else the v1 ``nvmlDeviceGetGpuFabricInfo``."""
         import ctypes  # noqa: PLC0415
 
+        fn_v = getattr(nv, "nvmlDeviceGetGpuFabricInfoV", None)
+        for ver_name, cls_name in (("nvmlGpuFabricInfo_v3", "c_nvmlGpuFabricInfo_v3_t"),
+                                   ("nvmlGpuFabricInfo_v2", "c_nvmlGpuFabricInfoV_t"),
+                                   ("nvmlGpuFabricInfo_v2", "c_nvmlGpuFabricInfo_v2_t")):
+            cls, ver = getattr(nv, cls_name, None), getattr(nv, ver_name, None)
+            if fn_v is None or cls is None or ver is None:
+                continue
+            info = cls()
+            info.version = ver
+            res = q(fn_v, h, ctypes.byref(info))
+            if is_error(res):
+                if res["error"] in ("ArgumentVersionMismatch", "InvalidArgument"):
+                    continue  # an older driver: try the previous struct version
+                return res
+            return fabric_doc(info, cls, 3 if ver_name.endswith("v3") else 2)
+        if not hasattr(nv, "nvmlDeviceGetGpuFabricInfo"):
+            return {"error": "FunctionNotFound"}
         info = nv.c_nvmlGpuFabricInfo_t()
         res = q(nv.nvmlDeviceGetGpuFabricInfo, h, ctypes.byref(info))
         if is_error(res):
             return res
-        return {"state": int(info.state), "status": int(info.status)}
+        return fabric_doc(info, type(info), 1)
+
+    def _platform(self, nv: Any, q: Callable, h: Any) -> Any:
+        """``nvmlDeviceGetPlatformInfo`` (GB200-class systems): chassis serial, slot, tray, host and module ids."""
+        import ctypes  # noqa: PLC0415
+
+        fn = getattr(nv, "nvmlDeviceGetPlatformInfo", None)
+        cls = getattr(nv, "c_nvmlPlatformInfo_v2_t", None)
+        ver = getattr(nv, "nvmlPlatformInfo_v2", None)
+        if fn is None or cls is None or ver is None:
+            return {"error": "FunctionNotFound"}
+        info = cls()
+        info.version = ver
+        res = q(fn, h, ctypes.byref(info))
+        if is_error(res):
+            return res
+        raw = _raw_bytes(info, cls, "chassisSerialNumber", 16)
+        doc: dict[str, Any] = {"chassis_serial": raw.split(b"\0", 1)[0].decode("ascii", "replace") if raw else None}
+        for key, attr in (("slot_number", "slotNumber"), ("tray_index", "trayIndex"), ("host_id", "hostId"),
+                          ("peer_type", "peerType"), ("module_id", "moduleId")):
+            value = getattr(info, attr, None)
+            if isinstance(value, bytes):  # pynvml declares these one-byte fields c_char: b"\x04", b"" for 0
+                value = value[0] if value else 0
+            doc[key] = int(value) if isinstance(value, int) else None
+        return doc
+
+
+def _raw_bytes(info: Any, cls: Any, field: str, size: int) -> bytes | None:
+    """A fixed-size byte field of a ctypes struct, whole (pynvml's ``c_char`` arrays stop at the first NUL)."""
+    import ctypes  # noqa: PLC0415
+
+    desc = getattr(cls, field, None)
+    if desc is None:
+        return None
+    return ctypes.string_at(ctypes.addressof(info) + desc.offset, size)
+
+
+def fabric_doc(info: Any, cls: Any, version: int) -> dict:
+    """The recorded form of a GPU fabric info struct (docs/fixture-format.md, ``nvml.json`` ``fabric``)."""
+    doc: dict[str, Any] = {"version": version, "state": int(info.state), "status": int(info.status)}
+    if version >= 2:
+        raw = _raw_bytes(info, cls, "clusterUuid", 16)
+        if raw is not None:
+            doc["cluster_uuid"] = format_uuid(raw)
+        doc["clique_id"] = int(info.cliqueId)
+        doc["health_mask"] = int(info.healthMask)
+    if version >= 3:
+        doc["health_summary"] = int(getattr(info, "healthSummary", 0))
+    return doc
+
+
+def format_uuid(raw: bytes) -> str:
+    """16 bytes as the canonical 8-4-4-4-12 lowercase hex (how nvidia-smi prints the fabric ClusterUUID)."""
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
 
 def _s(value: Any) -> str:

@@ -56,6 +56,7 @@ FAMILY_TABLE: tuple[Family, ...] = (
     Family("PCI", "pcie", "node", "ncclctl.lint.rules_pcie"),
     Family("GDR", "gpudirect", "node", "ncclctl.lint.rules_gdr"),
     Family("GPU", "gpu", "node", "ncclctl.lint.rules_gpu"),
+    Family("NVL", "nvlink-domain", "node", "ncclctl.lint.rules_nvl"),
     Family("IB", "infiniband", "node", "ncclctl.lint.rules_ib"),
     Family("ROCE", "roce", "node", "ncclctl.lint.rules_roce"),
     Family("NCCL", "nccl", "node", "ncclctl.lint.rules_nccl"),

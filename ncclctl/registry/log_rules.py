@@ -293,6 +293,17 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
      "These are NCCL's active checks of the job's own hardware: a failure is a fact measured in this job.",
      _DETECT + "'NCCL DIAG' lines and their [OK]/[INFO]/[WARN]/[FAIL] tags.", _CHECK,
      "warning for [WARN]; info when every check passed"),
+    ("LOG029", "log-mnnvl-fabric", E, "a rank's GPU not registered with, or unhealthy in, its NVLink domain",
+     "A 'MNNVL busId ... fabric UUID ... cliqueId ... state S healthMask 0xM' line (NCCL 2.19+, GB200/GB300 NVL "
+     "and other multi-node NVLink systems) with a fabric state other than COMPLETED (3), or a health mask field "
+     "that reports a problem, decoded as nvml.h defines it (0xaa, every condition FALSE, is healthy).",
+     "Run 'ncclctl lint' on the named host (NVL001/NVL002 say which GPU and why), 'nvidia-smi -q -d FABRIC'; "
+     "reset the GPU or reboot the tray, and check its partition in NMX-M.",
+     "NCCL uses MNNVL only between GPUs whose fabric registration COMPLETED in one cluster and clique; a GPU that is "
+     "not registered, or degraded, falls back to the NICs or slows every collective it is in.",
+     _DETECT + "'MNNVL busId 0x... fabric UUID lo.hi cliqueId 0x... state N healthMask 0x...' (the cluster UUID "
+     "is printed as two native longs and turned back into the form 'ncclctl probe' records).", _CHECK,
+     "warning for a health-mask problem on a COMPLETED GPU"),
     ("PERF001", "perf-busbw-low", E, "bus bandwidth below what the hardware gives",
      "A collective's bus bandwidth at large sizes is below min_efficiency of the expected value for the "
      "hardware (NVLink generation inside a node; NICs x rate x efficiency across nodes; PCIe for PCIe-only "

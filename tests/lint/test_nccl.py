@@ -50,6 +50,13 @@ GOLDEN: dict[str, set[tuple[str, str]]] = {
     # /etc/nccl.conf names mlx5_3, whose port is down in this variant.
     "dgx-h100-port-down": {("NCCL011", "/etc/nccl.conf")},
     "dgx-h100-x8-link": set(),
+    "gb200-nvl72": set(),
+    "gb200-nvl72-clique-split": set(),
+    "gb200-nvl72-degraded": set(),
+    "gb200-nvl72-fabric-incomplete": set(),
+    "gb200-nvl72-imex-down": set(),
+    "gb200-nvl72-no-imex-channel": set(),
+    "gb300-nvl72": set(),
     "grace-hopper": set(),
     # The container's NCCL_VERSION label: NCCL ignores it (info).
     "h200-vm-socket": {("NCCL006", "NCCL_VERSION")},

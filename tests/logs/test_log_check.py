@@ -171,7 +171,7 @@ def test_every_log_rule_fires_somewhere():
 
 def test_explain_and_rules_list_the_log_and_perf_rules():
     r = run_cli("rules", "--scope", "log")
-    assert r.returncode == 0 and "LOG001  log-gdr-off" in r.stdout and "28 rules (28 log)" in r.stdout
+    assert r.returncode == 0 and "LOG001  log-gdr-off" in r.stdout and "29 rules (29 log)" in r.stdout
     e = run_cli("explain", "log-socket-transport")
     assert e.returncode == 0 and "runs in ncclctl log check" in e.stdout and "ncclctl log check" in e.stdout
     p = run_cli("explain", "PERF001")

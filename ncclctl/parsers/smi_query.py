@@ -1,0 +1,123 @@
+"""Parser for the GPU Fabric section of ``nvidia-smi -q`` (``nvidia-smi -q -d FABRIC`` prints only that section).
+
+Layout (driver 550+; the Health block from 560/570; driver 580 prints Summary first and adds Incorrect
+Configuration and Partition Assigned, all ``N/A`` on a GPU outside a multi-node NVLink system)::
+
+    GPU 00000008:01:00.0
+        Fabric
+            State                             : Completed
+            Status                            : Success
+            CliqueId                          : 32766
+            ClusterUUID                       : 6c1a52e4-93b0-4d7e-a1f5-2b08c49e7d31
+            Health
+                Bandwidth                     : Full
+                Route Recovery in progress    : False
+                Route Unhealthy               : False
+                Access Timeout Recovery       : False
+                Summary                       : Healthy
+
+The text is mapped back onto NVML's values (nvml.h), so the model holds the same numbers as from NVML: the state
+enum, status 0 for Success, and a health mask rebuilt field by field (Bandwidth Full -> DEGRADED_BW FALSE,
+Degraded -> TRUE; True/False -> TRUE/FALSE; N/A -> NOT_SUPPORTED). Fields the output leaves out stay None.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ncclctl.parsers._common import as_text, perr, split_lines, strip_ansi
+from ncclctl.record import record
+
+__all__ = ["SmiFabric", "parse_nvidia_smi_q_fabric"]
+
+_FIX = "pass the output of `nvidia-smi -q` (or `nvidia-smi -q -d FABRIC`)"
+_GPU_RE = re.compile(r"^GPU (?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
+_KV_RE = re.compile(r"^(?P<indent>\s*)(?P<key>[A-Za-z][A-Za-z0-9 ()/-]*?)\s*:\s*(?P<value>.*?)\s*$")
+_SECTION_RE = re.compile(r"^(?P<indent>\s+)(?P<name>[A-Za-z][A-Za-z0-9 ]*?)\s*$")
+
+_STATES = {"not supported": 0, "n/a": 0, "not started": 1, "in progress": 2, "completed": 3}
+_STATUS = {"success": 0, "not supported": 3, "timeout": 10, "unknown error": 999}
+_TRI = {"n/a": 0, "not supported": 0, "true": 1, "false": 2}
+_BW = {"n/a": 0, "not supported": 0, "degraded": 1, "true": 1, "full": 2, "false": 2}
+_CONFIG = {"n/a": 0, "not supported": 0, "none": 1, "incorrect sysguid": 2, "incorrect chassis sn": 3,
+           "no partition": 4, "insufficient nvlinks": 5}
+_SUMMARY = {"n/a": 0, "not supported": 0, "healthy": 1, "unhealthy": 2, "limited capacity": 3}
+#: Health line -> (mask shift, value table).
+_CONFIG.update({"incompatible gpu fw": 6, "invalid location": 7, "gpu state invalid": 8})
+_GFM = {"n/a": 0, "not supported": 0, "connected": 1, "disconnected": 2}
+_HEALTH = {"bandwidth": (0, _BW), "route recovery in progress": (2, _TRI), "route unhealthy": (4, _TRI),
+           "access timeout recovery": (6, _TRI), "incorrect configuration": (8, _CONFIG),
+           "partition assigned": (12, _TRI), "gfm state": (14, _GFM)}
+
+
+@record
+class SmiFabric:
+    bus_id: str
+    state: int | None = None
+    status: int | None = None
+    clique_id: int | None = None
+    cluster_uuid: str | None = None
+    health_mask: int | None = None
+    health_summary: int | None = None
+
+
+def parse_nvidia_smi_q_fabric(text: str, *, source: str = "nvidia-smi -q") -> tuple[SmiFabric, ...]:
+    body = as_text(text, source, "nvidia-smi -q")
+    out: list[SmiFabric] = []
+    cur: dict | None = None
+    fabric_indent: int | None = None
+    in_health = False
+
+    def flush() -> None:
+        if cur is not None and len(cur) > 1:
+            out.append(SmiFabric(**cur))
+
+    for no, raw in enumerate(split_lines(body), 1):
+        line = strip_ansi(raw).rstrip()
+        m = _GPU_RE.match(line)
+        if m:
+            flush()
+            cur, fabric_indent, in_health = {"bus_id": m.group("bus")}, None, False
+            continue
+        if cur is None or not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        sec = _SECTION_RE.match(line)
+        if sec and ":" not in line:
+            name = sec.group("name").strip().lower()
+            if name == "fabric":
+                fabric_indent, in_health = indent, False
+            elif fabric_indent is not None and indent > fabric_indent and name == "health":
+                in_health = True
+            elif fabric_indent is not None and indent <= fabric_indent:
+                fabric_indent, in_health = None, False
+            continue
+        if fabric_indent is None:
+            continue
+        kv = _KV_RE.match(line)
+        if not kv:
+            continue
+        if indent <= fabric_indent:
+            fabric_indent, in_health = None, False
+            continue
+        key, value = kv.group("key").strip().lower(), kv.group("value").strip()
+        low = value.lower()
+        if in_health and key in _HEALTH:
+            shift, table = _HEALTH[key]
+            if low not in table:
+                raise perr(source, no, f"unknown Fabric Health value {value!r} for {kv.group('key').strip()}", _FIX)
+            cur["health_mask"] = (cur.get("health_mask") or 0) | (table[low] << shift)
+        elif in_health and key == "summary":
+            cur["health_summary"] = _SUMMARY.get(low)
+        elif key == "state":
+            if low not in _STATES:
+                raise perr(source, no, f"unknown Fabric State {value!r}", _FIX)
+            cur["state"] = _STATES[low]
+        elif key == "status":
+            cur["status"] = None if low == "n/a" else _STATUS.get(low, 999)
+        elif key == "cliqueid":
+            cur["clique_id"] = int(value) if value.isdigit() else None
+        elif key == "clusteruuid":
+            cur["cluster_uuid"] = low if re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", low) else None
+    flush()
+    return tuple(out)
