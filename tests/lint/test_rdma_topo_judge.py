@@ -33,6 +33,7 @@ _UNSUPPORTED = {"topology": None}
 
 #: rdma_topo check, per host fixture: its topology ("DMA-based", "NUMA-based" or None for "No supported topology"),
 #: the ports whose ACS it judged, those it failed, and the subjects of its failed IOMMU group / ATS checks.
+_GB200_RPS = {f"{d:04x}:00:00.0" for d in (0x01, 0x02, 0x08, 0x09, 0x11, 0x12, 0x18, 0x19)}
 RDMA_TOPO = {
     "cloud-vm-flat": _UNSUPPORTED,
     "cpu-only": _UNSUPPORTED,
@@ -51,6 +52,16 @@ RDMA_TOPO = {
                         "acs_fail": set(), "other_fail": set()},
     "grace-hopper": {"topology": "NUMA-based", "ports": {"0001:00:00.0", "0009:00:00.0"}, "acs_fail": set(),
                      "other_fail": set()},
+    # rdma_topo check -F on the GB200/GB300 NVL72 trays (issue 30's fixtures; rdma-core 691953d8d): "All NUMA-based
+    # complexes have correct PCI topology", the 8 Grace root ports OK at 0011101 = xx111x1, no ATS on the ConnectX
+    # PFs, unique groups per NUMA node. With the root ports at ACS 0 (as first authored) it FAILs all 8.
+    "gb200-nvl72": {"topology": "NUMA-based", "ports": _GB200_RPS, "acs_fail": set(), "other_fail": set()},
+    "gb200-nvl72-clique-split": {"topology": "NUMA-based", "ports": _GB200_RPS, "acs_fail": set(), "other_fail": set()},
+    "gb200-nvl72-degraded": {"topology": "NUMA-based", "ports": _GB200_RPS, "acs_fail": set(), "other_fail": set()},
+    "gb200-nvl72-fabric-incomplete": {"topology": "NUMA-based", "ports": _GB200_RPS, "acs_fail": set(), "other_fail": set()},
+    "gb200-nvl72-imex-down": {"topology": "NUMA-based", "ports": _GB200_RPS, "acs_fail": set(), "other_fail": set()},
+    "gb200-nvl72-no-imex-channel": {"topology": "NUMA-based", "ports": _GB200_RPS, "acs_fail": set(), "other_fail": set()},
+    "gb300-nvl72": {"topology": "NUMA-based", "ports": _GB200_RPS, "acs_fail": set(), "other_fail": set()},
     "gb300-dd": {"topology": "DMA-based", "ports": _DD_PORTS, "acs_fail": set(), "other_fail": set()},
     # "FAIL ACS for grace_rp 0000:00:00.0 has incorrect values 0000000 != xx111x1" ... 24 lines
     "gb300-dd-acs-off": {"topology": "DMA-based", "ports": _DD_PORTS, "acs_fail": set(_DD_PORTS), "other_fail": set()},
