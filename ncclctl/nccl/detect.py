@@ -149,9 +149,7 @@ GPU_LINK_FROM_NVML = Version(2, 30, 0)
 def _pci_attrs(node: Node, dev: PciDevice, opts: Options, *, busid: str | None = None,
                gpu: bool = False) -> list[tuple[str, str]]:
     gen, width = _link(node, dev)
-    if gpu and opts.nccl_version >= GPU_LINK_FROM_NVML and dev.parent is None:
-        # NVML answers the width where sysfs has no parent port to read; the trained width of a GPU below a port
-        # (NVML's current width) is not modelled yet: tests/data/nccl_expected needs the harness re-run first.
+    if gpu and opts.nccl_version >= GPU_LINK_FROM_NVML:
         width = dev.current_link_width or dev.max_link_width or 16
     attrs = [("busid", busid or dev.bdf), ("class", dev.class_code)]
     if opts.nccl_version >= Version(2, 9, 0):

@@ -215,7 +215,7 @@ def test_slurm_reason_stays_within_the_limit():
 
 @pytest.mark.parametrize("root, code, first", [
     (BROKEN, 1, "ncclctl: IB001 mlx5_3 ib-port-not-active (+1 more)"),
-    (CLEAN, 0, "ncclctl: ok (57 rules passed)"),
+    (CLEAN, 0, "ncclctl: ok ("),  # the count is the registry's node rules that ran
     ("/nonexistent/host", 2, "ncclctl: unknown: /nonexistent/host: no such host root"),
 ])
 def test_npd_contract(root, code, first):
@@ -223,4 +223,6 @@ def test_npd_contract(root, code, first):
     assert r.returncode == code, r.stderr
     lines = r.stdout.splitlines()
     assert len(lines) == 1 and len(lines[0]) <= 80 and lines[0].startswith(first)
+    if code == 0:
+        assert lines[0].endswith(" rules passed)")
     assert "Traceback" not in r.stderr
