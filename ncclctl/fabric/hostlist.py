@@ -23,7 +23,7 @@ def compress(names) -> str:
     plain: list[str] = []
     for name in items:
         m = _TAIL.match(name)
-        if not m:
+        if not m or len(m.group(2)) > 18:  # a number no host name has (and past int()'s 4,300-digit limit): as is
             plain.append(name)
             continue
         prefix, digits = m.groups()

@@ -131,7 +131,9 @@ class LiveNvml:
         dev["nvlinks"] = links
         dev["c2c"] = self._c2c(nv, q, h)
         dev["fabric"] = self._fabric(nv, q, h)
-        dev["platform"] = self._platform(nv, q, h)
+        platform = self._platform(nv, q, h)
+        if platform != {"error": "FunctionNotFound"}:  # no platform API (a pynvml or driver before it): no entry
+            dev["platform"] = platform
         return dev
 
     def _c2c(self, nv: Any, q: Callable, h: Any) -> Any:
@@ -212,7 +214,9 @@ def _raw_bytes(info: Any, cls: Any, field: str, size: int) -> bytes | None:
 
 def fabric_doc(info: Any, cls: Any, version: int) -> dict:
     """The recorded form of a GPU fabric info struct (docs/fixture-format.md, ``nvml.json`` ``fabric``)."""
-    doc: dict[str, Any] = {"version": version, "state": int(info.state), "status": int(info.status)}
+    # v1 (state and status only) is recorded without "version", as snapshots before the v2/v3 fields were
+    doc: dict[str, Any] = ({"version": version} if version >= 2 else {}) | {"state": int(info.state),
+                                                                          "status": int(info.status)}
     if version >= 2:
         raw = _raw_bytes(info, cls, "clusterUuid", 16)
         if raw is not None:
