@@ -18,7 +18,7 @@ _PERF = "ncclctl/logs/perf.py"
 
 _DETECT = ("ncclctl log check reads NCCL_DEBUG=INFO logs (any number of files, a folder, stdin; plain or gzip; "
            "with launcher prefixes and application lines mixed in) and rebuilds each process, rank and "
-           "communicator from NCCL's own wordings (NCCL 2.4 to 2.30; ncclctl/logs/parse.py). ")
+           "communicator from NCCL's own wordings (NCCL 2.4 to 2.32; ncclctl/logs/parse.py). ")
 _MODEL = ("With --root DIR (one node for every host) or --inventory INV (one node per host name), the node's "
           "topology goes through ncclctl's model of NCCL 2.30.7 (the one 'ncclctl topo predict' prints) and the "
           "log is held against its NET numbering, GPU-NIC paths and GPUDirect RDMA decisions. ")
