@@ -252,15 +252,7 @@ class Checker:
 
     @staticmethod
     def _version_of(procs: list[Proc]):
-        from ncclctl.nccl.version import parse
-
-        for p in procs:
-            if p.version:
-                try:
-                    return parse(p.version.split("+", 1)[0])
-                except Exception:  # a mangled version string
-                    return None
-        return None
+        return next((_parse_version(p.version) for p in procs if p.version), None)
 
     # LOG002 ---------------------------------------------------------------
     def socket(self) -> None:
