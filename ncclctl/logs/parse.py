@@ -1112,11 +1112,13 @@ def _looks_like_log(path: str) -> bool:
     header: what a log of a job that used NCCL has near its top."""
     import zlib
 
+    from ncclctl.errors import InputError
+    from ncclctl.inputs import read_bytes
+
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(SNIFF_BYTES)
-    except OSError:
-        return True  # unreadable: let the reader say why
+        head = read_bytes(path, "log", limit=SNIFF_BYTES) or b""  # the input door, its first 256 KiB only
+    except InputError:
+        return True  # unreadable: the reader says why
     if head[:2] == b"\x1f\x8b":
         try:
             head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, SNIFF_BYTES)
