@@ -56,14 +56,19 @@ def test_predict_every_valid_topology_file_at_1_2_3_nodes():
             _predict_everything(path.read_bytes(), nodes, str(path))
 
 
+#: Shared by every test of this module: the variants of one machine (six GB200 trays that differ in fabric state,
+#: IMEX or health only) generate the same topology and so share one search.
+_PREDICTIONS: dict = {}
+
+
 @pytest.fixture
 def shared_predictions(monkeypatch):
     """One prediction per (topology, settings, node count): logs of the same shape share it (the search on the
-    DGX fixtures costs up to a second; the crash class under test lives after it)."""
+    DGX and GB200 fixtures costs up to seconds; the crash class under test lives after it)."""
     import ncclctl.nccl.predict as P
 
     real = P.predict_xml
-    memo: dict = {}
+    memo = _PREDICTIONS
 
     def cached(data, *, inputs, down=frozenset(), path=None, channels=True):
         tr = inputs.transport
@@ -76,19 +81,44 @@ def shared_predictions(monkeypatch):
     monkeypatch.setattr(P, "predict_xml", cached)
 
 
+@pytest.fixture
+def shared_probe(monkeypatch):
+    """One probe per host tree for the whole log matrix (a GB200 tray's ~830 files cost about a second to read, 29
+    times per host otherwise); the test holds the model's JSON before and after, so a check that changed the
+    shared model would fail it rather than hide behind the sharing."""
+    import ncclctl.inventory as I
+
+    real = I.load_snapshot
+    memo: dict = {}
+
+    def cached(path: str):
+        if path not in memo:
+            memo[path] = real(path)
+        return memo[path]
+
+    monkeypatch.setattr(I, "load_snapshot", cached)
+    return memo
+
+
 @pytest.mark.parametrize("host", host_names())
-def test_log_check_every_log_against_every_host(host, shared_predictions):
+def test_log_check_every_log_against_every_host(host, shared_predictions, shared_probe):
     from ncclctl.logs.check import check, predict_models
     from ncclctl.logs.parse import read_logs
+    from ncclctl.render import dumps
 
     assert LOGS, "no log fixtures found"
+    before = None
     for log in LOGS:
         ls = read_logs([str(log)])
         try:
             models, _notes = predict_models(ls, root=str(HOSTS / host))
         except NcclctlError:
             continue
+        if before is None:
+            before = dumps(shared_probe[str(HOSTS / host)].to_dict())
         check(ls, models=models)
+    if before is not None:
+        assert dumps(shared_probe[str(HOSTS / host)].to_dict()) == before, "a log check changed the host's model"
 
 
 @pytest.mark.skipif(not REAL.is_dir(), reason="../shared/real is not beside the checkout")
