@@ -104,7 +104,9 @@ def too_big(path: str, size: int | None, kind: Kind) -> InputError:
 
 
 def _missing(path: str, kind: Kind) -> InputError:
-    fix = "check the path" if kind.fix.startswith("check the path") else f"check the path, or {kind.fix}"
+    # A kind's fix that already says "check the path" is about content or size (topology files are a few
+    # kilobytes): for a file that is not there, the path is all there is to say.
+    fix = "check the path" if "check the path" in kind.fix else f"check the path, or {kind.fix}"
     return InputError(f"no such {kind.what}", path=path, fix=fix)
 
 

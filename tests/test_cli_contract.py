@@ -110,7 +110,12 @@ def test_fabric_order_check_exit_code(tmp_path: Path):
                    "--exit-code").returncode == 0
 
 
-_READY = "import sys; from ncclctl.cli import main; sys.stderr.write('ready\\n'); sys.stderr.flush(); main()"
+# "ready" is written once main() has entered its handlers (from inside the command runner it calls): written just
+# before main() instead, a signal sent at once raced the child's next few bytecodes and was raised before main's
+# try (on a loaded 2-core machine, every time) -- the harness's window, not ncclctl's.
+_READY = ("import sys; import ncclctl.cli as c; run = c._run\n"
+          "def ready(args):\n    sys.stderr.write('ready\\n'); sys.stderr.flush(); return run(args)\n"
+          "c._run = ready; c.main()")
 
 
 def _interrupt_after(argv: list[str], delay: float) -> subprocess.CompletedProcess:

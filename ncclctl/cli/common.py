@@ -133,6 +133,7 @@ class OrderFormat(str, enum.Enum):
 class FleetFormat(str, enum.Enum):
     text = "text"
     json = "json"
+    sarif = "sarif"
     junit = "junit"
     prom = "prom"
 
@@ -188,6 +189,18 @@ FOLLOW_OPTION = typer.Option(False, "--follow", help="With -o: if the path is a 
 # Options of every command that reports findings (lint, fleet lint, topo/rings validate, fabric load/rails).
 SHOW_INFO_OPTION = typer.Option(False, "--show-info", help="Text output: also print info findings (hidden by default; "
                                 "the summary line counts them). JSON, SARIF and JUnit always carry them.")
+QUIET_OPTION = typer.Option(False, "--quiet", "-q", help="Text output: the summary line only (the exit code is "
+                            "unchanged). Machine formats are not affected.")
+
+
+class ColorMode(str, enum.Enum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
+COLOR_OPTION = typer.Option(ColorMode.auto, "--color", help="Colour the text report: auto (only on a terminal, and "
+                            "not when NO_COLOR is set or TERM=dumb), always, never.", metavar="WHEN")
 CONFIG_HELP = "Rule configuration: severities, off, per-host ignores (default: ./.ncclctl.yaml if present)."
 RULE_HELP = "Report only this rule (id or slug; repeat or comma-separate)."
 FAIL_ON_HELP = "Exit 1 when a finding reaches this severity."
@@ -213,10 +226,15 @@ def terminal_safe(text: str) -> str:
     return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
-def out(text: str) -> None:
+def out(text: str, *, color: bool = False) -> None:
     """Write a command's output to stdout: control characters from input escaped (:func:`terminal_safe`),
-    undecodable bytes as ``\\xNN`` under a strict UTF-8 stdout."""
+    undecodable bytes as ``\\xNN`` under a strict UTF-8 stdout. ``color``: a text report, coloured after the
+    escaping (:func:`ncclctl.report.color.colorize`), so that only ncclctl's own escape sequences reach the terminal."""
     text = terminal_safe(text)
+    if color:
+        from ncclctl.report.color import colorize
+
+        text = colorize(text)
     try:
         sys.stdout.write(text)
     except UnicodeEncodeError:  # a surrogate-escaped name or path under a strict (UTF-8 locale) stdout
@@ -313,16 +331,42 @@ def load_config(explicit: Optional[str]):
     return path, _load(path)
 
 
-def emit_report(rep: Any, fmt: Any, show_info: bool, output: Optional[str] = None) -> None:
+def use_color(mode: Any = None, stream: Any = None) -> bool:
+    """Whether text for ``stream`` (stdout) gets colours: ``--color always``/``never`` decide; ``auto`` (the
+    default) colours a terminal only, never a pipe or a file, and not when ``NO_COLOR`` is set (no-color.org) or
+    ``TERM=dumb``."""
+    import os
+
+    value = getattr(mode, "value", mode) or "auto"
+    if value in ("always", "never"):
+        return value == "always"
+    stream = sys.stdout if stream is None else stream
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def emit_report(rep: Any, fmt: Any, show_info: bool, output: Optional[str] = None, *, quiet: bool = False,
+                color: Any = None) -> None:
     """Print ``rep`` through the report door (or write it to ``output``, atomically); exit 1 when a finding
-    reaches ``--fail-on``."""
+    reaches ``--fail-on``.
+
+    With ``output`` and a machine format (json, sarif, junit), the file gets that format and the terminal the
+    text report beside it (one run in CI: SARIF for the code-scanning upload, text for the log). ``quiet``: text
+    is the summary line only. ``color``: :func:`use_color` (text on stdout only)."""
     from ncclctl import report
 
-    text = report.render(rep, str((fmt or Format.text).value), show_info=show_info)
+    fmt_value = str((fmt or Format.text).value)
+    text = report.render(rep, fmt_value, show_info=show_info, quiet=quiet)
     if output is not None:
         write_output(text, output)
+        if fmt_value in ("json", "sarif", "junit"):
+            out(report.render(rep, "text", show_info=show_info, quiet=quiet), color=use_color(color))
     else:
-        out(text)
+        out(text, color=fmt_value == "text" and use_color(color))
     if not rep.ok:
         raise typer.Exit(int(ExitCode.FINDINGS))
 
@@ -460,7 +504,8 @@ def engine_answer(make_report: Any, fmt: str, *, command: str, output: Optional[
 
 def validate_file(file: str, *, root: Optional[str], live: bool, nccl_version: str, fmt: ReportFormat,
                   fail_on: FailOn, xsd: bool, config: Optional[str], rule: Optional[List[str]], show_info: bool,
-                  command: str, meaning=None, model: Optional[str] = None, rails=None) -> None:
+                  command: str, meaning=None, model: Optional[str] = None, rails=None, quiet: bool = False,
+                  color: Any = None) -> None:
     """The body of ``topo validate`` and ``rings validate``."""
     from ncclctl.nccl.version import parse_option
     from ncclctl.topo.filecheck import validate_report
@@ -478,13 +523,13 @@ def validate_file(file: str, *, root: Optional[str], live: bool, nccl_version: s
                                                                           or live) else None,
                           config=cfg, config_path=cfg_path, only=only, fail_on=fail_on.value, command=command,
                           meaning=meaning, rails=rails)
-    emit_report(rep, fmt, show_info)
+    emit_report(rep, fmt, show_info, quiet=quiet, color=color)
 
 
 __all__ = [
     "BACKUP_OPTION", "CHECK_OPTION", "CONFIG_HELP", "DIFF_OPTION", "EXIT_CODE_OPTION", "FAIL_ON_HELP", "FOLLOW_OPTION",
     "CheckFormat", "ENGINE_FORMATS", "FORMAT_VALUES", "FailOn", "LintFormat", "OUTPUT_OPTION", "engine_answer", "run_time", "write_output", "Format", "Group", "FleetFormat", "OrderFormat", "ProbeFormat", "ReportFormat", "RulesFormat", "ShowFormat", "SynthFormat", "JSON_SCHEMA_VERSION", "MODEL_HELP", "NCCL_DEFAULT", "ROOT_HELP", "RULE_HELP",
-    "SHOW_INFO_OPTION", "command_app", "csv_list", "dumps", "emit_report", "emit_result",
+    "SHOW_INFO_OPTION", "QUIET_OPTION", "COLOR_OPTION", "ColorMode", "use_color", "command_app", "csv_list", "dumps", "emit_report", "emit_result",
     "format_option", "load_config", "FABRIC_IDS_HELP", "RAIL_MAP_HELP", "HOST_IDS_HELP", "load_node", "note", "out", "read_xml", "rule_or_usage", "select_rules",
     "sub_app", "terminal_safe", "usage", "validate_file",
 ]

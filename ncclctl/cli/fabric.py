@@ -9,7 +9,7 @@ from typing import List, Optional
 
 import typer
 
-from ncclctl.cli.common import (OrderFormat, SynthFormat, BACKUP_OPTION, CHECK_OPTION, CONFIG_HELP, DIFF_OPTION, EXIT_CODE_OPTION, FAIL_ON_HELP,
+from ncclctl.cli.common import (COLOR_OPTION, QUIET_OPTION, ColorMode, OrderFormat, SynthFormat, BACKUP_OPTION, CHECK_OPTION, CONFIG_HELP, DIFF_OPTION, EXIT_CODE_OPTION, FAIL_ON_HELP,
                                 FOLLOW_OPTION, JSON_SCHEMA_VERSION, NCCL_DEFAULT, RAIL_MAP_HELP, RULE_HELP,
                                 SHOW_INFO_OPTION, FailOn, Format, ReportFormat,
                                 dumps, emit_report, emit_result, format_option, load_config, note, out, select_rules,
@@ -122,7 +122,8 @@ def _stages():
 
 
 def _report(findings, fmt: ReportFormat, fail_on: FailOn, *, header: str, doc: dict, subject: str,
-            config: Optional[str], rule: Optional[List[str]], show_info: bool, command: str) -> None:
+            config: Optional[str], rule: Optional[List[str]], show_info: bool, command: str, quiet: bool = False,
+            color: Optional[ColorMode] = None) -> None:
     from ncclctl.findings import Severity
     from ncclctl.report import configured
 
@@ -131,7 +132,7 @@ def _report(findings, fmt: ReportFormat, fail_on: FailOn, *, header: str, doc: d
     # per-host ignores match each finding's host
     rep = configured(findings, subject=subject, fail_on=Severity(fail_on.value), config=cfg, only=only,
                      header=header, fields=(*doc.items(), ("config", cfg_path)), name=f"ncclctl {command}")
-    emit_report(rep, fmt, show_info)
+    emit_report(rep, fmt, show_info, quiet=quiet, color=color)
 
 
 @fabric_app.command("load")
@@ -143,6 +144,8 @@ def fabric_load(
     config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
     rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help=RULE_HELP, metavar="ID"),
     show_info: bool = SHOW_INFO_OPTION,
+    quiet: bool = QUIET_OPTION,
+    color: ColorMode = COLOR_OPTION,
 ) -> None:
     """Read a fabric (ibnetdiscover, ibnetdiscover -p, iblinkinfo, or the inventory hosts' LLDP) and summarise it."""
     from ncclctl.fabric.sources import load_findings, load_input, load_summary
@@ -151,7 +154,7 @@ def fabric_load(
     inp = load_input(fabric_file, inventory)
     header, doc = load_summary(inp)
     _report(load_findings(inp), fmt, fail_on, header=header, doc=doc, subject=fabric_file or inventory or "fabric",
-            config=config, rule=rule, show_info=show_info, command="fabric load")
+            config=config, rule=rule, show_info=show_info, command="fabric load", quiet=quiet, color=color)
 
 
 @fabric_app.command("rails")
@@ -165,6 +168,8 @@ def fabric_rails(
     config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
     rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help=RULE_HELP, metavar="ID"),
     show_info: bool = SHOW_INFO_OPTION,
+    quiet: bool = QUIET_OPTION,
+    color: ColorMode = COLOR_OPTION,
 ) -> None:
     """Detect the rail layout (which leaf serves which rail of which group) and check every host's cabling."""
     from ncclctl.fabric.layout import layout_doc, layout_text
@@ -172,7 +177,7 @@ def fabric_rails(
     lay = _layout(fabric_file, inventory, rails, expect_rate)
     _report(lay.findings, fmt, fail_on, header=layout_text(lay), doc=layout_doc(lay),
             subject=fabric_file or inventory or "fabric", config=config, rule=rule, show_info=show_info,
-            command="fabric rails")
+            command="fabric rails", quiet=quiet, color=color)
 
 
 
@@ -231,6 +236,8 @@ def fabric_plan(
     config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
     rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help=RULE_HELP, metavar="ID"),
     show_info: bool = SHOW_INFO_OPTION,
+    quiet: bool = QUIET_OPTION,
+    color: ColorMode = COLOR_OPTION,
 ) -> None:
     """Every host's nccl.conf and topo.xml and the host order (hostfile, Slurm topology.conf) from one fabric
     analysis, consistent across the fleet (docs/rails.md).
@@ -259,4 +266,4 @@ def fabric_plan(
     doc = plan_doc(plan, output, outcome)
     _report([*plan.findings, *outcome.findings], ReportFormat(fmt.value), fail_on,
             header=plan_text(plan, output, outcome), doc=doc, subject=inventory, config=config, rule=rule,
-            show_info=show_info, command="fabric plan")
+            show_info=show_info, command="fabric plan", quiet=quiet, color=color)

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from ncclctl.cli.common import (FleetFormat, CONFIG_HELP, OUTPUT_OPTION, SHOW_INFO_OPTION, FailOn, format_option,
+from ncclctl.cli.common import (COLOR_OPTION, QUIET_OPTION, ColorMode, use_color, FleetFormat, CONFIG_HELP, OUTPUT_OPTION, SHOW_INFO_OPTION, FailOn, format_option,
                                 load_config, out, run_time, select_rules, sub_app, usage, write_output)
 from ncclctl.errors import ExitCode
 
@@ -45,12 +45,14 @@ def fleet_lint(
     inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help="Cluster inventory YAML (see 'ncclctl schema inventory') naming each host's snapshot or model.", metavar="FILE"),
     config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
     expect: Optional[str] = typer.Option(None, "--expect", help="Also compare every host with this expected-state profile.", metavar="FILE"),
-    fmt: FleetFormat = format_option(FleetFormat.text, "Output format: text, json, junit, prom (a node_exporter textfile with a host label, docs/operations.md section 5)."),
+    fmt: FleetFormat = format_option(FleetFormat.text, "Output format: text, json, sarif, junit, prom (a node_exporter textfile with a host label, docs/operations.md section 5)."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding on any host reaches this severity."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, max=1024, help="Worker processes (default: the CPU count)."),
     rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help="Run only this rule (id or slug; repeat or comma-separate).", metavar="ID"),
     host_timeout: float = typer.Option(60.0, "--host-timeout", min=0.1, help="Seconds one host may take to load and lint; a host past it is reported, the rest are linted.", metavar="SECONDS"),
     show_info: bool = SHOW_INFO_OPTION,
+    quiet: bool = QUIET_OPTION,
+    color: ColorMode = COLOR_OPTION,
     output: Optional[str] = OUTPUT_OPTION,
 ) -> None:
     """Lint every node of a fleet and compare them: MTU, firmware, driver, NCCL settings, GPU/NIC counts, rails.
@@ -82,12 +84,15 @@ def fleet_lint(
 
         text = fleet_textfile(result, threshold, now=run_time())
     else:
-        text = report.render_fleet(result, fmt.value, fail_on=threshold, show_info=show_info,
+        text = report.render_fleet(result, fmt.value, fail_on=threshold, show_info=show_info, quiet=quiet,
                                    fields=(("config", cfg_path), ("extends", cfg.extends), ("expect", expect)))
     if output is not None:
         write_output(text, output)
+        if fmt in (FleetFormat.json, FleetFormat.sarif, FleetFormat.junit):  # the text beside the file (CI)
+            out(report.render_fleet(result, "text", fail_on=threshold, show_info=show_info, quiet=quiet),
+                color=use_color(color))
     else:
-        out(text)
+        out(text, color=fmt == FleetFormat.text and use_color(color))
     code = exit_code(result, threshold)
     if code != ExitCode.OK:
         raise typer.Exit(code)

@@ -12,7 +12,7 @@ from typing import List, Optional
 
 import typer
 
-from ncclctl.cli.common import (RulesFormat, CONFIG_HELP, FAIL_ON_HELP, JSON_SCHEMA_VERSION, MODEL_HELP, ROOT_HELP, SHOW_INFO_OPTION,
+from ncclctl.cli.common import (COLOR_OPTION, QUIET_OPTION, ColorMode, RulesFormat, CONFIG_HELP, FAIL_ON_HELP, JSON_SCHEMA_VERSION, MODEL_HELP, ROOT_HELP, SHOW_INFO_OPTION,
                                 ENGINE_FORMATS, OUTPUT_OPTION, FailOn, Format, LintFormat, ReportFormat, command_app,
                                 dumps, emit_report, engine_answer, format_option, load_config, load_node, note, out,
                                 rule_or_usage, select_rules, usage)
@@ -77,6 +77,8 @@ def lint_cmd(
     nagios: bool = typer.Option(False, "--nagios", help="Nagios/NHC plugin output: one status line with perfdata; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."),
     rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help="Run only this rule (id or slug; repeat or comma-separate).", metavar="ID"),
     show_info: bool = SHOW_INFO_OPTION,
+    quiet: bool = QUIET_OPTION,
+    color: ColorMode = COLOR_OPTION,
     output: Optional[str] = OUTPUT_OPTION,
     drain: bool = typer.Option(False, "--drain", help="With --format slurm: when the node is unfit, also run 'scontrol update nodename=NODE state=drain reason=REASON'."),
     node: Optional[str] = typer.Option(None, "--node", help="With --drain: the Slurm node name (default: $SLURMD_NODENAME, else the short host name).", metavar="NAME"),
@@ -102,7 +104,8 @@ def lint_cmd(
         engine_answer(lambda: _lint(root, model, config, expect, None, fail_on, None, rule, report_only=True),
                       fmt_value, command="lint", output=output, drain=drain, node=node)
     if not nagios:
-        _lint(root, model, config, expect, write_expect, fail_on, fmt, rule, show_info=show_info, output=output)
+        _lint(root, model, config, expect, write_expect, fail_on, fmt, rule, show_info=show_info, output=output,
+              quiet=quiet, color=color)
         return
     from ncclctl.errors import NcclctlError
     from ncclctl.report.nagios import nagios_unknown
@@ -124,7 +127,8 @@ def lint_cmd(
 
 
 def _lint(root, model, config, expect, write_expect, fail_on, fmt, rule, *, nagios: bool = False,
-          show_info: bool = False, output: Optional[str] = None, report_only: bool = False):
+          show_info: bool = False, output: Optional[str] = None, report_only: bool = False, quiet: bool = False,
+          color: Optional[ColorMode] = None):
     from ncclctl.lint.engine import lint_report
 
     if write_expect is not None and expect is not None:
@@ -150,7 +154,7 @@ def _lint(root, model, config, expect, write_expect, fail_on, fmt, rule, *, nagi
         text, code = nagios_answer(rep)
         out(text)
         raise typer.Exit(code)
-    emit_report(rep, fmt, show_info, output)
+    emit_report(rep, fmt, show_info, output, quiet=quiet, color=color)
     return None
 
 

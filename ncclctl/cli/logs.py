@@ -6,7 +6,7 @@ from typing import Any, List, Optional
 
 import typer
 
-from ncclctl.cli.common import (OUTPUT_OPTION, CheckFormat, engine_answer, CONFIG_HELP, FAIL_ON_HELP, JSON_SCHEMA_VERSION, ROOT_HELP, RULE_HELP, SHOW_INFO_OPTION,
+from ncclctl.cli.common import (COLOR_OPTION, QUIET_OPTION, ColorMode, OUTPUT_OPTION, CheckFormat, engine_answer, CONFIG_HELP, FAIL_ON_HELP, JSON_SCHEMA_VERSION, ROOT_HELP, RULE_HELP, SHOW_INFO_OPTION,
                                 FailOn, Format, dumps, emit_report, format_option, load_config, out,
                                 select_rules, sub_app, usage)
 
@@ -47,6 +47,8 @@ def log_check(
     config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
     rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help=RULE_HELP, metavar="ID"),
     show_info: bool = SHOW_INFO_OPTION,
+    quiet: bool = QUIET_OPTION,
+    color: ColorMode = COLOR_OPTION,
     output: Optional[str] = OUTPUT_OPTION,
 ) -> None:
     """Findings (LOG rules) with the log lines they rest on: GPUDirect RDMA off, socket fallback, ranks that
@@ -82,7 +84,7 @@ def log_check(
 
     if fmt == CheckFormat.prom:
         engine_answer(make, "prom", command="log check", output=output)
-    emit_report(make(), fmt, show_info, output)
+    emit_report(make(), fmt, show_info, output, quiet=quiet, color=color)
 
 
 def require_nccl_lines(ls, logs: List[str]) -> None:

@@ -6,7 +6,7 @@ from typing import Any, List, Optional
 
 import typer
 
-from ncclctl.cli.common import (OUTPUT_OPTION, CheckFormat, engine_answer, CONFIG_HELP, FAIL_ON_HELP, MODEL_HELP, ROOT_HELP, RULE_HELP, SHOW_INFO_OPTION, FailOn,
+from ncclctl.cli.common import (COLOR_OPTION, QUIET_OPTION, ColorMode, OUTPUT_OPTION, CheckFormat, engine_answer, CONFIG_HELP, FAIL_ON_HELP, MODEL_HELP, ROOT_HELP, RULE_HELP, SHOW_INFO_OPTION, FailOn,
                                 emit_report, format_option, load_config, select_rules, sub_app, usage)
 
 perf_app = sub_app("nccl-tests results: bus bandwidth per collective against what the hardware should give.")
@@ -31,6 +31,8 @@ def perf_check(
     config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
     rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help=RULE_HELP, metavar="ID"),
     show_info: bool = SHOW_INFO_OPTION,
+    quiet: bool = QUIET_OPTION,
+    color: ColorMode = COLOR_OPTION,
     output: Optional[str] = OUTPUT_OPTION,
 ) -> None:
     """Expected bus bandwidth from the node (NVLink generation, NICs x rate, PCIe) and the efficiency of each
@@ -90,4 +92,4 @@ def perf_check(
 
     if fmt == CheckFormat.prom:
         engine_answer(make, "prom", command="perf check", output=output)
-    emit_report(make(), fmt, show_info, output)
+    emit_report(make(), fmt, show_info, output, quiet=quiet, color=color)

@@ -9,7 +9,7 @@ import typer
 from ncclctl.cli.common import (JSON_SCHEMA_VERSION, BACKUP_OPTION, CHECK_OPTION, CONFIG_HELP, DIFF_OPTION,
                                 EXIT_CODE_OPTION, FABRIC_IDS_HELP, FAIL_ON_HELP, FOLLOW_OPTION, HOST_IDS_HELP,
                                 RAIL_MAP_HELP, MODEL_HELP, NCCL_DEFAULT, ROOT_HELP, RULE_HELP,
-                                SHOW_INFO_OPTION, FailOn, Format, GdrMode, ReportFormat, command_app, csv_list, dumps,
+                                SHOW_INFO_OPTION, COLOR_OPTION, QUIET_OPTION, ColorMode, FailOn, Format, GdrMode, ReportFormat, command_app, csv_list, dumps,
                                 emit_result, format_option, load_node, note, out, read_xml, sub_app, validate_file)
 
 rails_app = command_app()
@@ -113,6 +113,8 @@ def rings_validate(
     config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
     rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help=RULE_HELP, metavar="ID"),
     show_info: bool = SHOW_INFO_OPTION,
+    quiet: bool = QUIET_OPTION,
+    color: ColorMode = COLOR_OPTION,
 ) -> None:
     """Validate a graph file as NCCL reads it (structure, types, channel counts), against a host, and what it means
     there: path types, speeds, crossnic, NICs, GPU sets and net devs against NCCL's model of the node (--topo, or
@@ -126,4 +128,4 @@ def rings_validate(
         read_xml(topo)  # unreadable: exit 3 before anything else
     meaning = Meaning(topo=topo, env=parse_env(env), gdr=gdr.value)
     validate_file(file, root=root, live=live, nccl_version=nccl_version, fmt=fmt, fail_on=fail_on, xsd=True,
-                  config=config, rule=rule, show_info=show_info, command="rings validate", meaning=meaning)
+                  config=config, rule=rule, show_info=show_info, quiet=quiet, color=color, command="rings validate", meaning=meaning)

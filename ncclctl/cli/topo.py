@@ -8,7 +8,7 @@ import typer
 
 from ncclctl.cli.common import (BACKUP_OPTION, CHECK_OPTION, CONFIG_HELP, DIFF_OPTION, EXIT_CODE_OPTION,
                                 FABRIC_IDS_HELP, FAIL_ON_HELP, FOLLOW_OPTION, HOST_IDS_HELP, RAIL_MAP_HELP, JSON_SCHEMA_VERSION, MODEL_HELP, NCCL_DEFAULT, ROOT_HELP,
-                                RULE_HELP, SHOW_INFO_OPTION, FailOn, Format, GdrMode, ReportFormat, ShowFormat, csv_list,
+                                RULE_HELP, SHOW_INFO_OPTION, COLOR_OPTION, QUIET_OPTION, ColorMode, FailOn, Format, GdrMode, ReportFormat, ShowFormat, csv_list,
                                 dumps, emit_result, format_option, load_node, note, out, read_xml, sub_app, usage,
                                 validate_file)
 from ncclctl.errors import ExitCode
@@ -76,6 +76,8 @@ def topo_validate(
     config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
     rule: Optional[List[str]] = typer.Option(None, "--rule", "-r", help=RULE_HELP, metavar="ID"),
     show_info: bool = SHOW_INFO_OPTION,
+    quiet: bool = QUIET_OPTION,
+    color: ColorMode = COLOR_OPTION,
 ) -> None:
     """Validate a topology or graph file exactly as NCCL reads it (and against a host with --root/--model/--live,
     its rail/plane ids against the fabric with --fabric or --rail-map)."""
@@ -87,7 +89,7 @@ def topo_validate(
     elif host is not None:
         raise usage("--host names the node in the fabric or rail map: give --fabric FILE or --rail-map FILE")
     validate_file(file, root=root, live=live, nccl_version=nccl_version, fmt=fmt, fail_on=fail_on, xsd=xsd,
-                  config=config, rule=rule, show_info=show_info, command="topo validate", model=model, rails=rails)
+                  config=config, rule=rule, show_info=show_info, quiet=quiet, color=color, command="topo validate", model=model, rails=rails)
 
 
 @topo_app.command("show")

@@ -16,7 +16,16 @@ from ncclctl import JSON_SCHEMA_VERSION
 from ncclctl.findings import Severity
 from ncclctl.registry import FAMILY_TABLE, SCOPES, Option, Rule
 
-INFO_URI = "https://ncclctl.invalid/docs/rules"
+#: The docs page (relative to the source tree) that holds each family's generated rule table: what SARIF's
+#: ``helpUri`` and ``help`` point at. tests/lint/test_generated.py holds it against the table markers in docs/.
+FAMILY_DOCS: dict[str, str] = {
+    "pcie": "docs/rules-pcie-gpu.md", "gpudirect": "docs/rules-pcie-gpu.md", "gpu": "docs/rules-pcie-gpu.md",
+    "nvlink-domain": "docs/rules-nvlink.md", "infiniband": "docs/rules-ib-roce.md", "roce": "docs/rules-ib-roce.md",
+    "nccl": "docs/rules-nccl.md", "expect": "docs/lint.md", "fleet": "docs/lint.md", "fabric": "docs/fabric.md",
+    "nccl-xml": "docs/rules-topo.md", "topology": "docs/rules-topo.md", "graph": "docs/rules-topo.md",
+    "nccl-version": "docs/rules-topo.md", "host-match": "docs/rules-topo.md", "nccl-log": "docs/logs.md",
+    "nccl-tests": "docs/perf.md",
+}
 README_BEGIN = "<!-- rules:begin -->"
 README_END = "<!-- rules:end -->"
 # A generated table in docs/*.md: "<!-- rules-table: pcie,gpudirect,gpu -->" ... "<!-- rules-table:end -->".
@@ -229,6 +238,11 @@ def family_table(rules: Sequence[Rule]) -> str:
     for r in rules:
         lines.append(f"| {r.id} | `{r.slug}` | {md(severity_text(r))} | {runs_when(r)} | {md(r.title)} |")
     return "\n".join(lines) + "\n"
+
+
+def doc_page(rule: Rule) -> str:
+    """The docs page of ``rule``'s family (:data:`FAMILY_DOCS`; README.md's rule index for a family without one)."""
+    return FAMILY_DOCS.get(rule.family, "README.md")
 
 
 def known_families() -> tuple[str, ...]:

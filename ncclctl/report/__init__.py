@@ -43,13 +43,13 @@ def configured(findings: Iterable[Finding], *, subject: str, fail_on: Severity, 
     return Report(findings=tuple(kept), subject=subject, fail_on=fail_on, **report_fields)
 
 
-def render(report: Report, fmt: str, *, show_info: bool = False) -> str:
+def render(report: Report, fmt: str, *, show_info: bool = False, quiet: bool = False) -> str:
     """``report`` in ``fmt`` (one of :data:`FORMATS`; for nagios, :func:`ncclctl.report.nagios.nagios` also gives
-    the exit code)."""
+    the exit code). ``quiet``: text is the summary line only (machine formats ignore it)."""
     if fmt == "text":
         from ncclctl.report.text import text
 
-        return text(report, show_info=show_info)
+        return text(report, show_info=show_info, quiet=quiet)
     if fmt == "json":
         from ncclctl.render import dumps
         from ncclctl.report.jsondoc import json_doc
@@ -72,10 +72,15 @@ def render(report: Report, fmt: str, *, show_info: bool = False) -> str:
 
 
 def render_fleet(result: Any, fmt: str, *, fail_on: Severity, fields: tuple[tuple[str, Any], ...] = (),
-                 show_info: bool = False) -> str:
-    """A fleet lint result (:class:`ncclctl.report.fleet.FleetResult`) as text, json or junit: per-host findings,
-    the host table and one summary line (text), one document with every host (json), a testsuite per host
-    (junit)."""
+                 show_info: bool = False, quiet: bool = False) -> str:
+    """A fleet lint result (:class:`ncclctl.report.fleet.FleetResult`) as text, json, sarif or junit: faults with
+    their hosts, the host table and one summary line (text; ``quiet``: the summary line only), one document with
+    every host (json), one SARIF run whose results name their host (sarif), a testsuite per host (junit)."""
+    if fmt == "sarif":
+        from ncclctl.render import dumps
+        from ncclctl.report.sarif import fleet_sarif
+
+        return dumps(fleet_sarif(result, fail_on))
     if fmt == "json":
         from ncclctl.render import dumps
         from ncclctl.report.jsondoc import fleet_json
@@ -88,7 +93,7 @@ def render_fleet(result: Any, fmt: str, *, fail_on: Severity, fields: tuple[tupl
     if fmt == "text":
         from ncclctl.report.text import fleet_text
 
-        return fleet_text(result, fail_on, show_info=show_info)
+        return fleet_text(result, fail_on, show_info=show_info, quiet=quiet)
     raise ValueError(f"unknown fleet report format {fmt!r}")
 
 

@@ -51,11 +51,13 @@ def finding_lines(findings: Iterable[Finding], prefix: str = "") -> list[str]:
     return group_lines([Group((f,)) for f in sorted(findings, key=sort_key)], prefix)
 
 
-def text(report: Report, *, show_info: bool = False) -> str:
+def text(report: Report, *, show_info: bool = False, quiet: bool = False) -> str:
+    """The text report; ``quiet``: the summary line alone."""
     shown = visible(sorted(report.findings, key=sort_key), show_info)
     c = counts(report.findings)
-    lines = [report.header.rstrip("\n")] if report.header else []
-    lines += group_lines(group(shown), evidence=report.evidence)
+    lines = [report.header.rstrip("\n")] if report.header and not quiet else []
+    if not quiet:
+        lines += group_lines(group(shown), evidence=report.evidence)
     notes = list(report.notes)
     if report.rules_run is not None:
         notes.append(f"{plural(len(report.rules_run), 'rule')} run")
@@ -82,12 +84,14 @@ def fleet_summary(result: FleetResult, fail_on: Severity) -> dict[str, Any]:
     }
 
 
-def fleet_text(result: FleetResult, fail_on: Severity, *, show_info: bool = False) -> str:
+def fleet_text(result: FleetResult, fail_on: Severity, *, show_info: bool = False, quiet: bool = False) -> str:
     """Findings grouped per fault across hosts: one line per fault with its hosts in hostlist form
     (``gpu[002,017-019]: mlx5_3: error: IB001: ...``) and its fix once; then the hosts per status and counts, one
     row per hostlist; then the summary line. A fault is the same rule, severity, device, message and fix."""
     from ncclctl.names import hostlist, natural_key
 
+    if quiet:
+        return _fleet_summary_line(result, fail_on, show_info) + "\n"
     lines = []
     for h in result.hosts:
         if h.error is not None:
@@ -115,7 +119,6 @@ def fleet_text(result: FleetResult, fail_on: Severity, *, show_info: bool = Fals
                      f"{message}{many}")
         if fix:
             lines.append(f"    fix: {fix}")
-    s = fleet_summary(result, fail_on)
     by_row: dict[tuple[str, ...], list[str]] = {}
     for h in result.hosts:
         if h.error is not None:
@@ -132,8 +135,12 @@ def fleet_text(result: FleetResult, fail_on: Severity, *, show_info: bool = Fals
         widths = [max(len(r[i]) for r in rows + [header]) for i in range(5)]
         for r in [header] + rows:
             lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
-    hidden = f" ({HIDDEN_NOTE})" if s["info"] and not show_info else ""
-    lines.append(f"{plural(s['hosts'], 'host')}: {s['clean']} clean, {s['with_findings']} with findings "
-                 f"({s['failing']} at or above {fail_on.value}), {s['unreadable']} unreadable; "
-                 f"{count_phrase(s)}{hidden}")
+    lines.append(_fleet_summary_line(result, fail_on, show_info))
     return "\n".join(lines) + "\n"
+
+
+def _fleet_summary_line(result: FleetResult, fail_on: Severity, show_info: bool) -> str:
+    s = fleet_summary(result, fail_on)
+    hidden = f" ({HIDDEN_NOTE})" if s["info"] and not show_info else ""
+    return (f"{plural(s['hosts'], 'host')}: {s['clean']} clean, {s['with_findings']} with findings "
+            f"({s['failing']} at or above {fail_on.value}), {s['unreadable']} unreadable; {count_phrase(s)}{hidden}")

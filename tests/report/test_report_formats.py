@@ -104,4 +104,4 @@ def test_unknown_format_is_a_programming_error():
     with pytest.raises(ValueError):
         render(rep(), "yaml")
     with pytest.raises(ValueError):
-        report.render_fleet(None, "sarif", fail_on=E)
+        report.render_fleet(None, "nagios", fail_on=E)
