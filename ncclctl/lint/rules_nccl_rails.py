@@ -79,7 +79,7 @@ def _merge_path(ctx: Ctx, a: str, b: str) -> int:
     options=(VERSION_OPT,),
 )
 def merge_policy_fuses_rails(ctx: Ctx, opts: dict) -> Iterable[Hit]:
-    from ncclctl.nccl.build import _merge_level, merge_policy_rail
+    from ncclctl.nccl.build import merge_level, merge_policy_rail
     from ncclctl.nccl.system import Params
 
     got = _rail_ids(ctx, opts)
@@ -92,7 +92,7 @@ def merge_policy_fuses_rails(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     params = Params(env=env)
     if merge_policy_rail(params) or params.get("IB_MERGE_NICS", 1) == 0:
         return
-    level = _merge_level(params)
+    level = merge_level(params)
     pairs = []
     for i, (na, pa, ra, _) in enumerate(ports):
         for nb, pb, rb, _ in ports[i + 1:]:
