@@ -38,11 +38,11 @@ VERSION_OPT = Option(
 
 def resolved(ctx: Ctx, opts: dict | None = None) -> Resolved:
     """The node's settings as the release of the rule's ``nccl_version`` option reads them."""
-    return ctx.nccl_for(judged_version(opts)) if opts else ctx.nccl
+    return ctx.nccl_for(release(opts)) if opts else ctx.nccl
 
 
-def judged_version(opts: dict) -> Version:
-    """The release a rule judges: its ``nccl_version`` option."""
+def release(opts: dict) -> Version:
+    """The NCCL release a rule judges: its ``nccl_version`` option."""
     return parse(opts.get("nccl_version", DEFAULT_TEXT))
 
 
@@ -53,8 +53,8 @@ def show(value: str) -> str:
     return value
 
 
-def setting_hit(s: Setting, message: str, *, fix: str | None = None, evidence: tuple[str, ...] = (),
-                severity: Severity | None = None) -> Hit:
+def hit(s: Setting, message: str, *, fix: str | None = None, evidence: tuple[str, ...] = (),
+        severity: Severity | None = None) -> Hit:
     """A finding about one definition of a setting: the conf file and its line, or the environment variable."""
     where = () if s.from_env else (f"line {s.line}: {s.raw!r}",)
     if s.from_env:
@@ -89,4 +89,3 @@ def rdma_ports(ctx: Ctx) -> list[tuple[str, int, bool]]:
     """Every RDMA port of the node: (device, port, active with an InfiniBand or Ethernet link layer)."""
     return [(n.name, p.num, p.is_active and p.link_layer in ("InfiniBand", "Ethernet"))
             for n in ctx.node.nics for p in n.ports]
-

@@ -12,8 +12,7 @@ from typing import Iterable
 
 from ncclctl.findings import Severity
 from ncclctl.lint.context import Ctx
-from ncclctl.lint.ncclsettings import (VERSION_OPT, is_int_var, judged_version, line_fix, looks_nccl, resolved,
-                                       setting_hit, show)
+from ncclctl.lint.ncclsettings import VERSION_OPT, hit, is_int_var, line_fix, looks_nccl, release, resolved, show
 from ncclctl.registry import Hit, rule
 from ncclctl.nccl.params import strtol
 from ncclctl.nccl.version import DEFAULT, Version
@@ -81,7 +80,7 @@ def quoted_value(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             continue
         q = s.value[0]
         inner = s.value[1:-1] if len(s.value) > 1 and s.value.endswith(q) else s.value[1:]
-        yield setting_hit(s, "the quotes are part of the value: NCCL does not remove them", fix=line_fix(s, inner))
+        yield hit(s, "the quotes are part of the value: NCCL does not remove them", fix=line_fix(s, inner))
 
 
 @rule(
@@ -154,7 +153,7 @@ def inline_comment(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     options=(VERSION_OPT,),
 )
 def conf_crlf(ctx: Ctx, opts: dict) -> Iterable[Hit]:
-    version = judged_version(opts)
+    version = release(opts)
     res = resolved(ctx)
     for path in res.conf_paths:
         lines = [cl for cl in res.lines if cl.path == path and cl.crlf and cl.skipped is None]
@@ -191,8 +190,8 @@ def setting_overridden(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     for later, winner in res.overridden():
         if not looks_nccl(later.name):
             continue
-        yield setting_hit(later, f"overridden by {winner.name}={show(winner.value)} from {winner.where}, which NCCL reads "
-                   "first", evidence=(f"winner: {winner.where}",))
+        yield hit(later, f"overridden by {winner.name}={show(winner.value)} from {winner.where}, which NCCL reads "
+                  "first", evidence=(f"winner: {winner.where}",))
 
 
 @rule(
@@ -215,4 +214,3 @@ def duplicate_setting(ctx: Ctx, opts: dict) -> Iterable[Hit]:
                       f"{show(later.value)} is the value you want",
                   evidence=(f"line {first.line}: {first.raw!r}", f"line {later.line}: {later.raw!r}"),
                   line=later.line, severity=I if same else None)
-

@@ -10,7 +10,7 @@ from typing import Iterable
 
 from ncclctl.findings import Severity
 from ncclctl.lint.context import Ctx
-from ncclctl.lint.ncclsettings import VERSION_OPT, judged_version, rdma_ports, resolved, setting_hit
+from ncclctl.lint.ncclsettings import VERSION_OPT, hit, rdma_ports, release, resolved
 from ncclctl.registry import Hit, rule
 from ncclctl.nccl.lists import (MAX_IB_HCA_ENTRIES, MAX_IFNAME_ENTRIES, entry_matches_name, hca_selects, ifname_selects,
                                 parse_if_list)
@@ -69,8 +69,8 @@ def ib_hca_prefix_collision(ctx: Ctx, opts: dict) -> Iterable[Hit]:
                 continue
             verb = "excludes" if spec.exclude else "selects"
             exact = ("^=" if spec.exclude else "=") + ",".join(x.text for x in spec.entries)
-            yield setting_hit(s, f"entry {e.name} is a prefix: it also {verb} {', '.join(extra)}",
-                       fix=f"NCCL_IB_HCA={exact}", evidence=(f"devices: {', '.join(devs)}",))
+            yield hit(s, f"entry {e.name} is a prefix: it also {verb} {', '.join(extra)}",
+                      fix=f"NCCL_IB_HCA={exact}", evidence=(f"devices: {', '.join(devs)}",))
 
 
 @rule(
@@ -113,16 +113,16 @@ def ib_hca_no_device(ctx: Ctx, opts: dict) -> Iterable[Hit]:
                     close = difflib.get_close_matches(e.name, list(nics), n=1, cutoff=0.6)
                     hint = f"; RDMA devices here: {', '.join(sorted(nics))}" + (f" (closest: {close[0]})" if close else "")
                 what = "excludes nothing: " if spec.exclude else ""
-                yield setting_hit(s, f"{what}no RDMA device is named {e.name}{hint or ' (this host has none)'}",
-                           severity=sev, fix=fix)
+                yield hit(s, f"{what}no RDMA device is named {e.name}{hint or ' (this host has none)'}",
+                          severity=sev, fix=fix)
                 errors += 0 if spec.exclude else 1
                 continue
             pairs = [(d, p.num, p) for d in matched for p in nics[d].ports if e.port is None or p.num == e.port]
             if not pairs:
                 have = ", ".join(f"{d} ports {','.join(str(p.num) for p in nics[d].ports) or 'none'}" for d in matched)
-                yield setting_hit(s, f"entry {e.text} names port {e.port}, which does not exist ({have})", severity=sev,
-                           fix=f"NCCL_IB_HCA={_replace_entry(s.value, e.text, e.name)} (every port), or name an "
-                               "existing port")
+                yield hit(s, f"entry {e.text} names port {e.port}, which does not exist ({have})", severity=sev,
+                          fix=f"NCCL_IB_HCA={_replace_entry(s.value, e.text, e.name)} (every port), or name an "
+                              "existing port")
                 errors += 0 if spec.exclude else 1
                 continue
             if spec.exclude:
@@ -130,14 +130,14 @@ def ib_hca_no_device(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             down = [(d, n, p) for d, n, p in pairs if not (p.is_active and p.link_layer in ("InfiniBand", "Ethernet"))]
             if down and len(down) == len(pairs):
                 states = ", ".join(f"{d}:{n} {p.state}/{p.phys_state}" for d, n, p in down)
-                yield setting_hit(s, f"entry {e.text} selects only port(s) that are not ACTIVE ({states}): NCCL skips them",
-                           fix=f"bring the port up (ibstat {down[0][0]}; check cable, switch port and subnet manager), "
-                               "or remove the entry")
+                yield hit(s, f"entry {e.text} selects only port(s) that are not ACTIVE ({states}): NCCL skips them",
+                          fix=f"bring the port up (ibstat {down[0][0]}; check cable, switch port and subnet manager), "
+                              "or remove the entry")
                 errors += 1
         selected = hca_selects(s.value, active)
         if active and not selected and not errors:
-            yield setting_hit(s, "selects no active RDMA port: NCCL logs 'NET/IB : No device found.' and falls back to TCP "
-                       "sockets", evidence=(f"active ports: {', '.join(f'{n}:{p}' for n, p in active)}",))
+            yield hit(s, "selects no active RDMA port: NCCL logs 'NET/IB : No device found.' and falls back to TCP "
+                      "sockets", evidence=(f"active ports: {', '.join(f'{n}:{p}' for n, p in active)}",))
 
 
 def _hca_fixed(value: str) -> str:
@@ -169,7 +169,7 @@ def _hca_fixed(value: str) -> str:
     options=(VERSION_OPT,),
 )
 def ib_hca_syntax(ctx: Ctx, opts: dict) -> Iterable[Hit]:
-    version = judged_version(opts)
+    version = release(opts)
     limit = MAX_IB_HCA_ENTRIES if version >= Version(2, 18, 5) else 16
     for s in _hca_settings(ctx):
         v = s.value
@@ -177,8 +177,8 @@ def ib_hca_syntax(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         fix = f"NCCL_IB_HCA={_hca_fixed(v)}"
         if v.startswith("=^"):
             first = spec.entries[0].name if spec.entries else "^"
-            yield setting_hit(s, f"'=' comes before '^': NCCL reads an exact list whose first name is {first!r}, so nothing "
-                       "is excluded", fix=fix)
+            yield hit(s, f"'=' comes before '^': NCCL reads an exact list whose first name is {first!r}, so nothing "
+                      "is excluded", fix=fix)
         for k, e in enumerate(spec.entries):
             if k == 0 and v.startswith("=^"):
                 pass
@@ -186,23 +186,23 @@ def ib_hca_syntax(ctx: Ctx, opts: dict) -> Iterable[Hit]:
                 mark = e.name[0]
                 bare = e.name.lstrip("^=")
                 effect = "is not excluded" if spec.exclude else "is not selected"
-                yield setting_hit(s, f"'{mark}' inside the list: entry {e.name!r} is read as a device name starting with "
-                           f"'{mark}' ('^' and '=' count only at the start of the whole value), so {bare} {effect}",
-                           fix=fix)
+                yield hit(s, f"'{mark}' inside the list: entry {e.name!r} is read as a device name starting with "
+                          f"'{mark}' ('^' and '=' count only at the start of the whole value), so {bare} {effect}",
+                          fix=fix)
             if any(c.isspace() for c in e.name):
-                yield setting_hit(s, f"entry {e.name!r} contains white space: NCCL does not trim, so it names no device",
-                           fix=fix)
+                yield hit(s, f"entry {e.name!r} contains white space: NCCL does not trim, so it names no device",
+                          fix=fix)
             parts = e.text.split(":")
             if len(parts) > 1 and parts[1] != "" and e.port is not None and e.port <= 0:
-                yield setting_hit(s, f"entry {e.text}: port {parts[1]!r} is read by atoi as {e.port}, which matches no port "
-                           "(ports are numbered from 1)", fix=f"write {e.name}:1, or drop ':{parts[1]}' for all ports")
+                yield hit(s, f"entry {e.text}: port {parts[1]!r} is read by atoi as {e.port}, which matches no port "
+                          "(ports are numbered from 1)", fix=f"write {e.name}:1, or drop ':{parts[1]}' for all ports")
             if len(parts) > 2 and version < Version(2, 30, 7) and any(parts[2:]):
-                yield setting_hit(s, f"entry {e.text}: ':rail:plane' fields are read from NCCL 2.30.7 on; NCCL "
-                           f"{version} ignores them", severity=I)
+                yield hit(s, f"entry {e.text}: ':rail:plane' fields are read from NCCL 2.30.7 on; NCCL "
+                          f"{version} ignores them", severity=I)
         if spec.dropped:
-            yield setting_hit(s, f"{len(spec.entries) + len(spec.dropped)} entries: NCCL {version} reads the "
-                       f"first {limit} and ignores {', '.join(spec.dropped)}", severity=W,
-                       fix=f"list at most {limit} devices (use a prefix, or '^' to exclude instead)")
+            yield hit(s, f"{len(spec.entries) + len(spec.dropped)} entries: NCCL {version} reads the "
+                      f"first {limit} and ignores {', '.join(spec.dropped)}", severity=W,
+                      fix=f"list at most {limit} devices (use a prefix, or '^' to exclude instead)")
 
 
 @rule(
@@ -231,10 +231,10 @@ def ib_hca_excludes_rails(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         if not missing:
             continue
         gpus = sorted(g for r in missing for g in r.gpus)
-        yield setting_hit(s, f"leaves out the rail NIC(s) {', '.join(r.hca for r in missing)} of GPU(s) "
-                   f"{', '.join(map(str, gpus))}: those GPUs use a NIC farther away",
-                   fix=f"NCCL_IB_HCA={plan.nccl_ib_hca}",
-                   evidence=tuple(f"rail {r.rail}: {r.hca} ({r.path}) GPU {','.join(map(str, r.gpus))}" for r in missing))
+        yield hit(s, f"leaves out the rail NIC(s) {', '.join(r.hca for r in missing)} of GPU(s) "
+                  f"{', '.join(map(str, gpus))}: those GPUs use a NIC farther away",
+                  fix=f"NCCL_IB_HCA={plan.nccl_ib_hca}",
+                  evidence=tuple(f"rail {r.rail}: {r.hca} ({r.path}) GPU {','.join(map(str, r.gpus))}" for r in missing))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -297,22 +297,22 @@ def socket_ifname_risky(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             continue  # NCCL015
         bridges = [nd.name for nd in sel if _virtual_bridge(nd)]
         if bridges:
-            yield setting_hit(s, f"lets through container/VM bridge interface(s) {', '.join(bridges)}: bootstrap may bind an "
-                       "address other nodes cannot reach", evidence=(f"selected: {', '.join(nd.name for nd in sel)}",),
-                       fix=f"name the interface exactly ({_ifname_suggestion(node)}), or also exclude the bridges: "
-                           "NCCL_SOCKET_IFNAME=^docker,veth,br-,virbr,lo")
+            yield hit(s, f"lets through container/VM bridge interface(s) {', '.join(bridges)}: bootstrap may bind an "
+                      "address other nodes cannot reach", evidence=(f"selected: {', '.join(nd.name for nd in sel)}",),
+                      fix=f"name the interface exactly ({_ifname_suggestion(node)}), or also exclude the bridges: "
+                          "NCCL_SOCKET_IFNAME=^docker,veth,br-,virbr,lo")
         if not spec.exclude:
             explicit = {e.name for e in spec.entries}
             vlans = [nd.name for nd in sel if _vlan(nd) and nd.name not in explicit
                      and not any("." in e.name and nd.name.startswith(e.name) for e in spec.entries)]
             if vlans and len(vlans) < len(sel):
                 base = [nd.name for nd in sel if nd.name not in vlans]
-                yield setting_hit(s, f"prefix match also selects VLAN sub-interface(s) {', '.join(vlans)} besides "
-                           f"{', '.join(base)}", fix="NCCL_SOCKET_IFNAME==" + ",".join(base),
-                           evidence=(f"selected: {', '.join(nd.name for nd in sel)}",))
+                yield hit(s, f"prefix match also selects VLAN sub-interface(s) {', '.join(vlans)} besides "
+                          f"{', '.join(base)}", fix="NCCL_SOCKET_IFNAME==" + ",".join(base),
+                          evidence=(f"selected: {', '.join(nd.name for nd in sel)}",))
         if multi_node and all(_loopback(nd) for nd in sel):
-            yield setting_hit(s, "selects only the loopback interface: ranks on other nodes cannot reach 127.0.0.1, so "
-                       "multi-node jobs fail to bootstrap", severity=E, fix=_ifname_suggestion(node))
+            yield hit(s, "selects only the loopback interface: ranks on other nodes cannot reach 127.0.0.1, so "
+                      "multi-node jobs fail to bootstrap", severity=E, fix=_ifname_suggestion(node))
 
 
 @rule(
@@ -330,7 +330,7 @@ def socket_ifname_no_match(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     netdevs = list(ctx.node.netdevs)
     for s in resolved(ctx).candidates("NCCL_SOCKET_IFNAME"):
         if len(s.value) <= 1:
-            yield setting_hit(s, "values of one character or less are ignored: NCCL auto-detects the interface", severity=W)
+            yield hit(s, "values of one character or less are ignored: NCCL auto-detects the interface", severity=W)
             continue
         names = ifname_selects(s.value, [nd.name for nd in netdevs])
         sel = [nd for nd in netdevs if nd.name in names and _running(nd)]
@@ -341,5 +341,4 @@ def socket_ifname_no_match(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             msg = f"matches only {', '.join(names)}, which is down: NCCL uses running interfaces only"
         else:
             msg = "matches no interface of this host"
-        yield setting_hit(s, f"{msg}; bootstrap fails with 'no socket interface found' (interfaces up: {up})")
-
+        yield hit(s, f"{msg}; bootstrap fails with 'no socket interface found' (interfaces up: {up})")

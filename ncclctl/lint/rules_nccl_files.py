@@ -11,7 +11,7 @@ from typing import Iterable, Literal
 
 from ncclctl.findings import Severity
 from ncclctl.lint.context import Ctx
-from ncclctl.lint.ncclsettings import VERSION_OPT, judged_version, resolved, setting_hit
+from ncclctl.lint.ncclsettings import VERSION_OPT, hit, release, resolved
 from ncclctl.registry import Hit, Option, rule
 from ncclctl.nccl.settings import ETC_CONF, Setting
 
@@ -51,7 +51,7 @@ def _xml_hits(ctx: Ctx, kind: Literal["topology", "graph"], conf, opts: dict, no
 
     data = conf.text.encode("utf-8", errors="replace")
     path = conf.path
-    version = judged_version(opts)
+    version = release(opts)
     include_info = opts["include_info"]
     try:
         if kind == "topology":
@@ -90,8 +90,8 @@ def _xml_hits(ctx: Ctx, kind: Literal["topology", "graph"], conf, opts: dict, no
 def graph_file_in_etc(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     for s in resolved(ctx).candidates("NCCL_GRAPH_FILE"):
         if s.source == ETC_CONF:
-            yield setting_hit(s, "a graph file for every job on this node: jobs with fewer GPUs or another layout fail "
-                       "or run a graph made for something else")
+            yield hit(s, "a graph file for every job on this node: jobs with fewer GPUs or another layout fail "
+                      "or run a graph made for something else")
 
 
 @rule(
@@ -112,14 +112,14 @@ def graph_file_broken(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         return
     fact = ctx.node.facts.graph_file
     if s.value == "":
-        yield setting_hit(s, "empty: fopen('') fails, NCCL logs 'Could not open XML graph file' and init fails")
+        yield hit(s, "empty: fopen('') fails, NCCL logs 'Could not open XML graph file' and init fails")
     elif not s.value.startswith("/"):
-        yield setting_hit(s, "a relative path: it resolves against each job's working directory (not checked)", severity=W)
+        yield hit(s, "a relative path: it resolves against each job's working directory (not checked)", severity=W)
     elif (refused := _refused(ctx, s)) is not None:
         yield refused
     elif fact is None or fact.path != s.value:
-        yield setting_hit(s, "the file does not exist or cannot be read: NCCL logs 'Could not open XML graph file' and "
-                   "every communicator init fails")
+        yield hit(s, "the file does not exist or cannot be read: NCCL logs 'Could not open XML graph file' and "
+                  "every communicator init fails")
     else:
         yield from _xml_hits(ctx, "graph", fact, opts, f"NCCL_GRAPH_FILE from {s.where}")
 
@@ -143,18 +143,18 @@ def topo_file_missing(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     fact = ctx.node.facts.topo_file
     if s.value == "":
         vt = ctx.node.facts.virtual_topology is not None
-        yield setting_hit(s, "empty: NCCL loads no file and does not try /var/run/nvidia-topologyd/virtualTopology.xml"
-                   + (" (which exists here)" if vt else ""), severity=I)
+        yield hit(s, "empty: NCCL loads no file and does not try /var/run/nvidia-topologyd/virtualTopology.xml"
+                  + (" (which exists here)" if vt else ""), severity=I)
     elif not s.value.startswith("/"):
-        yield setting_hit(s, "not an absolute path: '~' is not expanded and a relative path depends on each job's "
-                   "working directory")
+        yield hit(s, "not an absolute path: '~' is not expanded and a relative path depends on each job's "
+                  "working directory")
     elif _refused(ctx, s) is not None:
         return  # NCCL022 says why
     elif fact is None or fact.path != s.value:
         vm = ctx.node.is_virtual
-        yield setting_hit(s, "the file does not exist or cannot be read: NCCL silently auto-detects"
-                   + (" the flat topology of this VM (GPU/NIC pairing and GPUDirect RDMA are lost)" if vm else ""),
-                   severity=E if vm else None)
+        yield hit(s, "the file does not exist or cannot be read: NCCL silently auto-detects"
+                  + (" the flat topology of this VM (GPU/NIC pairing and GPUDirect RDMA are lost)" if vm else ""),
+                  severity=E if vm else None)
 
 
 @rule(
@@ -202,4 +202,3 @@ def virtual_topology_stale(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         yield Hit(vt.path, "present on bare metal: NCCL loads it instead of detecting the PCIe topology",
                   evidence=("NCCL_TOPO_FILE is unset",))
     yield from _xml_hits(ctx, "topology", vt, opts, "loaded because NCCL_TOPO_FILE is unset")
-

@@ -10,7 +10,7 @@ from typing import Iterable
 
 from ncclctl.findings import Severity
 from ncclctl.lint.context import Ctx
-from ncclctl.lint.ncclsettings import VERSION_OPT, judged_version, rdma_ports, resolved, setting_hit
+from ncclctl.lint.ncclsettings import VERSION_OPT, hit, rdma_ports, release, resolved
 from ncclctl.registry import Hit, Option, rule
 from ncclctl.nccl.lists import hca_selects
 from ncclctl.nccl.settings import Setting
@@ -29,7 +29,7 @@ def _rail_ids(ctx: Ctx, opts: dict) -> tuple[Setting, list[tuple[str, int, int, 
     reads them (-1: undefined); None before 2.30.7 or without NCCL_IB_HCA."""
     from ncclctl.nccl.lists import hca_ids
 
-    if judged_version(opts) < _RAILS_SINCE:
+    if release(opts) < _RAILS_SINCE:
         return None
     s = resolved(ctx, opts).effective("NCCL_IB_HCA")
     if s is None or not s.value:
@@ -99,9 +99,9 @@ def merge_policy_fuses_rails(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             if ra != -1 and rb != -1 and ra != rb and _merge_path(ctx, na, nb) <= level:
                 pairs.append(f"{na}:{pa} (rail {ra}) + {nb}:{pb} (rail {rb})")
     if pairs:
-        yield setting_hit(s, f"NCCL fuses {', '.join(pairs)} into one virtual NIC without a rail (NCCL_NET_MERGE_POLICY "
-                   f"{'is ' + env['NCCL_NET_MERGE_POLICY'] if 'NCCL_NET_MERGE_POLICY' in env else 'unset: ALL'})",
-                   fix="set NCCL_NET_MERGE_POLICY=RAIL")
+        yield hit(s, f"NCCL fuses {', '.join(pairs)} into one virtual NIC without a rail (NCCL_NET_MERGE_POLICY "
+                  f"{'is ' + env['NCCL_NET_MERGE_POLICY'] if 'NCCL_NET_MERGE_POLICY' in env else 'unset: ALL'})",
+                  fix="set NCCL_NET_MERGE_POLICY=RAIL")
 
 
 @rule(
@@ -125,13 +125,13 @@ def cross_nic_crosses_rails(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     s = resolved(ctx, opts).effective("NCCL_CROSS_NIC")
     value = Params(env={"NCCL_CROSS_NIC": s.value}).get("CROSS_NIC", 2) if s is not None else 2
     if s is not None and value == 1:
-        yield setting_hit(s, "rings may leave on another rail than they enter, although NCCL_IB_HCA gives each port a rail",
-                   fix="NCCL_CROSS_NIC=0")
+        yield hit(s, "rings may leave on another rail than they enter, although NCCL_IB_HCA gives each port a rail",
+                  fix="NCCL_CROSS_NIC=0")
     elif value == 2:
         hca = got[0]
         msg = ("NCCL_CROSS_NIC is 2 (the default): ring channels may alternate rails (search.cc crossNic=2), "
                "although NCCL_IB_HCA gives each port a rail; fine on a fabric whose spines join the rails")
-        yield setting_hit(s if s is not None else hca, msg, fix="on a rail-only fabric set NCCL_CROSS_NIC=0", severity=I)
+        yield hit(s if s is not None else hca, msg, fix="on a rail-only fabric set NCCL_CROSS_NIC=0", severity=I)
 
 
 @rule(
@@ -160,8 +160,8 @@ def ib_hca_rail_ids_partial(ctx: Ctx, opts: dict) -> Iterable[Hit]:
         with_id = [x[0] for x in pool if x[idx] != -1]
         without = [x[0] for x in pool if x[idx] == -1]
         if with_id and without:
-            yield setting_hit(s, f"{', '.join(without)} {'has' if len(without) == 1 else 'have'} no {what} id while "
-                       f"{', '.join(with_id)} {'has' if len(with_id) == 1 else 'have'} one")
+            yield hit(s, f"{', '.join(without)} {'has' if len(without) == 1 else 'have'} no {what} id while "
+                      f"{', '.join(with_id)} {'has' if len(with_id) == 1 else 'have'} one")
 
 
 _FABRIC_IDS: dict[str, dict] = {}
@@ -225,5 +225,5 @@ def ib_hca_rail_ids_vs_fabric(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             wrong.append(f"plane {plane} but its leaf is on plane {fid.plane}")
         if wrong:
             want = f"{n}:{p}:{fid.rail}" + ("" if fid.plane is None else f":{fid.plane}")
-            yield setting_hit(s, f"{n}:{p} is labelled {' and '.join(wrong)} ({opts['fabric']}, host {host})",
-                       fix=f"write {want} (ncclctl conf generate --fabric {opts['fabric']})")
+            yield hit(s, f"{n}:{p} is labelled {' and '.join(wrong)} ({opts['fabric']}, host {host})",
+                      fix=f"write {want} (ncclctl conf generate --fabric {opts['fabric']})")

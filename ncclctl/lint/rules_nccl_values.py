@@ -11,8 +11,7 @@ from typing import Iterable
 
 from ncclctl.findings import Severity
 from ncclctl.lint.context import Ctx
-from ncclctl.lint.ncclsettings import (VERSION_OPT, is_int_var, judged_version, line_fix, looks_nccl, resolved,
-                                       setting_hit)
+from ncclctl.lint.ncclsettings import VERSION_OPT, hit, is_int_var, line_fix, looks_nccl, release, resolved
 from ncclctl.registry import Hit, Option, rule
 from ncclctl.nccl.params import c_int, strtol
 from ncclctl.nccl.settings import Resolved
@@ -52,7 +51,7 @@ E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
     ),
 )
 def unknown_variable(ctx: Ctx, opts: dict) -> Iterable[Hit]:
-    version = judged_version(opts)
+    version = release(opts)
     res = resolved(ctx)
     seen: set[tuple[str, str]] = set()
     for s in res.settings:
@@ -66,9 +65,9 @@ def unknown_variable(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             continue
         if info is None:
             if helper_variable(s.name):
-                yield setting_hit(s, "not an NCCL setting: a build or installation helper that locates NCCL (like "
-                              "PyTorch's NCCL_LIB_DIR or a module's NCCL_HOME); NCCL ignores it", severity=I,
-                           fix="nothing to do if it is meant for a build or a launcher")
+                yield hit(s, "not an NCCL setting: a build or installation helper that locates NCCL (like "
+                             "PyTorch's NCCL_LIB_DIR or a module's NCCL_HOME); NCCL ignores it", severity=I,
+                          fix="nothing to do if it is meant for a build or a launcher")
                 continue
             best = suggest_variable(s.name)
             if s.name.upper() != s.name and best == s.name.upper():
@@ -83,15 +82,15 @@ def unknown_variable(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             else:
                 msg = (f"NCCL reads no variable named {s.name} (no release 2.3.5-{RELEASES[-1]} does, nor the SHARP, "
                        "UCX or OFI plugins)")
-            yield setting_hit(s, msg, fix=f"rename it to {best}" if best else None)
+            yield hit(s, msg, fix=f"rename it to {best}" if best else None)
         elif info.until is not None and info.until < version:
             repl = REPLACED_BY.get(s.name)
-            yield setting_hit(s, f"{s.name} was last read by NCCL {info.until}; NCCL {version} "
-                       "ignores it" + (f" (use {repl})" if repl else ""),
-                       fix=f"replace it with {repl}" if repl else "remove the setting")
+            yield hit(s, f"{s.name} was last read by NCCL {info.until}; NCCL {version} "
+                      "ignores it" + (f" (use {repl})" if repl else ""),
+                      fix=f"replace it with {repl}" if repl else "remove the setting")
         elif info.since > version and plugin_variable(s.name) is None:  # a plugin reads it in older releases
-            yield setting_hit(s, f"{s.name} is read from NCCL {info.since} on; NCCL {version} "
-                       "ignores it", severity=I, fix="upgrade NCCL, or remove the setting")
+            yield hit(s, f"{s.name} is read from NCCL {info.since} on; NCCL {version} "
+                      "ignores it", severity=I, fix="upgrade NCCL, or remove the setting")
 
 
 @rule(
@@ -108,7 +107,7 @@ def unknown_variable(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     options=(VERSION_OPT,),
 )
 def integer_value(ctx: Ctx, opts: dict) -> Iterable[Hit]:
-    version = judged_version(opts)
+    version = release(opts)
     res = resolved(ctx)
     for name in res.names():
         if not is_int_var(name, version):
@@ -122,27 +121,27 @@ def integer_value(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             digits = body.lstrip("+-")
             if r.overflow:
                 default = default_at(name, version)
-                yield setting_hit(s, "out of the 64-bit range: NCCL logs 'Invalid value' and uses the default" + (
+                yield hit(s, "out of the 64-bit range: NCCL logs 'Invalid value' and uses the default" + (
                     f" ({default})" if default is not None else ""))
             elif not r.digits:
-                yield setting_hit(s, "not a number: strtoll finds no digits and NCCL uses 0",
-                           fix=f"write a number, e.g. {s.name}=<decimal value>")
+                yield hit(s, "not a number: strtoll finds no digits and NCCL uses 0",
+                          fix=f"write a number, e.g. {s.name}=<decimal value>")
             elif r.base == 8 and len(digits) > 1 and digits[:1] == "0" and not (digits.isdigit() and r.value == int(digits)):
                 end = r.rest(v)
                 if end[:1] in "89" and end:
-                    yield setting_hit(s, f"a leading 0 means octal and '{end[0]}' is not an octal digit: NCCL reads {r.value}",
-                               fix=line_fix(s, digits.lstrip("0") or "0"))
+                    yield hit(s, f"a leading 0 means octal and '{end[0]}' is not an octal digit: NCCL reads {r.value}",
+                              fix=line_fix(s, digits.lstrip("0") or "0"))
                 elif digits.isdigit():
-                    yield setting_hit(s, f"a leading 0 means octal: NCCL reads {r.value}, not {int(digits, 10)}",
-                               fix=line_fix(s, str(int(digits, 10))))
+                    yield hit(s, f"a leading 0 means octal: NCCL reads {r.value}, not {int(digits, 10)}",
+                              fix=line_fix(s, str(int(digits, 10))))
                 else:
                     rest = r.rest(v)
                     if rest.strip() and not rest.lstrip().startswith("#"):
-                        yield setting_hit(s, f"NCCL reads {r.value} and ignores {rest!r}", fix=line_fix(s, str(r.value)))
+                        yield hit(s, f"NCCL reads {r.value} and ignores {rest!r}", fix=line_fix(s, str(r.value)))
             else:
                 rest = r.rest(v)
                 if rest.strip() and not rest.lstrip().startswith("#"):  # '# ...' is NCCL004
-                    yield setting_hit(s, f"NCCL reads {r.value} and ignores {rest!r}", fix=line_fix(s, str(r.value)))
+                    yield hit(s, f"NCCL reads {r.value} and ignores {rest!r}", fix=line_fix(s, str(r.value)))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -189,7 +188,7 @@ def _level_reason(value: str, version) -> str:
     options=(VERSION_OPT,),
 )
 def path_level_invalid(ctx: Ctx, opts: dict) -> Iterable[Hit]:
-    version = judged_version(opts)
+    version = release(opts)
     res = resolved(ctx, opts)
     for name in ("NCCL_P2P_LEVEL", "NCCL_NET_GDR_LEVEL"):
         for s in res.candidates(name):
@@ -197,32 +196,32 @@ def path_level_invalid(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             if r.how == "name":
                 continue
             if r.how == "legacy" and r.level is None:
-                yield setting_hit(s, f"read as the legacy number {r.legacy_value} (an int), which is outside NCCL's table of "
-                           "levels: NCCL reads past the array (undefined behaviour)",
-                           fix=f"use one of {' '.join(level_names(version))}")
+                yield hit(s, f"read as the legacy number {r.legacy_value} (an int), which is outside NCCL's table of "
+                          "levels: NCCL reads past the array (undefined behaviour)",
+                          fix=f"use one of {' '.join(level_names(version))}")
                 continue
             if r.how == "legacy":
                 if s.value != str(r.legacy_value):
-                    yield setting_hit(s, f"read as the legacy number {r.legacy_value}, which means {r.level}",
-                               fix=line_fix(s, r.level or "SYS"))
+                    yield hit(s, f"read as the legacy number {r.legacy_value}, which means {r.level}",
+                              fix=line_fix(s, r.level or "SYS"))
                 continue
             reason = _level_reason(s.value, version)
             guess = s.value.strip().strip("\"'").upper()
             guess = "PHB" if guess == "NODE" else guess
-            yield setting_hit(s, f"ignored silently: {reason}; NCCL keeps {_LEVEL_DEFAULT[name]}",
-                       fix=line_fix(s, guess) if guess in level_names(version) else
-                       f"use one of {' '.join(level_names(version))}")
+            yield hit(s, f"ignored silently: {reason}; NCCL keeps {_LEVEL_DEFAULT[name]}",
+                      fix=line_fix(s, guess) if guess in level_names(version) else
+                      f"use one of {' '.join(level_names(version))}")
     disable = res.candidates("NCCL_P2P_DISABLE")
     for s in disable:
         if disables_p2p(s.value) or s.value.strip() in ("0", ""):
             continue
-        yield setting_hit(s, f"only a value that reads as 1 disables P2P; strtol reads {c_int(s.value)}, so it is ignored",
-                   fix=line_fix(s, "1") + ", or remove it")
+        yield hit(s, f"only a value that reads as 1 disables P2P; strtol reads {c_int(s.value)}, so it is ignored",
+                  fix=line_fix(s, "1") + ", or remove it")
     eff_disable = res.effective("NCCL_P2P_DISABLE")
     eff_level = res.effective("NCCL_P2P_LEVEL")
     if eff_disable and eff_level and disables_p2p(eff_disable.value):
-        yield setting_hit(eff_level, f"ignored because NCCL_P2P_DISABLE=1 ({eff_disable.where}) takes precedence",
-                   severity=I, fix="remove one of the two settings")
+        yield hit(eff_level, f"ignored because NCCL_P2P_DISABLE=1 ({eff_disable.where}) takes precedence",
+                  severity=I, fix="remove one of the two settings")
 
 
 @rule(
@@ -241,7 +240,7 @@ def path_level_invalid(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     options=(VERSION_OPT,),
 )
 def algo_proto_invalid(ctx: Ctx, opts: dict) -> Iterable[Hit]:
-    version = judged_version(opts)
+    version = release(opts)
     res = resolved(ctx, opts)
     for name, what in (("NCCL_ALGO", "algo"), ("NCCL_PROTO", "proto")):
         for s in res.candidates(name):
@@ -268,8 +267,8 @@ def algo_proto_invalid(ctx: Ctx, opts: dict) -> Iterable[Hit]:
                     parts.append(f"empty entry {p.token!r}")
             effect = ("NCCL rejects the value (ncclInvalidUsage): communicator init fails" if fatal else
                       "NCCL skips these tokens silently")
-            yield setting_hit(s, f"{'; '.join(parts)}: {effect}", severity=None if fatal else W,
-                       evidence=(f"accepted: {' '.join(algo_proto_names(what, version))}",))
+            yield hit(s, f"{'; '.join(parts)}: {effect}", severity=None if fatal else W,
+                      evidence=(f"accepted: {' '.join(algo_proto_names(what, version))}",))
 
 
 _ENUMS: dict[str, tuple[Version, str, tuple[str, ...], str]] = {
@@ -328,7 +327,7 @@ def _enum_ok(kind: str, values: tuple[str, ...], v: str, version) -> bool:
     options=(VERSION_OPT,),
 )
 def enum_value_invalid(ctx: Ctx, opts: dict) -> Iterable[Hit]:
-    version = judged_version(opts)
+    version = release(opts)
     res = resolved(ctx, opts)
     for name, (since, kind, values, fallback) in _ENUMS.items():
         if version < since:
@@ -352,8 +351,8 @@ def enum_value_invalid(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             fix = line_fix(s, guess) if _enum_ok(kind, values, guess, version) else f"use one of {', '.join(values)}"
             newer = [(since_, n) for n, since_ in DEBUG_LEVELS if n == guess and since_ > version]
             later = f" ({guess} is a level from NCCL {newer[0][0]} on)" if name == "NCCL_DEBUG" and newer else ""
-            yield setting_hit(s, f"not one of {', '.join(values)} ({how}): NCCL {fallback}{later}",
-                       severity=I if name == "NCCL_DEBUG" else None, fix=fix)
+            yield hit(s, f"not one of {', '.join(values)} ({how}): NCCL {fallback}{later}",
+                      severity=I if name == "NCCL_DEBUG" else None, fix=fix)
     yield from _debug_lists(res, version)
 
 
@@ -374,12 +373,12 @@ def _debug_lists(res: Resolved, version: Version) -> Iterable[Hit]:
             if version >= DEBUG_REGISTRY:
                 msg = (f"{shown} is not a name NCCL {version} knows: it rejects the whole list and keeps its "
                        f"default ({debug_list_default(name, version)})")
-                yield setting_hit(s, msg, evidence=evidence, fix=line_fix(s, head + ",".join(e.strip() for e in kept))
-                           if kept else f"use names from: {', '.join(accepted)}")
+                yield hit(s, msg, evidence=evidence, fix=line_fix(s, head + ",".join(e.strip() for e in kept))
+                          if kept else f"use names from: {', '.join(accepted)}")
             else:
                 msg = f"{shown} is not a name NCCL {version} knows: it skips it silently"
-                yield setting_hit(s, msg, evidence=evidence, severity=I, fix=line_fix(s, head + ",".join(kept))
-                           if kept else f"use names from: {', '.join(accepted)}")
+                yield hit(s, msg, evidence=evidence, severity=I, fix=line_fix(s, head + ",".join(kept))
+                          if kept else f"use names from: {', '.join(accepted)}")
 
 
 @rule(
@@ -407,10 +406,10 @@ def value_masked_or_clamped(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             r = strtol(s.value)
             if not r.digits or r.overflow:
                 continue  # NCCL007's
-            hit = out_of_range(name, r.value)
-            if hit is None:
+            beyond = out_of_range(name, r.value)
+            if beyond is None:
                 continue
-            used = hit[1]
+            used = beyond[1]
             span = f"{rng.lo} to {rng.hi}" + (f" in steps of {rng.multiple}" if rng.multiple else "")
             if rng.effect == "masked":
                 msg = (f"{rng.what} ({rng.source}) holds {span}: NCCL passes {r.value} on unchecked and the NIC "
@@ -425,8 +424,8 @@ def value_masked_or_clamped(ctx: Ctx, opts: dict) -> Iterable[Hit]:
             else:
                 msg = f"{rng.what}: {r.value} overruns it"
                 sev = E
-            yield setting_hit(s, msg, fix=line_fix(s, str(min(max(r.value, rng.lo), rng.hi) if not rng.multiple else
-                                                    used)), severity=sev)
+            yield hit(s, msg, fix=line_fix(s, str(min(max(r.value, rng.lo), rng.hi) if not rng.multiple else
+                                                   used)), severity=sev)
 
 
 @rule(
@@ -452,6 +451,5 @@ def unrendered_template(ctx: Ctx, opts: dict) -> Iterable[Hit]:
                 continue
             kind = ("Jinja/Ansible template text" if piece.startswith("{") else
                     "a shell variable that was not expanded" if piece.startswith("$") else "autoconf/CMake template text")
-            yield setting_hit(s, f"{piece!r} is {kind}: NCCL reads it literally",
-                       fix="render the template (or expand the variable) and write the value itself")
-
+            yield hit(s, f"{piece!r} is {kind}: NCCL reads it literally",
+                      fix="render the template (or expand the variable) and write the value itself")
