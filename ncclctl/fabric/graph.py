@@ -196,6 +196,25 @@ def rate_label(width: str | None, speed: str | None, rate: float | None) -> str:
     return gbps
 
 
+def switch_label(g: FabricGraph, guid: str | None) -> str:
+    """A switch as findings name it: its description and GUID (an LLDP switch: its name), the GUID alone without a
+    description, ``?`` for none."""
+    if guid is None:
+        return "?"
+    sw = g.switches.get(guid)
+    if sw is None or not sw.desc:
+        return guid
+    return f"{sw.desc!r} ({guid})" if not guid.startswith("lldp:") else f"{sw.desc!r}"
+
+
+def switch_ref(g: FabricGraph, guid: str | None) -> dict | None:
+    """A switch as JSON documents name it: ``{"guid", "desc"}``; None for none."""
+    if guid is None:
+        return None
+    sw = g.switches.get(guid)
+    return {"guid": guid, "desc": sw.desc if sw else None}
+
+
 def finding(rule_id: str, message: str, *, subject: str, line: int | None = None, severity=None,
             evidence: tuple[str, ...] = (), host: str | None = None) -> Finding:
     """A fabric finding; ``host``: the host it is about, when there is one (per-host config ignores)."""

@@ -152,7 +152,7 @@ def merge_policy_rail(params: Params) -> bool:
     return v is not None and v.lower() == "rail"
 
 
-def _merge_level(params: Params) -> int:
+def merge_level(params: Params) -> int:
     """``ncclTopoGetFusionEnv``: NCCL_NET_MERGE_LEVEL by name prefix (kvConvertToInt), default PORT."""
     v = params.str("NET_MERGE_LEVEL")
     if v is None:
@@ -321,7 +321,7 @@ def _populate(top: X, devs: list[PluginDev], params: Params, notes: list[str], *
         _init(node, "maxconn", str(65536 if socket else s.MAXCHANNELS * 2048))
         _init(node, "gdr", "1" if d.gdr else "0")
         node.attrs["net"] = "1"
-    level = _merge_level(params)
+    level = merge_level(params)
     n_phys = len(devs)
     if n_phys == 0 or socket:
         return

@@ -499,7 +499,7 @@ class Redactor:
 
     def vpd(self, data: bytes) -> bytes:
         """PCI VPD with the SN, V3 and YA values replaced (same length) and the RV checksum made valid again."""
-        from ncclctl.probe.assemble import vpd_fields  # noqa: PLC0415
+        from ncclctl.probe.pciconf import vpd_fields  # noqa: PLC0415
 
         out = bytearray(data)
         for key, start, n in list(vpd_fields(data)):

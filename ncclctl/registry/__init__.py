@@ -39,12 +39,13 @@ from ncclctl.record import record
 
 @record
 class Family:
-    """A rule family: the id prefix, its name, the scope of its rules and the module that registers them."""
+    """A rule family: the id prefix, its name, the scope of its rules and the modules that register them (one
+    module per family, or one per concern of a large family: the NCCL settings rules)."""
 
     prefix: str
     name: str
     scope: str
-    module: str
+    modules: tuple[str, ...]
 
 
 SCOPES: tuple[str, ...] = ("node", "fleet", "file", "fabric", "log", "perf")
@@ -53,27 +54,31 @@ SCOPES: tuple[str, ...] = ("node", "fleet", "file", "fabric", "log", "perf")
 # leads with the earliest family among the worst findings): hardware and links first, then the settings that
 # name them (a down port, IB001, before the NCCL_IB_HCA entry that names it, NCCL011), then comparisons.
 FAMILY_TABLE: tuple[Family, ...] = (
-    Family("PCI", "pcie", "node", "ncclctl.lint.rules_pcie"),
-    Family("GDR", "gpudirect", "node", "ncclctl.lint.rules_gdr"),
-    Family("GPU", "gpu", "node", "ncclctl.lint.rules_gpu"),
-    Family("NVL", "nvlink-domain", "node", "ncclctl.lint.rules_nvl"),
-    Family("IB", "infiniband", "node", "ncclctl.lint.rules_ib"),
-    Family("ROCE", "roce", "node", "ncclctl.lint.rules_roce"),
-    Family("NCCL", "nccl", "node", "ncclctl.lint.rules_nccl"),
-    Family("EXP", "expect", "node", "ncclctl.lint.rules_expect"),
-    Family("FLT", "fleet", "fleet", "ncclctl.lint.rules_fleet"),
-    Family("FAB", "fabric", "fabric", "ncclctl.registry.fabric_rules"),
-    Family("NTX", "nccl-xml", "file", "ncclctl.registry.file_rules"),
-    Family("NTS", "topology", "file", "ncclctl.registry.file_rules"),
-    Family("NTG", "graph", "file", "ncclctl.registry.file_rules"),
-    Family("NTV", "nccl-version", "file", "ncclctl.registry.file_rules"),
-    Family("NTH", "host-match", "file", "ncclctl.registry.file_rules"),
-    Family("LOG", "nccl-log", "log", "ncclctl.registry.log_rules"),
-    Family("PERF", "nccl-tests", "perf", "ncclctl.registry.log_rules"),
+    Family("PCI", "pcie", "node", ("ncclctl.lint.rules_pcie",)),
+    Family("GDR", "gpudirect", "node", ("ncclctl.lint.rules_gdr",)),
+    Family("GPU", "gpu", "node", ("ncclctl.lint.rules_gpu",)),
+    Family("NVL", "nvlink-domain", "node", ("ncclctl.lint.rules_nvl",)),
+    Family("IB", "infiniband", "node", ("ncclctl.lint.rules_ib",)),
+    Family("ROCE", "roce", "node", ("ncclctl.lint.rules_roce",)),
+    # the NCCL settings: conf-file syntax and precedence, names and values, NCCL_IB_HCA/NCCL_SOCKET_IFNAME against
+    # the devices, the files they name, rail and plane ids (what they share: ncclctl.lint.ncclsettings)
+    Family("NCCL", "nccl", "node", ("ncclctl.lint.rules_nccl_conf", "ncclctl.lint.rules_nccl_values",
+                                    "ncclctl.lint.rules_nccl_devices", "ncclctl.lint.rules_nccl_files",
+                                    "ncclctl.lint.rules_nccl_rails")),
+    Family("EXP", "expect", "node", ("ncclctl.lint.rules_expect",)),
+    Family("FLT", "fleet", "fleet", ("ncclctl.lint.rules_fleet",)),
+    Family("FAB", "fabric", "fabric", ("ncclctl.registry.fabric_rules",)),
+    Family("NTX", "nccl-xml", "file", ("ncclctl.registry.file_rules",)),
+    Family("NTS", "topology", "file", ("ncclctl.registry.file_rules",)),
+    Family("NTG", "graph", "file", ("ncclctl.registry.file_rules",)),
+    Family("NTV", "nccl-version", "file", ("ncclctl.registry.file_rules",)),
+    Family("NTH", "host-match", "file", ("ncclctl.registry.file_rules",)),
+    Family("LOG", "nccl-log", "log", ("ncclctl.registry.log_rules",)),
+    Family("PERF", "nccl-tests", "perf", ("ncclctl.registry.log_rules",)),
 )
 
 # Modules that register rules, each once, in listing order.
-FAMILY_MODULES: tuple[str, ...] = tuple(dict.fromkeys(f.module for f in FAMILY_TABLE))
+FAMILY_MODULES: tuple[str, ...] = tuple(dict.fromkeys(m for f in FAMILY_TABLE for m in f.modules))
 
 # id prefix -> family name (the prefix of every rule id in that family).
 FAMILIES: dict[str, str] = {f.prefix: f.name for f in FAMILY_TABLE}
@@ -324,7 +329,7 @@ def rules_of(*, scope: str | None = None, family: str | None = None) -> tuple[Ru
     """The rules of one scope and/or family, in listing order. A scope's rules are loaded without the other
     scopes' modules (``log check`` on one rank's log need not import the node lint rules)."""
     if scope is not None and not _LOADED:
-        for name in dict.fromkeys(f.module for f in FAMILY_TABLE if f.scope == scope):
+        for name in dict.fromkeys(m for f in FAMILY_TABLE if f.scope == scope for m in f.modules):
             importlib.import_module(name)
         return tuple(sorted((r for r in _REGISTRY.values() if r.scope == scope and (family is None or r.family == family)),
                             key=lambda r: (family_order(r.family), r.id)))

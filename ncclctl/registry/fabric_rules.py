@@ -1,7 +1,7 @@
 """The fabric rules (``ncclctl fabric load``, ``fabric rails``), as table rows.
 
-The checks stay where they are (:mod:`ncclctl.fabric.graph`, :mod:`ncclctl.fabric.layout`,
-:mod:`ncclctl.fabric.sources`) and create findings by id through :func:`ncclctl.fabric.graph.finding`.
+The checks stay where they are (:mod:`ncclctl.fabric.graph`, :mod:`ncclctl.fabric.layout` and the modules of its
+steps, :mod:`ncclctl.fabric.sources`) and create findings by id through :func:`ncclctl.fabric.graph.finding`.
 
 Every fabric finding's ``subject`` is a file (the fabric file, or the inventory for hosts and LLDP data) and its
 ``line`` the line the evidence sits on, so text output reads ``FILE:LINE: severity: FABnnn: message`` and SARIF
@@ -17,6 +17,9 @@ E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 _GRAPH = "ncclctl/fabric/graph.py"
 _LAYOUT = "ncclctl/fabric/layout.py"
+_STRUCTURE = "ncclctl/fabric/structure.py"
+_NUMBERING = "ncclctl/fabric/numbering.py"
+_STRAYS = "ncclctl/fabric/strays.py"
 _SOURCES = "ncclctl/fabric/sources.py"
 _PLAN = "ncclctl/fabric/plan.py"
 
@@ -80,7 +83,7 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
     ("FAB009", "fabric-unexpected-hca", W, "unexpected HCA: not one of the rails the other hosts have",
      "A linked HCA whose name is not one of the rails the other hosts have.",
      "Check the host's HCA naming (udev rules) or give its node model in the inventory.",
-     _WHY_DATA, _DETECT_LAYOUT, _LAYOUT, None),
+     _WHY_DATA, _DETECT_LAYOUT, _STRUCTURE, None),
     ("FAB010", "fabric-dangling-links", W, "links point at GUIDs the file does not describe",
      "Links of the discovery point at GUIDs that no node block of the file describes.",
      "The output looks truncated; run ibnetdiscover again and keep the whole output.",
@@ -117,7 +120,7 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
      "Set the hostname, then restart rdma-ndd on that host (it writes '<hostname> <hca>' into every HCA's node "
      "description), and rediscover the fabric.",
      "A host the fabric cannot name cannot be checked, ordered or scheduled: it silently drops out of the rings, the "
-     "hostfile and the Slurm topology.", _DETECT_LAYOUT, _LAYOUT, None),
+     "hostfile and the Slurm topology.", _DETECT_LAYOUT, _STRAYS, None),
     ("FAB017", "fabric-leaf-missing", E, "leaf missing: most hosts of a group have no link on one rail",
      "Most hosts of a group (two or more) have no link on one rail: the group's leaf for that rail is missing from "
      "the fabric or down. One finding names the position (group, rail, the name the leaf would have) and the hosts.",
@@ -128,7 +131,7 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
      "or group serves another, or a host named for one group is cabled into another.",
      "Relabel the switch or host, or move its cables to where its name says it belongs.",
      "Names are what people cable and debug by: a switch whose name says rail 3 while it carries rail 5 sends every "
-     "repair to the wrong place.", _DETECT_LAYOUT, _LAYOUT, None),
+     "repair to the wrong place.", _DETECT_LAYOUT, _NUMBERING, None),
     ("FAB019", "fabric-filtered-capture", W, "filtered capture: port lines without their node headers",
      "The iblinkinfo output lost its 'Switch:'/'CA:' headers (it went through grep, e.g. 'iblinkinfo | grep Up'): "
      "the ports it lists are read, switches are named by their LID, and what the filter dropped is unknown.",

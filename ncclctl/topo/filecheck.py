@@ -91,9 +91,9 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
                     meant = _meaning(result, path, node, meaning, version)
                     against_host = _without_repeats(against_host, meant, meaning.doc is not None)
     if kind == "graph" and result is not None:
-        from ncclctl.topo.graphfile import _validate_graph_result
+        from ncclctl.topo.graphfile import validate_graph_result
 
-        findings = _validate_graph_result(result, path)  # the file read once
+        findings = validate_graph_result(result, path)  # the file read once
     else:
         findings = validate_bytes(data, path=path, nccl_version=version, confirmed=confirmed)
     if any(f.rule == "NTH030" for f in against_host):  # the host confirms NTS070 GPU by GPU

@@ -26,10 +26,12 @@ def validate_graph(data: bytes, *, path: str, nccl_version: object = DEFAULT) ->
     """Findings for ``data`` used as ``NCCL_GRAPH_FILE`` by NCCL ``nccl_version``."""
     version = parse(nccl_version)
     res = parse_nccl_xml(data, kind="graph", nccl_version=version, path=path)
-    return _validate_graph_result(res, path)
+    return validate_graph_result(res, path)
 
 
-def _validate_graph_result(res: ParseResult, path: str) -> list[Finding]:
+def validate_graph_result(res: ParseResult, path: str) -> list[Finding]:
+    """Findings for a graph file NCCL's reader has already read (``parse_nccl_xml(..., kind="graph")``): what
+    :func:`validate_graph` says, without reading the file a second time (``topo validate``, ``rings validate``)."""
     ctx = Ctx(path, res.version)
     if lexical(ctx, res):
         return ctx.result()

@@ -400,10 +400,10 @@ def _sysfs(parse_name: str) -> Callable[[bytes], Any]:
     """A sysfs value read through the probe's one wrapper (``_Probe.value``: strip, parse, InputError)."""
 
     def run(data: bytes) -> Any:
-        from ncclctl.probe import assemble
+        from ncclctl.probe import assemble, network, pci
         from ncclctl import sysfs as V
 
-        parse = getattr(V, parse_name, None) or getattr(assemble, parse_name)
+        parse = getattr(V, parse_name, None) or getattr(network, parse_name, None) or getattr(pci, parse_name)
         if parse_name == "parse_hex_id":
             parse = functools.partial(V.parse_hex_id, digits=4)
         host = _FakeHost(data)

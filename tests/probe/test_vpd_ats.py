@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import struct
 
-from ncclctl.probe.assemble import find_ext_cap, vpd_keywords
+from ncclctl.probe.pciconf import find_ext_cap, vpd_keywords
 from ncclctl.probe.redact import Redactor
 
 
