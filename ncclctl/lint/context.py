@@ -63,6 +63,20 @@ class Ctx:
 
         return self.nccl_for(DEFAULT)
 
+    @cached_property
+    def foreign_confs(self) -> dict[str, tuple[str, int, int]]:
+        """The conf files that are not nccl.conf files at all (YAML, C++, a shell script with logic...): path ->
+        (:func:`ncclctl.nccl.settings.foreign_shape`). NCCL026 reports each once; the line-syntax rules
+        (NCCL001-NCCL005, NCCL009) leave their lines alone."""
+        from ncclctl.nccl.settings import foreign_shape
+
+        out = {}
+        for conf in self.node.facts.conf_files:
+            shape = foreign_shape(conf.text)
+            if shape is not None:
+                out[conf.path] = shape
+        return out
+
     def nccl_for(self, version: Version) -> Resolved:
         """The NCCL settings of this node as NCCL ``version`` reads them (conf line syntax changed in 2.26 and
         2.30), resolved once per version."""

@@ -1,5 +1,6 @@
 """NCCL settings rules, the conf files: nccl.conf lines as NCCL's ``setEnvFile`` splits them (shell syntax, quotes,
-white space, inline comments, CR LF) and which source wins (NCCL001-NCCL005, NCCL008, NCCL009).
+white space, inline comments, CR LF), a file that is not an nccl.conf at all (NCCL026) and which source wins
+(NCCL001-NCCL005, NCCL008, NCCL009).
 
 What the NCCL settings rules share (the settings as a release reads them, the hit for one setting) is in
 :mod:`ncclctl.lint.ncclsettings`.
@@ -40,6 +41,8 @@ _SHELL_PREFIX = re.compile(r"^\s*(export|declare\s+-x|typeset\s+-x|set|setenv|en
 def conf_shell_syntax(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     res = resolved(ctx)
     for cl in res.lines:
+        if cl.path in ctx.foreign_confs:  # NCCL026 speaks for a file that is not an nccl.conf
+            continue
         m = _SHELL_PREFIX.match(cl.raw)
         rest = cl.raw[m.end():] if m else cl.raw
         if cl.skipped == "comment":
@@ -76,7 +79,7 @@ def conf_shell_syntax(ctx: Ctx, opts: dict) -> Iterable[Hit]:
 def quoted_value(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     res = resolved(ctx)
     for s in res.settings:
-        if not looks_nccl(s.name) or not s.value[:1] in ("\"", "'"):
+        if s.source in ctx.foreign_confs or not looks_nccl(s.name) or not s.value[:1] in ("\"", "'"):
             continue
         q = s.value[0]
         inner = s.value[1:-1] if len(s.value) > 1 and s.value.endswith(q) else s.value[1:]
@@ -96,6 +99,8 @@ def quoted_value(ctx: Ctx, opts: dict) -> Iterable[Hit]:
 def conf_whitespace(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     res = resolved(ctx)
     for cl in res.lines:
+        if cl.path in ctx.foreign_confs:  # NCCL026 speaks for a file that is not an nccl.conf
+            continue
         if cl.name is None or not looks_nccl(cl.name) or _SHELL_PREFIX.match(cl.raw):
             continue
         name, value = cl.name, cl.value or ""
@@ -127,6 +132,8 @@ def conf_whitespace(ctx: Ctx, opts: dict) -> Iterable[Hit]:
 def inline_comment(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     res = resolved(ctx)
     for cl in res.lines:
+        if cl.path in ctx.foreign_confs:  # NCCL026 speaks for a file that is not an nccl.conf
+            continue
         if cl.name is None or not looks_nccl(cl.name) or cl.name != cl.name.strip():
             continue
         value = cl.value or ""
@@ -157,7 +164,7 @@ def conf_crlf(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     res = resolved(ctx)
     for path in res.conf_paths:
         lines = [cl for cl in res.lines if cl.path == path and cl.crlf and cl.skipped is None]
-        if not lines:
+        if not lines or path in ctx.foreign_confs:
             continue
         first = lines[0]
         old = version < Version(2, 30, 0)
@@ -206,6 +213,8 @@ def setting_overridden(ctx: Ctx, opts: dict) -> Iterable[Hit]:
 def duplicate_setting(ctx: Ctx, opts: dict) -> Iterable[Hit]:
     res = resolved(ctx)
     for later, first in res.duplicates():
+        if later.source in ctx.foreign_confs:
+            continue
         same = later.value == first.value
         yield Hit(later.source, f"{later.name} is set again on line {later.line}; NCCL keeps line {first.line} "
                   f"({first.name}={show(first.value)})" + (" (same value)" if same else
@@ -214,3 +223,36 @@ def duplicate_setting(ctx: Ctx, opts: dict) -> Iterable[Hit]:
                       f"{show(later.value)} is the value you want",
                   evidence=(f"line {first.line}: {first.raw!r}", f"line {later.line}: {later.raw!r}"),
                   line=later.line, severity=I if same else None)
+
+
+@rule(
+    "NCCL026", "conf-not-a-conf-file", W, "nccl.conf that is not an nccl.conf (YAML, JSON, C/C++, a shell script)",
+    what="A conf file (NCCL_CONF_FILE or ~/.nccl.conf, /etc/nccl.conf) whose lines are mostly not NAME=VALUE: a "
+         "YAML or JSON document, C or C++ source, a shell script with if/for/case, an INI file.",
+    why="NCCL does not know formats: setEnvFile (misc/param.cc) reads any file line by line, skips lines without "
+        "'=' and sets a variable for every other line, split at its first '='. The settings the file was written "
+        "to carry ('NCCL_IB_HCA: mlx5_0' in YAML, setenv() calls in C) do not apply, while a shell script's "
+        "assignments apply whatever its if/else says (the first one of each name wins).",
+    detect="At least 3 of the file's non-blank, non-comment lines, and at least half, are neither NAME=VALUE nor a "
+           "shell-style assignment; the shape named is the one most of them have. One finding per file: the "
+           "line-level rules (NCCL001-NCCL005, NCCL009) leave such a file's lines alone.",
+    fix="Replace the file by plain NAME=VALUE lines (ncclctl conf generate writes one for the node), or point "
+        "NCCL_CONF_FILE elsewhere; keep the other format under another name.",
+)
+def conf_not_a_conf_file(ctx: Ctx, opts: dict) -> Iterable[Hit]:
+    res = resolved(ctx)
+    for path, (kind, foreign, content) in sorted(ctx.foreign_confs.items()):
+        sets = [st for st in res.settings if st.source == path and looks_nccl(st.name)]
+        first = next((cl.line for cl in res.lines if cl.path == path and cl.skipped != "comment"), None)
+        if sets:
+            took = ", ".join(f"{st.name}={show(st.value)} (line {st.line})" for st in sets[:4])
+            more = f" and {len(sets) - 4} more" if len(sets) > 4 else ""
+            effect = f"NCCL still reads it line by line and sets {took}{more}"
+        else:
+            effect = "NCCL reads it line by line and sets no NCCL_* variable from it"
+        yield Hit(path, f"this is {kind}, not an nccl.conf ({foreign} of its {content} lines are not NAME=VALUE): "
+                  f"{effect}",
+                  fix=f"write {path} as plain NAME=VALUE lines (ncclctl conf generate prints them for this node)",
+                  evidence=tuple(f"line {cl.line}: {cl.raw!r}" for cl in res.lines
+                                 if cl.path == path and cl.skipped != "comment")[:3],
+                  line=first)

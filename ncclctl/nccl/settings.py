@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import re
 from typing import TYPE_CHECKING, Iterable, Protocol, Sequence
 
 from ncclctl.nccl.params import param_int
@@ -96,6 +97,48 @@ def read_conf(text: str, path: str, version: Version = DEFAULT) -> tuple[ConfLin
                 continue
             out.append(ConfLine(path, lineno, line, name, value, None, crlf))
     return tuple(out)
+
+
+_NAME = re.compile(r"(?:export\s+|declare\s+-x\s+|setenv\s+)?[A-Za-z_][A-Za-z0-9_]*(?:=|\s+\S)")
+#: What a file that is not NAME=VALUE lines looks like: (kind, a line that only that kind has).
+_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("C or C++ source", re.compile(r"^\s*(?:#\s*include\s*[<\"]|(?:int|void|static|const|char)\b.*[;{(]\s*$|[{}]\s*;?\s*$"
+                                   r"|.*\)\s*;\s*$|//)")),
+    ("a shell script with logic", re.compile(r"^\s*(?:if\s|then\b|elif\s|else\b|fi\b|for\s|while\s|do\b|done\b"
+                                             r"|case\s|esac\b|function\s|[A-Za-z_][A-Za-z0-9_]*\s*\(\)\s*\{|#!)")),
+    ("JSON", re.compile(r"^\s*(?:[{}\[\]],?|\"[^\"]*\"\s*:.*)\s*$")),
+    ("YAML", re.compile(r"^\s*(?:---|-\s+\S|[A-Za-z_][\w.-]*:(?:\s.*)?)$")),
+    ("an INI file with [sections]", re.compile(r"^\s*\[[^\]=]+\]\s*$")),
+)
+
+
+def foreign_shape(text: str) -> tuple[str, int, int] | None:
+    """What ``text`` looks like when it is not an nccl.conf at all (a YAML or JSON document, C or C++ source, a
+    shell script with logic, an INI file): ``(kind, foreign lines, content lines)``; None when it is one (possibly
+    with NCCL001-NCCL005's line-level mistakes). NCCL itself reads any file line by line; this is the judgement
+    that a file of mostly other lines was never written for it, so its line-level findings would be noise.
+
+    A file is foreign when at least 3 of its non-blank, non-comment lines, and at least half of them, are neither
+    ``NAME=VALUE`` nor a shell-style assignment (``export NAME=VALUE``), and the most common other shape is one
+    of :data:`_SHAPES` (else ``text that is not NAME=VALUE lines``)."""
+    content = 0
+    foreign: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") and not stripped.startswith(("#include", "#!")):
+            continue
+        content += 1
+        m = _NAME.match(stripped)
+        if m and "=" in stripped and " " not in stripped.split("=", 1)[0].replace("export ", "", 1).replace(
+                "declare -x ", "", 1).strip():
+            if not _SHAPES[1][1].match(stripped):
+                continue
+        foreign.append(line)
+    if len(foreign) < 3 or 2 * len(foreign) < content:
+        return None
+    votes = {kind: sum(1 for line in foreign if pattern.match(line)) for kind, pattern in _SHAPES}
+    kind, n = max(votes.items(), key=lambda kv: kv[1])
+    return (kind if n else "text that is not NAME=VALUE lines", len(foreign), content)
 
 
 # --------------------------------------------------------------------------------------------------
