@@ -141,9 +141,9 @@ def _facts_host(src: Source, config, only: tuple[str, ...] | None) -> HostResult
     except NcclctlError as exc:
         return HostResult(host=src.name or src.path, source=src.path, error=exc.to_dict())
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        err = InputError(f"a facts document whose 'fleet' section is malformed ({type(exc).__name__}: {exc})",
+        bad = InputError(f"a facts document whose 'fleet' section is malformed ({type(exc).__name__}: {exc})",
                          path=src.path, fix="gather the facts again with 'ncclctl facts'")
-        doc_err = err.to_dict()
+        doc_err = bad.to_dict()
         doc_err["exit_code"] = int(ExitCode.INVALID_INPUT)
         return HostResult(host=src.name or src.path, source=src.path, error=doc_err)
 
