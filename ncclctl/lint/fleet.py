@@ -109,7 +109,6 @@ def _facts_host(src: Source, config, only: tuple[str, ...] | None) -> HostResult
     """A host from its facts document: its recorded node findings (the rules this run selects) and its fleet facts."""
     from ncclctl.errors import ExitCode, InputError, NcclctlError
     from ncclctl.findings import Severity
-    from ncclctl.lint.engine import selected
 
     try:
         doc = load_facts(src.path)
@@ -127,7 +126,9 @@ def _facts_host(src: Source, config, only: tuple[str, ...] | None) -> HostResult
                              fix="upgrade ncclctl on the hosts and gather the facts again")
         # The host ran the default rule set; this run's selection (--rule, the config's off and per-host ignores)
         # and configured severities apply to what it recorded. A rule off by default was not run there.
-        wanted = {r.id: config.severity(r) for r in selected(config, only=only, host=host)}
+        wanted = _wanted(config, only)
+        if config.ignores:
+            wanted = {rid: sev for rid, sev in wanted.items() if not config.ignored(host, rid)}
         findings = []
         for d in fleet.get("findings") or ():
             if d["rule"] in wanted:
@@ -146,6 +147,20 @@ def _facts_host(src: Source, config, only: tuple[str, ...] | None) -> HostResult
         doc_err = bad.to_dict()
         doc_err["exit_code"] = int(ExitCode.INVALID_INPUT)
         return HostResult(host=src.name or src.path, source=src.path, error=doc_err)
+
+
+_WANTED: dict[tuple, dict] = {}
+
+
+def _wanted(config, only: tuple[str, ...] | None) -> dict[str, Any]:
+    """Rule id -> configured severity (or None) of the node rules this run selects, computed once a run."""
+    from ncclctl.lint.engine import selected
+
+    key = (id(config), only)
+    if key not in _WANTED:
+        _WANTED.clear()
+        _WANTED[key] = {r.id: config.severity(r) for r in selected(config, only=only)}
+    return _WANTED[key]
 
 
 def facts_to_json(facts: dict[str, Any]) -> dict[str, Any]:
