@@ -6,8 +6,8 @@ Usage: bench/fleet_facts.py [--sizes 1000,3000,10000] [--keep DIR]
 The fleet is written as Ansible's ``fetch`` lays it out (``DIR/gpuNNNNN/etc/ansible/facts.d/ncclctl.fact``): the
 facts of fixtures/hosts/dgx-h100 (18 KB each) under N host names, one host in 50 with the facts of
 dgx-h100-port-down (IB001, NCCL011 and FLT011 planted) and one in 500 on another NVIDIA driver (FLT003 planted).
-Each size is one fresh ``python -m ncclctl fleet lint --facts DIR --format json -o FILE`` process: wall time and
-its peak RSS (``os.wait4``), then the report is checked: every planted fault found on exactly its hosts, nothing
+Each size is one fresh ``python -m ncclctl fleet lint --facts DIR --format json -o FILE`` process: wall time, its CPU
+time (user + system) and its peak RSS (``os.wait4``; CPU time is the figure a shared machine's load leaves alone), then the report is checked: every planted fault found on exactly its hosts, nothing
 else. Figures go to bench/RESULTS.md by hand.
 """
 
@@ -61,13 +61,13 @@ def write_fleet(folder: Path, n: int, docs: dict[str, dict]) -> tuple[set[str], 
     return down, driver
 
 
-def run(folder: Path, out: Path) -> tuple[float, int, int]:
+def run(folder: Path, out: Path) -> tuple[float, float, int, int]:
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "ncclctl", "fleet", "lint", "--facts", str(folder), "--format",
                              "json", "-o", str(out)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
-    return wall, usage.ru_maxrss * 1024, os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, os.waitstatus_to_exitcode(status)
 
 
 def check(report: Path, n: int, down: set[str], driver: set[str]) -> str:
@@ -88,18 +88,19 @@ def main() -> int:
     args = ap.parse_args()
     docs = base_docs()
     print(f"fleet lint --facts (Python {'.'.join(map(str, sys.version_info[:3]))}, {os.cpu_count()} CPUs)")
-    print(f"{'hosts':>7}  {'wall':>8}  {'per host':>9}  {'peak RSS':>9}  {'rc':>2}  check")
+    print(f"load average at the start: {os.getloadavg()[0]:.1f}")
+    print(f"{'hosts':>7}  {'wall':>8}  {'CPU':>8}  {'CPU/host':>9}  {'peak RSS':>9}  {'rc':>2}  check")
     bad = 0
     for n in (int(x) for x in args.sizes.split(",")):
         with tempfile.TemporaryDirectory(dir=args.keep) as tmp:
             folder = Path(tmp) / "fetched"
             down, driver = write_fleet(folder, n, docs)
             report = Path(tmp) / "report.json"
-            wall, rss, rc = run(folder, report)
+            wall, cpu, rss, rc = run(folder, report)
             verdict = check(report, n, down, driver) if report.exists() else "no report"
             bad += verdict != "planted faults found" or rc != 1
-            print(f"{n:>7}  {wall:>7.2f}s  {wall / n * 1000:>6.2f} ms  {rss / 2**20:>6.0f} MiB  {rc:>2}  {verdict}",
-                  flush=True)
+            print(f"{n:>7}  {wall:>7.2f}s  {cpu:>7.2f}s  {cpu / n * 1000:>6.2f} ms  {rss / 2**20:>5.0f} MiB  {rc:>2}  "
+                  f"{verdict}", flush=True)
     return 1 if bad else 0
 
 
