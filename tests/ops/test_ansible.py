@@ -114,3 +114,17 @@ def test_playbook_check_real_idempotent_and_check_diff(ansible, dist, tmp_path):
     assert files["conf"].read_text() == "NCCL_IB_HCA=mlx5\n"
     assert not list(etc.glob("nccl.conf.*~")), "check mode made a backup"
     shutil.rmtree(work / "venv", ignore_errors=True)
+
+
+def test_role_passes_ansible_lint_production_profile(tmp_path):
+    """The example role and playbook pass ansible-lint's strictest profile (production), offline. ansible-lint is
+    installed in a cached tool environment (as ansible-core above), never as a project dependency."""
+    lint = tool_venv("ansible-lint", ["ansible-lint", "ansible-core"], "bin/ansible-lint")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "NCCL"))}
+    env.update(ANSIBLE_HOME=str(tmp_path / "ansible-home"), NO_COLOR="1", ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
+               PATH=f"{lint / 'bin'}{os.pathsep}{env.get('PATH', '')}")
+    proc = subprocess.run([str(lint / "bin" / "ansible-lint"), "--offline", "--profile", "production", "--nocolor",
+                           "--format", "pep8", "."], cwd=PLAYBOOK_DIR, env=env, capture_output=True, text=True,
+                          timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "Profile 'production' was required, and it passed" in out, out[-4000:]
