@@ -85,15 +85,15 @@ def test_playbook_check_real_idempotent_and_check_diff(ansible, dist, tmp_path):
     # 1. Check mode on a fresh host: the install would happen, nothing is written.
     recap, out = _play(ansible, work, ["--check"])
     assert recap["changed"] >= 1 and recap["failed"] == 0, out
-    assert _task_result(out, "pip install") == "changed"
+    assert _task_result(out, "Pip install") == "changed"
     assert not (work / "venv").exists() and not files["facts"].parent.exists() and not any(etc.iterdir())
 
     # 2. For real: installed, every file written, lint asserted.
     recap, out = _play(ansible, work, [])
     assert recap["changed"] >= 4, out
-    for step in ("pip install", "facts (", "topology file", "nccl.conf ("):
+    for step in ("Pip install", "Write the facts", "Write the topology file", "Write nccl.conf"):
         assert _task_result(out, step) == "changed", step
-    assert _task_result(out, "no lint finding") == "ok"
+    assert _task_result(out, "No lint finding") == "ok"
     assert (work / "venv" / "bin" / "ncclctl").exists()
     facts = json.loads(files["facts"].read_text())
     assert facts["ok"] and facts["hostname"] == "dgx-h100-01" and facts["rails"]["count"] == 8
@@ -109,7 +109,7 @@ def test_playbook_check_real_idempotent_and_check_diff(ansible, dist, tmp_path):
     files["conf"].write_text("NCCL_IB_HCA=mlx5\n")
     recap, out = _play(ansible, work, ["--check", "--diff"])
     assert recap["changed"] == 1, out
-    assert _task_result(out, "nccl.conf (") == "changed"
+    assert _task_result(out, "Write nccl.conf") == "changed"
     assert f"--- before: {files['conf']}" in out and "-NCCL_IB_HCA=mlx5" in out and "+NCCL_SOCKET_IFNAME==eno3" in out
     assert files["conf"].read_text() == "NCCL_IB_HCA=mlx5\n"
     assert not list(etc.glob("nccl.conf.*~")), "check mode made a backup"
