@@ -256,11 +256,11 @@ def resolve(groups: dict[str, _Group], host_vars: dict[str, dict[str, Any]]) -> 
     out = []
     for h in order:
         names: set[str] = set()
-        for g in member[h]:
-            names |= {g} | ancestors(g, set())
+        for gname in member[h]:
+            names |= {gname} | ancestors(gname, set())
         merged = dict(groups["all"].vars)
-        for g in sorted(names - {"all"}, key=lambda n: (depth(n), n)):
-            merged.update(groups[g].vars)
+        for gname in sorted(names - {"all"}, key=lambda n: (depth(n), n)):
+            merged.update(groups[gname].vars)
         merged.update(host_vars.get(h, {}))
         first = next((g for g in member[h] if g not in ("all", "ungrouped")), None)
         out.append((h, merged, first))
