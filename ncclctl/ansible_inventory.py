@@ -53,16 +53,18 @@ def looks_like_ansible(path: str, text: str) -> bool:
         m = re.match(r"^([A-Za-z0-9_.\-\[\]:]+)\s*:(\s|$)", raw)
         if m is None:
             return True  # "host key=value": INI
-        return m.group(1) == "all" or _yaml_groups(text)
+        if m.group(1) in ("version", "hosts", "fabric"):  # ncclctl's own keys
+            return False
+        return m.group(1) == "all" or _yaml_groups(path, text)
     return False
 
 
-def _yaml_groups(text: str) -> bool:
-    import yaml
+def _yaml_groups(path: str, text: str) -> bool:
+    from ncclctl.yamlio import load
 
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
+    try:  # through the safe loader (depth and size limits); a broken file is left to ncclctl's reader to report
+        data, _ = load(text, path, max_depth=32, fix=_FIX)
+    except InputError:
         return False
     return (isinstance(data, dict) and "hosts" not in data and "version" not in data and bool(data) and
             all(isinstance(v, dict) and set(map(str, v)) <= {"hosts", "vars", "children"} or v is None
@@ -70,36 +72,54 @@ def _yaml_groups(text: str) -> bool:
 
 
 def expand(pattern: str, path: str, line: int | None, limit: int) -> list[str]:
-    """An Ansible host pattern's names, in order (``gpu[01:03]`` -> gpu01, gpu02, gpu03)."""
-    m = _RANGE.search(pattern)
-    if m is None:
-        return [pattern]
-    lo, hi, step = m.group(1), m.group(2), m.group(3)
+    """An Ansible host pattern's names, in order (``gpu[01:03]`` -> gpu01, gpu02, gpu03); several ranges multiply.
+    Counted before anything is built: a pattern naming more than ``limit`` hosts is refused."""
     bad = InputError(f"host pattern {pattern!r}: a range is [START:END] or [START:END:STEP] (numbers, or letters "
                      "a:z)", path=path, line=line, fix="e.g. gpu[01:16] or rack[a:d]")
-    try:
-        stride = int(step) if step else 1
-    except ValueError:
-        raise bad from None
-    if stride < 1:
-        raise bad
-    if lo.isdigit() and hi.isdigit():
-        if int(hi) < int(lo):
+    parts: list[list[str]] = []
+    pos, count = 0, 1
+    for m in _RANGE.finditer(pattern):
+        lo, hi, step = m.group(1), m.group(2), m.group(3)
+        try:
+            stride = int(step) if step else 1
+        except ValueError:
+            raise bad from None
+        if stride < 1:
             raise bad
-        count = (int(hi) - int(lo)) // stride + 1
+        if lo.isdigit() and hi.isdigit() and len(lo) < 10 and len(hi) < 10:
+            if int(hi) < int(lo):
+                raise bad
+            n = (int(hi) - int(lo)) // stride + 1
+        elif len(lo) == 1 and len(hi) == 1 and lo.isalpha() and hi.isalpha() and lo.isascii() and hi.isascii() \
+                and lo <= hi:
+            n = (ord(hi) - ord(lo)) // stride + 1
+        else:
+            raise bad
+        count *= n
         if count > limit:
             raise InputError(f"host pattern {pattern!r} names more than {limit} hosts", path=path, line=line,
                              fix="check the range")
-        width = len(lo) if lo.startswith("0") and len(lo) > 1 or len(lo) == len(hi) else 0
-        values = [str(i).zfill(width) for i in range(int(lo), int(hi) + 1, stride)]
-    elif len(lo) == 1 and len(hi) == 1 and lo.isalpha() and hi.isalpha() and lo <= hi:
-        values = [chr(c) for c in range(ord(lo), ord(hi) + 1, stride)]
-    else:
-        raise bad
-    out = []
-    for v in values:
-        out.extend(expand(pattern[:m.start()] + v + pattern[m.end():], path, line, max(1, limit // len(values))))
+        if lo.isdigit():
+            width = len(lo) if lo.startswith("0") and len(lo) > 1 or len(lo) == len(hi) else 0
+            values = [str(i).zfill(width) for i in range(int(lo), int(hi) + 1, stride)]
+        else:
+            values = [chr(c) for c in range(ord(lo), ord(hi) + 1, stride)]
+        parts.append([pattern[pos:m.start()]])
+        parts.append(values)
+        pos = m.end()
+    if not parts:
+        return [pattern]
+    parts.append([pattern[pos:]])
+    out = [""]
+    for choices in parts:
+        out = [prefix + c for prefix in out for c in choices]
     return out
+
+
+def _cap(group_hosts: list[str], host_vars: dict[str, Any], limit: int, path: str, line: int | None) -> None:
+    """More than ``limit`` hosts in all (or listed in one group: a pattern repeated) is refused as it is read."""
+    if len(host_vars) > limit or len(group_hosts) > limit:
+        raise InputError(f"more than {limit} hosts", path=path, line=line, fix="split the inventory")
 
 
 def _value(text: str) -> Any:
@@ -158,6 +178,7 @@ def parse_ini(text: str, path: str, limit: int) -> tuple[dict[str, _Group], dict
                 group.hosts.append(host)
                 host_vars.setdefault(host, {}).update(variables)
                 host_line.setdefault(host, n)
+            _cap(group.hosts, host_vars, limit, path, n)
     return groups, host_vars, host_line
 
 
@@ -191,6 +212,7 @@ def parse_yaml(data: Any, root: Any, path: str, limit: int) -> tuple[dict[str, _
                 host_vars.setdefault(host, {}).update(variables or {})
                 if str(pattern) in lines:
                     host_line.setdefault(host, lines[str(pattern)])
+            _cap(group.hosts, host_vars, limit, path, lines.get(str(pattern)))
         group.vars.update(body.get("vars") or {})
         children = body.get("children") or {}
         if not isinstance(children, dict):
