@@ -127,15 +127,19 @@ def test_bad_facts_are_named_and_the_rest_are_linted(tmp_path, models):
     failed = {"schema_version": 1, "ok": False, "timed_out": True, "hostname": "gpu005",
               "error": {"error": "Timeout", "message": "probe did not finish within 20 s", "fix": "raise --timeout"}}
     (fetched / "gpu005.json").write_text(json.dumps(failed))
+    hostile = json.loads((fetched / "gpu002/etc/ansible/facts.d/ncclctl.fact").read_text())
+    hostile["fleet"]["findings"] = [{"rule": "IB001", "severity": "bogus", "message": 5, "subject": "x"}]
+    (fetched / "gpu006.json").write_text(json.dumps(hostile))
     (fetched / "notes.txt").write_text("not read: not a facts name")
     r = run_cli("fleet", "lint", "--facts", str(fetched), "-f", "json")
     assert r.returncode == 3 and "Traceback" not in r.stderr
     doc = json.loads(r.stdout)
     errors = {Path(h["source"]).name: h["error"] for h in doc["hosts"] if h.get("error")}
-    assert set(errors) == {"gpu003.json", "gpu004.json", "gpu005.json"}
+    assert set(errors) == {"gpu003.json", "gpu004.json", "gpu005.json", "gpu006.json"}
     assert errors["gpu003.json"]["line"] == 2 and "not a valid JSON facts document" in errors["gpu003.json"]["message"]
     assert "no 'fleet' section" in errors["gpu004.json"]["message"] and "upgrade" in errors["gpu004.json"]["fix"]
     assert "probe timed out: Timeout" in errors["gpu005.json"]["message"]
+    assert "'fleet' section is malformed" in errors["gpu006.json"]["message"]
     assert sum(1 for h in doc["hosts"] if not h.get("error")) == 2
 
 
