@@ -69,6 +69,8 @@ KINDS: dict[str, Kind] = {
     "config": Kind(4 * _MIB, "config file", "a lint config is a few lines of YAML; check the path"),
     "expect": Kind(4 * _MIB, "expected-state profile", "write one with: ncclctl lint --write-expect FILE"),
     "rail map": Kind(4 * _MIB, "rail map", "a rail map is switches:/subnets:/hosts: YAML; check the path"),
+    "facts": Kind(16 * _MIB, "facts document", "give files written by 'ncclctl facts' (Ansible's "
+                  "/etc/ansible/facts.d/ncclctl.fact, fetched per host) or Ansible's JSON fact cache"),
     "inventory": Kind(64 * _MIB, "inventory", "an inventory is 'hosts:' with one mapping per host; check the path"),
     "slurm": Kind(16 * _MIB, "Slurm topology file", "give Slurm's topology.conf (BlockName=... Nodes=... lines)"),
     "xml": Kind(16 * _MIB, "NCCL XML file", "NCCL topology and graph files are a few kilobytes; check the path"),

@@ -90,6 +90,10 @@ def load_inventory(path: str) -> Inventory:
     from ncclctl.yamlio import load
 
     text = read_text(path, "inventory")
+    from ncclctl.ansible_inventory import looks_like_ansible
+
+    if looks_like_ansible(path, text):
+        return _load_ansible(path, text)
 
     # An inventory nests 3 levels; the depth cap keeps absurd nesting away from the composer.
     data, root = load(text, path, max_depth=32, fix="an inventory is 'hosts:' with one mapping per host (" + _FIX + ")")
@@ -137,6 +141,22 @@ def load_inventory(path: str) -> Inventory:
             seen[name] = line
             hosts.append(_host(name, entry, line, path, rel, many=many))
     return Inventory(path=path, hosts=tuple(hosts), fabric=fabric_path)
+
+
+def _load_ansible(path: str, text: str) -> Inventory:
+    """An Ansible inventory (INI or YAML; :mod:`ncclctl.ansible_inventory`) as an inventory."""
+    from ncclctl.ansible_inventory import hosts_of
+
+    base = os.path.dirname(path)
+    hosts = []
+    for name, kind, where, group, line in hosts_of(path, text, limit=MAX_HOSTS):
+        if not _HOST_RE.match(name):
+            raise InputError(f"host name {name!r} is not a host name", path=path, line=line,
+                             fix="use the host's short name (letters, digits, '.', '_', '-')")
+        p = os.path.normpath(os.path.join(base, where))
+        hosts.append(InventoryHost(name=name, snapshot=p if kind == "snapshot" else None,
+                                   model=p if kind == "model" else None, group=group, line=line))
+    return Inventory(path=path, hosts=tuple(hosts))
 
 
 def _expand(key: str, path: str, line: int | None) -> list[str]:

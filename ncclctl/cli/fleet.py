@@ -43,6 +43,7 @@ def _progress():
 def fleet_lint(
     snapshots: Optional[List[str]] = typer.Argument(None, metavar="SNAPSHOT...", help="Snapshot folders, .tar.gz snapshots or node-model JSON files."),
     inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help="Cluster inventory YAML (see 'ncclctl schema inventory') naming each host's snapshot or model.", metavar="FILE"),
+    facts: bool = typer.Option(False, "--facts", help="The arguments are 'ncclctl facts' documents (Ansible's ncclctl.fact fetched per host, or its JSON fact cache): files, or folders searched for them. The node findings are those each host recorded; the fleet rules compare the hosts."),
     config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
     expect: Optional[str] = typer.Option(None, "--expect", help="Also compare every host with this expected-state profile.", metavar="FILE"),
     fmt: FleetFormat = format_option(FleetFormat.text, "Output format: text, json, sarif, junit, prom (a node_exporter textfile with a host label, docs/operations.md section 5)."),
@@ -56,6 +57,7 @@ def fleet_lint(
     output: Optional[str] = OUTPUT_OPTION,
 ) -> None:
     """Lint every node of a fleet and compare them: MTU, firmware, driver, NCCL settings, GPU/NIC counts, rails.
+    With --facts, read what each host's 'ncclctl facts' recorded instead of probing snapshots.
 
     Exit codes: 0 clean, 1 findings at or above --fail-on on some host, 3 invalid input (including a host
     whose snapshot cannot be read; the others are still linted and reported), 4 a host past --host-timeout
@@ -63,11 +65,17 @@ def fleet_lint(
     """
     from ncclctl import report
     from ncclctl.findings import Severity
-    from ncclctl.lint.fleet import exit_code, lint_fleet, sources_from_inventory, sources_from_paths
+    from ncclctl.lint.fleet import (exit_code, lint_fleet, sources_from_facts, sources_from_inventory,
+                                    sources_from_paths)
 
     if bool(snapshots) == (inventory is not None):
         raise usage("give snapshots or --inventory (one of the two)",
-                    fix="ncclctl fleet lint snaps/*  or  ncclctl fleet lint --inventory cluster.yaml")
+                    fix="ncclctl fleet lint snaps/*  or  ncclctl fleet lint --inventory cluster.yaml  or  "
+                        "ncclctl fleet lint --facts fetched/")
+    if facts and (inventory is not None or expect is not None):
+        raise usage("--facts reads the facts files given as arguments; it takes neither --inventory nor --expect "
+                    "(an expected-state profile needs the node itself)",
+                    fix="ncclctl fleet lint --facts fetched/  (or --expect with snapshots)")
     only = select_rules(rule, ("node", "fleet"), "fleet lint")
     cfg_path, cfg = load_config(config)
     profile = None
@@ -75,7 +83,10 @@ def fleet_lint(
         from ncclctl.lint.expect import load_profile
 
         profile = load_profile(expect)
-    sources = sources_from_inventory(inventory) if inventory is not None else sources_from_paths(snapshots or [])
+    if facts:
+        sources = sources_from_facts(snapshots or [])
+    else:
+        sources = sources_from_inventory(inventory) if inventory is not None else sources_from_paths(snapshots or [])
     result = lint_fleet(sources, cfg, expect=profile, jobs=jobs, only=only, progress=_progress(),
                         host_timeout=host_timeout)
     threshold = Severity(fail_on.value)

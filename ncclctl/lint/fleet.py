@@ -50,6 +50,143 @@ def sources_from_inventory(path: str) -> list[Source]:
             for h in inv.hosts]
 
 
+#: Names of facts files in a folder: ``*.fact`` (Ansible's facts.d), ``*.json``, and names without a suffix (Ansible's
+#: jsonfile fact cache names each file after its host).
+FACTS_SUFFIXES = (".fact", ".json")
+
+
+def sources_from_facts(paths: Iterable[str]) -> list[Source]:
+    """One source per facts document: each file given, and every facts file under each folder given (recursively,
+    hidden names left out; in name order), as Ansible's ``fetch`` lays them out (``DEST/HOST/etc/ansible/facts.d/
+    ncclctl.fact``) or its jsonfile fact cache does (``CACHE/HOST``)."""
+    from ncclctl.errors import InputError
+    from ncclctl.names import natural_key
+
+    out = []
+    for p in paths:
+        if not os.path.isdir(p):
+            out.append(Source(path=p, kind="facts"))
+            continue
+        found = []
+        for top, dirs, files in os.walk(p):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            for name in files:
+                if not name.startswith(".") and (name.endswith(FACTS_SUFFIXES) or "." not in name):
+                    found.append(os.path.join(top, name))
+        if not found:
+            raise InputError("no facts files in this folder (*.fact, *.json, or fact-cache files named after hosts)",
+                             path=p, fix="fetch each host's /etc/ansible/facts.d/ncclctl.fact here (ansible -m fetch), "
+                                         "or give the files written by 'ncclctl facts -o FILE'")
+        out.extend(Source(path=f, kind="facts") for f in sorted(found, key=natural_key))
+    return out
+
+
+def load_facts(path: str) -> dict[str, Any]:
+    """The ``ncclctl facts`` document in ``path``: the document itself, Ansible's ``setup`` output
+    (``ansible_facts.ansible_local.ncclctl``) or a jsonfile fact-cache entry (``ansible_local.ncclctl``)."""
+    from ncclctl.errors import InputError
+    from ncclctl.inputs import read_json
+
+    fix = ("give the JSON that 'ncclctl facts' writes (the role installs it as /etc/ansible/facts.d/ncclctl.fact)")
+    doc = read_json(path, "facts")
+    if isinstance(doc, dict) and isinstance(doc.get("ansible_facts"), dict):
+        doc = doc["ansible_facts"]
+    if isinstance(doc, dict) and "ansible_local" in doc:
+        local = doc["ansible_local"]
+        if not isinstance(local, dict) or not isinstance(local.get("ncclctl"), dict):
+            raise InputError("Ansible facts without ansible_local.ncclctl: this host has no ncclctl.fact", path=path,
+                             fix="install the fact file on the host (examples/ansible role), then gather facts again")
+        doc = local["ncclctl"]
+    if not isinstance(doc, dict) or "schema_version" not in doc or "ok" not in doc:
+        raise InputError("not an ncclctl facts document (no schema_version and ok keys)", path=path, fix=fix)
+    if doc["schema_version"] != 1:
+        raise InputError(f"facts schema_version {doc['schema_version']!r}; this ncclctl reads version 1", path=path,
+                         fix="gather the facts with the same ncclctl release on the hosts and here")
+    return doc
+
+
+def _facts_host(src: Source, config, only: tuple[str, ...] | None) -> HostResult:
+    """A host from its facts document: its recorded node findings (the rules this run selects) and its fleet facts."""
+    from ncclctl.errors import ExitCode, InputError, NcclctlError
+    from ncclctl.findings import Severity
+
+    try:
+        doc = load_facts(src.path)
+        host = src.name or doc.get("hostname") or src.path
+        if not doc["ok"]:
+            err: dict[str, Any] = doc["error"] if isinstance(doc.get("error"), dict) else {}
+            what = "timed out" if doc.get("timed_out") else "failed"
+            raise InputError(f"the host's facts say its probe {what}: {err.get('error', '?')}: "
+                             f"{err.get('message', '')}".rstrip(": "), path=src.path,
+                             fix=err.get("fix") or "run 'ncclctl facts' on the host and read its error")
+        fleet = doc.get("fleet")
+        if not isinstance(fleet, dict) or not isinstance(fleet.get("facts"), dict):
+            raise InputError(f"facts written by ncclctl {doc.get('ncclctl_version', '?')} have no 'fleet' section "
+                             "(the values the fleet rules compare)", path=src.path,
+                             fix="upgrade ncclctl on the hosts and gather the facts again")
+        # The host ran the default rule set; this run's selection (--rule, the config's off and per-host ignores)
+        # and configured severities apply to what it recorded. A rule off by default was not run there.
+        wanted = _wanted(config, only)
+        if config.ignores:
+            wanted = {rid: sev for rid, sev in wanted.items() if not config.ignored(host, rid)}
+        findings = []
+        for d in fleet.get("findings") or ():
+            if d["rule"] in wanted:
+                sev = wanted[d["rule"]] or Severity(d["severity"])
+                findings.append(Finding(rule=d["rule"], severity=sev, message=d["message"],
+                                        subject=d["subject"], line=d.get("line"), column=d.get("column"),
+                                        fix=d.get("fix"), evidence=tuple(d.get("evidence") or ())))
+        rules = [r for r in fleet.get("rules_run") or () if r in wanted]
+        return HostResult(host=host, source=src.path, findings=findings, rules=rules,
+                          facts=facts_from_json(fleet["facts"]))
+    except NcclctlError as exc:
+        return HostResult(host=src.name or src.path, source=src.path, error=exc.to_dict())
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        bad = InputError(f"a facts document whose 'fleet' section is malformed ({type(exc).__name__}: {exc})",
+                         path=src.path, fix="gather the facts again with 'ncclctl facts'")
+        doc_err = bad.to_dict()
+        doc_err["exit_code"] = int(ExitCode.INVALID_INPUT)
+        return HostResult(host=src.name or src.path, source=src.path, error=doc_err)
+
+
+_WANTED: dict[tuple, dict] = {}
+
+
+def _wanted(config, only: tuple[str, ...] | None) -> dict[str, Any]:
+    """Rule id -> configured severity (or None) of the node rules this run selects, computed once a run."""
+    from ncclctl.lint.engine import selected
+
+    key = (id(config), only)
+    if key not in _WANTED:
+        _WANTED.clear()
+        _WANTED[key] = {r.id: config.severity(r) for r in selected(config, only=only)}
+    return _WANTED[key]
+
+
+def facts_to_json(facts: dict[str, Any]) -> dict[str, Any]:
+    """:func:`fleet_facts` as the facts document's ``fleet.facts`` publishes them: JSON, every key snake_case (NCCL
+    variable names lower-cased, as the document's ``nccl.env`` has them; the firmware map as a list of
+    ``{"nic", "fw_ver"}``). :func:`facts_from_json` reads them back."""
+    import json
+
+    out = json.loads(json.dumps(facts))
+    out["nccl"] = {k.lower(): v for k, v in sorted(facts["nccl"].items())}
+    out["firmware"] = [{"nic": k, "fw_ver": v} for k, v in sorted(facts["firmware"].items())]
+    return out
+
+
+def facts_from_json(facts: dict[str, Any]) -> dict[str, Any]:
+    """Fleet facts read back from a facts document as :func:`fleet_facts` makes them, so the fleet rules see what
+    they see from a snapshot: NCCL names upper case, the firmware map, the pairs and triples it keeps as tuples
+    (RoCE addresses, network ports)."""
+    out = dict(facts)
+    out["nccl"] = {k.upper(): v for k, v in facts["nccl"].items()}
+    out["firmware"] = {d["nic"]: d["fw_ver"] for d in facts["firmware"]}
+    out["roce_addresses"] = [tuple(x) for x in facts.get("roce_addresses") or ()]
+    out["net_ports"] = [tuple(x) for x in facts.get("net_ports") or ()]
+    return out
+
+
 # Worker state, set before forking (or by the initializer): the config and the expected-state profile.
 _STATE: dict[str, Any] = {}
 
@@ -118,6 +255,8 @@ def lint_host(src: Source, config=None, expect=None, only: tuple[str, ...] | Non
     if config is None:  # in a worker: what lint_fleet set before forking
         config, expect, only = _STATE["config"], _STATE.get("expect"), _STATE.get("only")
         timeout = _STATE.get("timeout")
+    if src.kind == "facts":
+        return _facts_host(src, config, only)
     try:
         with host_deadline(timeout):
             return _lint_host(src, config, expect, only)
@@ -173,7 +312,8 @@ def lint_fleet(sources: list[Source], config, *, expect=None, jobs: int | None =
     jobs = max(1, jobs or os.cpu_count() or 1)
     results: list[HostResult | None] = [None] * total
     done = 0
-    if jobs == 1 or total < 4:
+    if jobs == 1 or total < 4 or all(s.kind == "facts" for s in sources):
+        # facts documents are read, not probed (~1 ms a host): no workers to fork and results to pickle back
         for i, src in enumerate(sources):
             results[i] = lint_host(src, config, expect, only, host_timeout)
             done += 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Callable, Iterable, Iterator
 
 from ncclctl.findings import Severity
@@ -400,17 +401,21 @@ def fleet_duplicate_roce_address(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
 def nccl_net_ports(facts: dict[str, Any]) -> list[tuple[str, int, int, int]]:
     """(nic, port, rail, plane) of every active port the host's effective NCCL_IB_HCA selects (all active RDMA ports
     when unset), with the rail/plane ids NCCL 2.30.7+ reads from it (-1: undefined)."""
+    return list(_net_ports(facts["nccl"].get("NCCL_IB_HCA"), tuple(tuple(p) for p in facts.get("net_ports", []))))
+
+
+@lru_cache(maxsize=256)
+def _net_ports(hca: str | None, ports: tuple) -> tuple[tuple[str, int, int, int], ...]:
+    """:func:`nccl_net_ports` of one (NCCL_IB_HCA, ports): a fleet has a few distinct ones, asked per host."""
     from ncclctl.nccl.lists import hca_ids, hca_selects
 
-    ports = [tuple(p) for p in facts.get("net_ports", [])]
-    hca = facts["nccl"].get("NCCL_IB_HCA")
     selected = hca_selects(hca, [(n, p) for n, p, _ in ports]) if hca else {(n, p) for n, p, _ in ports}
     out = []
     for n, p, active in ports:
         if active and (n, p) in selected:
             rail, plane = hca_ids(hca, n, p) if hca and not hca.startswith("^") else (-1, -1)
             out.append((n, p, rail, plane))
-    return out
+    return tuple(out)
 
 
 def _ids_text(rail: int, plane: int) -> str:

@@ -36,7 +36,7 @@ FACTS_SCHEMA_VERSION = 1
 
 #: Top-level sections, in output order; an error document has them all, set to null.
 SECTIONS = ("hostname", "kernel", "virtual_machine", "cpu", "gpu", "gpus", "nics", "netdevs", "rails", "nccl",
-            "lint", "versions", "unavailable")
+            "lint", "versions", "unavailable", "fleet")
 
 
 def _transport(node: Node) -> dict:
@@ -73,6 +73,8 @@ def document(node: Node, *, source: dict, lint: bool = True) -> dict:
         }
     nccl_names = ("NCCL_TOPO_FILE", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_IB_GID_INDEX", "NCCL_IB_TC",
                   "NCCL_GRAPH_FILE")
+    summary, found, ran = _lint(node, source) if lint else (
+        {"ran": False, "error": None, "summary": None, "rules": None}, None, None)
     doc: dict[str, Any] = {
         "schema_version": FACTS_SCHEMA_VERSION,
         "ok": True,
@@ -120,8 +122,7 @@ def document(node: Node, *, source: dict, lint: bool = True) -> dict:
                            for lib in f.nccl_libraries]),
             "transport": _transport(node),
         },
-        "lint": _lint_summary(node, source) if lint else {"ran": False, "error": None, "summary": None,
-                                                          "rules": None},
+        "lint": summary,
         "versions": {
             "ncclctl": __version__,
             "python": ".".join(map(str, sys.version_info[:3])),
@@ -131,8 +132,23 @@ def document(node: Node, *, source: dict, lint: bool = True) -> dict:
             "nic_firmware": sorted({n.fw_ver for n in node.nics if n.fw_ver}, key=natural_key),
         },
         "unavailable": [{"source": u.source, "reason": u.reason} for u in node.unavailable],
+        "fleet": {"facts": _fleet_facts(node, plan),
+                  "findings": None if found is None else [f.to_dict() for f in found],
+                  "rules_run": ran},
     }
     return doc
+
+
+def _fleet_facts(node: Node, plan) -> dict:
+    """What ``fleet lint --facts`` compares across hosts (:func:`ncclctl.lint.rules_fleet.fleet_facts`), as JSON with
+    snake_case keys (:func:`ncclctl.lint.fleet.facts_to_json`): the values of sensitive NCCL variables are not published (hosts then compare equal on them)."""
+    from ncclctl.lint.fleet import facts_to_json
+    from ncclctl.lint.rules_fleet import fleet_facts
+    from ncclctl.nccl.variables import REDACTED, sensitive_variable
+
+    facts = fleet_facts(node, plan) if plan is not None else fleet_facts(node)
+    facts["nccl"] = {k: REDACTED if sensitive_variable(k) else v for k, v in sorted(facts["nccl"].items())}
+    return facts_to_json(facts)
 
 
 def _published(name: str, value: str | None) -> str | None:
@@ -142,18 +158,21 @@ def _published(name: str, value: str | None) -> str | None:
     return REDACTED if value is not None and sensitive_variable(name) else value
 
 
-def _lint_summary(node: Node, source: dict) -> dict:
-    """Counts per severity and the ids of the rules that fired, from the default rule set."""
+def _lint(node: Node, source: dict) -> tuple[dict, list | None, list[str] | None]:
+    """The default rule set over the node: (the ``lint`` section: counts per severity and the ids of the rules that
+    fired; the findings, sorted; the ids of the rules that ran), or the error and two Nones."""
     try:
         from ncclctl import report
+        from ncclctl.findings import sort_key
         from ncclctl.lint.context import Ctx
-        from ncclctl.lint.engine import run
+        from ncclctl.lint.engine import DEFAULT_CONFIG, run, selected
 
-        found = run(Ctx(node=node, source=source.get("path")))
-        return {"ran": True, "error": None, "summary": report.summary(found),
-                "rules": sorted({f.rule for f in found})}
+        found = sorted(run(Ctx(node=node, source=source.get("path"))), key=sort_key)
+        ran = [r.id for r in selected(DEFAULT_CONFIG, host=node.hostname)]
+        return ({"ran": True, "error": None, "summary": report.summary(found),
+                 "rules": sorted({f.rule for f in found})}, found, ran)
     except Exception as exc:  # the facts must survive a broken rule; say what happened instead
-        return {"ran": False, "error": f"{type(exc).__name__}: {exc}", "summary": None, "rules": None}
+        return {"ran": False, "error": f"{type(exc).__name__}: {exc}", "summary": None, "rules": None}, None, None
 
 
 def error_document(error: dict, *, source: dict, timed_out: bool = False) -> dict:

@@ -313,7 +313,13 @@ def all_rules() -> tuple[Rule, ...]:
                     raise
                 _MISSING.append(name)
         _LOADED = True
-    return tuple(sorted(_REGISTRY.values(), key=lambda r: (family_order(r.family), r.id)))
+    if _SORTED[0] != len(_REGISTRY):  # sorted once (a fleet asks per host), again only when a rule was added
+        _SORTED[:] = [len(_REGISTRY), tuple(sorted(_REGISTRY.values(), key=lambda r: (family_order(r.family), r.id)))]
+    return _SORTED[1]
+
+
+#: (how many rules were registered, all_rules() then).
+_SORTED: list = [-1, ()]
 
 
 _MISSING: list[str] = []

@@ -85,15 +85,15 @@ def test_playbook_check_real_idempotent_and_check_diff(ansible, dist, tmp_path):
     # 1. Check mode on a fresh host: the install would happen, nothing is written.
     recap, out = _play(ansible, work, ["--check"])
     assert recap["changed"] >= 1 and recap["failed"] == 0, out
-    assert _task_result(out, "pip install") == "changed"
+    assert _task_result(out, "Pip install") == "changed"
     assert not (work / "venv").exists() and not files["facts"].parent.exists() and not any(etc.iterdir())
 
     # 2. For real: installed, every file written, lint asserted.
     recap, out = _play(ansible, work, [])
     assert recap["changed"] >= 4, out
-    for step in ("pip install", "facts (", "topology file", "nccl.conf ("):
+    for step in ("Pip install", "Write the facts", "Write the topology file", "Write nccl.conf"):
         assert _task_result(out, step) == "changed", step
-    assert _task_result(out, "no lint finding") == "ok"
+    assert _task_result(out, "No lint finding") == "ok"
     assert (work / "venv" / "bin" / "ncclctl").exists()
     facts = json.loads(files["facts"].read_text())
     assert facts["ok"] and facts["hostname"] == "dgx-h100-01" and facts["rails"]["count"] == 8
@@ -109,8 +109,22 @@ def test_playbook_check_real_idempotent_and_check_diff(ansible, dist, tmp_path):
     files["conf"].write_text("NCCL_IB_HCA=mlx5\n")
     recap, out = _play(ansible, work, ["--check", "--diff"])
     assert recap["changed"] == 1, out
-    assert _task_result(out, "nccl.conf (") == "changed"
+    assert _task_result(out, "Write nccl.conf") == "changed"
     assert f"--- before: {files['conf']}" in out and "-NCCL_IB_HCA=mlx5" in out and "+NCCL_SOCKET_IFNAME==eno3" in out
     assert files["conf"].read_text() == "NCCL_IB_HCA=mlx5\n"
     assert not list(etc.glob("nccl.conf.*~")), "check mode made a backup"
     shutil.rmtree(work / "venv", ignore_errors=True)
+
+
+def test_role_passes_ansible_lint_production_profile(tmp_path):
+    """The example role and playbook pass ansible-lint's strictest profile (production), offline. ansible-lint is
+    installed in a cached tool environment (as ansible-core above), never as a project dependency."""
+    lint = tool_venv("ansible-lint", ["ansible-lint", "ansible-core"], "bin/ansible-lint")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "NCCL"))}
+    env.update(ANSIBLE_HOME=str(tmp_path / "ansible-home"), NO_COLOR="1", ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
+               PATH=f"{lint / 'bin'}{os.pathsep}{env.get('PATH', '')}")
+    proc = subprocess.run([str(lint / "bin" / "ansible-lint"), "--offline", "--profile", "production", "--nocolor",
+                           "--format", "pep8", "."], cwd=PLAYBOOK_DIR, env=env, capture_output=True, text=True,
+                          timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "Profile 'production' was required, and it passed" in out, out[-4000:]

@@ -38,8 +38,11 @@ def test_the_package_schema_folder_is_the_checkout_schema_folder():
 def test_wheel_and_sdist_carry_schemas_and_profiles(dist):
     SCHEMAS, PROFILES = _shipped(dist["src"])
     assert SCHEMAS
+    # one wheel for every Python and platform: the C reader is opt-in (NCCLCTL_BUILD_C=1), not in the default build
+    assert dist["wheel"].name.endswith("-py3-none-any.whl"), dist["wheel"].name
     with zipfile.ZipFile(dist["wheel"]) as whl:
         names = set(whl.namelist())
+        assert not [n for n in names if n.endswith((".so", ".pyd", ".c"))], sorted(names)
         for p in SCHEMAS:
             assert whl.read(f"ncclctl/_schemas/{p.name}") == p.read_bytes(), p.name
         for p in PROFILES:
