@@ -70,7 +70,7 @@ KINDS: dict[str, Kind] = {
     "expect": Kind(4 * _MIB, "expected-state profile", "write one with: ncclctl lint --write-expect FILE"),
     "rail map": Kind(4 * _MIB, "rail map", "a rail map is switches:/subnets:/hosts: YAML; check the path"),
     "inventory": Kind(64 * _MIB, "inventory", "an inventory is 'hosts:' with one mapping per host; check the path"),
-    "slurm": Kind(16 * _MIB, "Slurm topology file", "give Slurm's topology.conf (BlockName=... Nodes=... lines)"),
+    "slurm": Kind(16 * _MIB, "Slurm topology file", "give Slurm's topology.conf (BlockName=... Nodes=... lines) or topology.yaml (25.05+)"),
     "xml": Kind(16 * _MIB, "NCCL XML file", "NCCL topology and graph files are a few kilobytes; check the path"),
     "fabric": Kind(1024 * _MIB, "fabric dump", "give the ibnetdiscover / iblinkinfo output file"),
     "archive": Kind(256 * _MIB, "snapshot archive", "pass a file written by 'ncclctl snapshot --tar'"),

@@ -97,7 +97,8 @@ def fleet_lint(
 def fleet_blocks(
     snapshots: Optional[List[str]] = typer.Argument(None, metavar="SNAPSHOT...", help="Snapshot folders, .tar.gz snapshots or node-model JSON files."),
     inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help="Cluster inventory YAML naming each host's snapshot or model.", metavar="FILE"),
-    check: Optional[str] = typer.Option(None, "--check", help="Hold this Slurm topology.conf (block form) against the NVLink domains instead of writing one.", metavar="FILE"),
+    check: Optional[str] = typer.Option(None, "--check", help="Hold this Slurm topology.conf (block form) or topology.yaml (25.05+; every block topology in it) against the NVLink domains instead of writing one.", metavar="FILE"),
+    slurm_format: str = typer.Option("conf", "--format", "-f", help="What to write: conf (topology.conf, Slurm 23.11+) or yaml (topology.yaml, Slurm 25.05+).", metavar="conf|yaml"),
     block_size: Optional[int] = typer.Option(None, "--block-size", min=1, max=4096, help="BlockSizes written (default: the smallest domain's host count, as 'fabric order -f slurm-block' does: Slurm needs every block to hold the base block size; 18 for full NVL72 racks)."),
     imex_dir: Optional[str] = typer.Option(None, "--imex-dir", help="Also write each domain's IMEX node list to DIR/<block>.nodes_config.cfg (the members' IPv4 addresses).", metavar="DIR"),
 ) -> None:
@@ -106,7 +107,8 @@ def fleet_blocks(
 
     Exit codes: 0 written / agrees, 1 the file disagrees (an error), 3 invalid input.
     """
-    from ncclctl.fabric.slurm import block_conf, check_blocks, parse_topology_conf, render_problems
+    from ncclctl.fabric.slurm import (block_conf, block_yaml, check_blocks, is_topology_yaml, parse_topology_conf,
+                                      parse_topology_yaml, render_problems)
     from ncclctl.inputs import read_text
     from ncclctl.inventory import load_model, load_snapshot
     from ncclctl.lint.fleet import sources_from_inventory, sources_from_paths
@@ -115,6 +117,9 @@ def fleet_blocks(
     if bool(snapshots) == (inventory is not None):
         raise usage("give snapshots or --inventory (one of the two)",
                     fix="ncclctl fleet blocks --inventory cluster.yaml  [--check /etc/slurm/topology.conf]")
+    if slurm_format not in ("conf", "yaml"):
+        raise usage(f"--format {slurm_format!r}: give conf (topology.conf) or yaml (topology.yaml)",
+                    fix="ncclctl fleet blocks --inventory cluster.yaml --format yaml")
     sources = sources_from_inventory(inventory) if inventory is not None else sources_from_paths(snapshots or [])
     hosts = []
     for src in sources:
@@ -139,13 +144,21 @@ def fleet_blocks(
             emit(f"{imex_dir.rstrip('/')}/{names[(uuid, clique)]}.nodes_config.cfg",
                  imex_nodes_config(uuid, clique, addrs).encode())
     if check is None:
-        out(block_conf(domains, block_size=block_size or min(len(v) for v in domains.values())))
+        write = block_yaml if slurm_format == "yaml" else block_conf
+        out(write(domains, block_size=block_size or min(len(v) for v in domains.values())))
         return
-    topo = parse_topology_conf(read_text(check, kind="slurm"), source=check)
-    problems = check_blocks(topo, domains, source=check)
-    if problems:
-        out(render_problems(problems, check))
+    text = read_text(check, kind="slurm")
+    if is_topology_yaml(text, check):
+        topologies = [(f"topology {t.name}: ", t.topology) for t in parse_topology_yaml(text, source=check)]
     else:
-        out(f"{check}: {len(topo.blocks)} block(s) agree with {len(domains)} NVLink domain(s)\n")
-    if any(p.severity == "error" for p in problems):
+        topologies = [("", parse_topology_conf(text, source=check))]
+    failed = False
+    for label, topo in topologies:
+        problems = check_blocks(topo, domains, source=check)
+        if problems:
+            out(render_problems(problems, check, prefix=label))
+        else:
+            out(f"{check}: {label}{len(topo.blocks)} block(s) agree with {len(domains)} NVLink domain(s)\n")
+        failed = failed or any(p.severity == "error" for p in problems)
+    if failed:
         raise typer.Exit(ExitCode.FINDINGS)
