@@ -145,7 +145,14 @@ def fleet_blocks(
                  imex_nodes_config(uuid, clique, addrs).encode())
     if check is None:
         write = block_yaml if slurm_format == "yaml" else block_conf
-        out(write(domains, block_size=block_size or min(len(v) for v in domains.values())))
+        smallest = min(domains.items(), key=lambda kv: (len(kv[1]), kv[0]))
+        if block_size is None and len(smallest[1]) < max(len(v) for v in domains.values()):
+            (uuid, clique), members = smallest
+            sys.stderr.write(f"note: BlockSizes={len(members)}, the smallest NVLink domain's size (cluster {uuid} "
+                             f"clique {clique}: {', '.join(members[:4])}): a partial domain, such as a tray left in "
+                             f"another partition, lowers the base block size of every block; re-register it or give "
+                             f"--block-size\n")
+        out(write(domains, block_size=block_size or len(smallest[1])))
         return
     text = read_text(check, kind="slurm")
     if is_topology_yaml(text, check):
