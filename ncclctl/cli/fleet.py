@@ -98,7 +98,9 @@ def fleet_blocks(
     snapshots: Optional[List[str]] = typer.Argument(None, metavar="SNAPSHOT...", help="Snapshot folders, .tar.gz snapshots or node-model JSON files."),
     inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help="Cluster inventory YAML naming each host's snapshot or model.", metavar="FILE"),
     check: Optional[str] = typer.Option(None, "--check", help="Hold this Slurm topology.conf (block form) or topology.yaml (25.05+; every block topology in it) against the NVLink domains instead of writing one.", metavar="FILE"),
-    slurm_format: str = typer.Option("conf", "--format", "-f", help="What to write: conf (topology.conf, Slurm 23.11+) or yaml (topology.yaml, Slurm 25.05+).", metavar="conf|yaml"),
+    slurm_format: str = typer.Option("conf", "--format", "-f", help="What to write: conf (topology.conf, Slurm 23.11+), yaml (topology.yaml, Slurm 25.05+) or hostfile (the host order for a job: NVLink domains kept whole, in order).", metavar="conf|yaml|hostfile"),
+    nodes: Optional[int] = typer.Option(None, "--nodes", "-N", min=1, max=100_000, help="With --format hostfile: the job's host count: the fewest domains that hold it (one domain when one is big enough).", metavar="N"),
+    slots: Optional[int] = typer.Option(None, "--slots", min=1, max=1024, help="With --format hostfile: write 'slots=N' on each line (ranks per host; 4 on a GB200 tray).", metavar="N"),
     block_size: Optional[int] = typer.Option(None, "--block-size", min=1, max=4096, help="BlockSizes written (default: the smallest domain's host count, as 'fabric order -f slurm-block' does: Slurm needs every block to hold the base block size; 18 for full NVL72 racks)."),
     imex_dir: Optional[str] = typer.Option(None, "--imex-dir", help="Also write each domain's IMEX node list to DIR/<block>.nodes_config.cfg (the members' IPv4 addresses).", metavar="DIR"),
 ) -> None:
@@ -117,9 +119,12 @@ def fleet_blocks(
     if bool(snapshots) == (inventory is not None):
         raise usage("give snapshots or --inventory (one of the two)",
                     fix="ncclctl fleet blocks --inventory cluster.yaml  [--check /etc/slurm/topology.conf]")
-    if slurm_format not in ("conf", "yaml"):
-        raise usage(f"--format {slurm_format!r}: give conf (topology.conf) or yaml (topology.yaml)",
+    if slurm_format not in ("conf", "yaml", "hostfile"):
+        raise usage(f"--format {slurm_format!r}: give conf (topology.conf), yaml (topology.yaml) or hostfile",
                     fix="ncclctl fleet blocks --inventory cluster.yaml --format yaml")
+    if (nodes is not None or slots is not None) and slurm_format != "hostfile":
+        raise usage("--nodes and --slots go with --format hostfile",
+                    fix="ncclctl fleet blocks --inventory cluster.yaml --format hostfile --nodes 16")
     sources = sources_from_inventory(inventory) if inventory is not None else sources_from_paths(snapshots or [])
     hosts = []
     for src in sources:
@@ -143,6 +148,18 @@ def fleet_blocks(
                 addrs.append(ips[0] if ips else h)
             emit(f"{imex_dir.rstrip('/')}/{names[(uuid, clique)]}.nodes_config.cfg",
                  imex_nodes_config(uuid, clique, addrs).encode())
+    if check is None and slurm_format == "hostfile":
+        from ncclctl.fabric.slurm import domain_order, hostfile
+
+        try:
+            order = domain_order(domains, nodes)
+        except ValueError as exc:
+            raise usage(str(exc), fix="ask for fewer hosts (--nodes), or give the whole fleet") from None
+        if len(order) > 1 and nodes is not None:
+            sys.stderr.write(f"note: {nodes} hosts span {len(order)} NVLink domains: NCCL crosses between them over "
+                             f"the NICs (MNNVL only inside a domain)\n")
+        out(hostfile(order, slots=slots))
+        return
     if check is None:
         write = block_yaml if slurm_format == "yaml" else block_conf
         smallest = min(domains.items(), key=lambda kv: (len(kv[1]), kv[0]))

@@ -413,3 +413,46 @@ def block_yaml(domains: dict[tuple[str, int], list[str]], *, block_size: int = 1
         lines.append(f"      - block: {names[key]}")
         lines.append(f"        nodes: \"{compress(hosts)}\"")
     return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------------
+# Host order for a job across NVLink domains
+
+
+def domain_order(domains: dict[tuple[str, int], list[str]], nodes: int | None = None
+                 ) -> list[tuple[tuple[str, int], list[str]]]:
+    """The hosts of a job in NVLink-domain order: each domain kept whole and contiguous (NCCL's ring and tree cross
+    from NVLink to the NICs only at a domain boundary, once per domain), domains in the order of their first host.
+
+    With ``nodes``: the fewest domains that hold that many hosts, so a job fits in one domain when one is big
+    enough (the smallest such domain, leaving the big ones whole for bigger jobs), else the biggest domains first,
+    the last one taken in part. Raises ValueError when the domains hold fewer hosts than ``nodes``."""
+    ordered = sorted(((k, sorted(v, key=natural_key)) for k, v in domains.items()),
+                     key=lambda kv: natural_key(kv[1][0]))
+    if nodes is None:
+        return ordered
+    total = sum(len(v) for _, v in ordered)
+    if nodes > total:
+        raise ValueError(f"{nodes} hosts asked for, the NVLink domains hold {total}")
+    fits = [kv for kv in ordered if len(kv[1]) >= nodes]
+    if fits:
+        key, hosts = min(fits, key=lambda kv: len(kv[1]))
+        return [(key, hosts[:nodes])]
+    picked: list[tuple[tuple[str, int], list[str]]] = []
+    left = nodes
+    for key, hosts in sorted(ordered, key=lambda kv: -len(kv[1])):  # stable: ties keep the first-host order
+        if left <= 0:
+            break
+        picked.append((key, hosts[:left]))
+        left -= len(hosts[:left])
+    rank = {k: i for i, (k, _) in enumerate(ordered)}
+    return sorted(picked, key=lambda kv: rank[kv[0]])
+
+
+def hostfile(order: list[tuple[tuple[str, int], list[str]]], *, slots: int | None = None) -> str:
+    """A hostfile (one host per line, ``slots=N`` when given) with a comment line before each NVLink domain."""
+    lines = [f"# {sum(len(h) for _, h in order)} host(s) in {len(order)} NVLink domain(s), each domain contiguous"]
+    for (uuid, clique), hosts in order:
+        lines.append(f"# cluster {uuid} clique {clique}: {len(hosts)} host(s)")
+        lines.extend(f"{h} slots={slots}" if slots else h for h in hosts)
+    return "\n".join(lines) + "\n"

@@ -183,3 +183,33 @@ def test_cli_bad_yaml_is_a_clear_error(tmp_path):
     assert r.returncode == 3 and "topology.yaml" in r.stderr and "Traceback" not in r.stderr, r.stderr
     r = run_cli("fleet", "blocks", "--inventory", INV, "--format", "json")
     assert r.returncode == 2 and "give conf (topology.conf) or yaml" in r.stderr, r.stderr
+
+
+# --- host order for a job: NVLink domains kept whole and in order -----------------------------------------------
+
+def test_domain_order_api():
+    from ncclctl.fabric.slurm import domain_order
+
+    whole = domain_order(DOMAINS)
+    assert [k for k, _ in whole] == [(RACK_A, 1), (RACK_A, 32766), (RACK_B, 32766)]
+    assert [h for _, hs in whole for h in hs] == [h for h in R1 if h != "gb200-r01-t07"] + ["gb200-r01-t07"] + R2
+    assert domain_order(DOMAINS, 1) == [((RACK_A, 32766), ["gb200-r01-t07"])]  # the smallest domain that fits
+    assert domain_order(DOMAINS, 18) == [((RACK_B, 32766), R2)]  # rack 2 whole; rack 1 has 17 now
+    assert [(k, len(v)) for k, v in domain_order(DOMAINS, 20)] == [((RACK_A, 1), 2), ((RACK_B, 32766), 18)]
+    with pytest.raises(ValueError):
+        domain_order(DOMAINS, 37)
+
+
+def test_cli_hostfile():
+    r = run_cli("fleet", "blocks", "--inventory", INV, "--format", "hostfile", "--nodes", "20", "--slots", "4")
+    assert r.returncode == 0, r.stderr
+    hosts = [ln.split()[0] for ln in r.stdout.splitlines() if not ln.startswith("#")]
+    assert hosts == ["gb200-r01-t01", "gb200-r01-t02"] + R2
+    assert "gb200-r02-t01 slots=4" in r.stdout and "20 hosts span 2 NVLink domains" in r.stderr
+    one = run_cli("fleet", "blocks", "--inventory", INV, "--format", "hostfile", "--nodes", "16")
+    assert one.returncode == 0 and "span" not in one.stderr
+    assert [ln for ln in one.stdout.splitlines() if not ln.startswith("#")] == R1[:6] + R1[7:17]
+    bad = run_cli("fleet", "blocks", "--inventory", INV, "--format", "hostfile", "--nodes", "99")
+    assert bad.returncode == 2 and "99 hosts asked for, the NVLink domains hold 36" in bad.stderr
+    bad = run_cli("fleet", "blocks", "--inventory", INV, "--nodes", "4")
+    assert bad.returncode == 2 and "--nodes and --slots go with --format hostfile" in bad.stderr
