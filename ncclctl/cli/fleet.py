@@ -114,7 +114,7 @@ def fleet_blocks(
     from ncclctl.inputs import read_text
     from ncclctl.inventory import load_model, load_snapshot
     from ncclctl.lint.fleet import sources_from_inventory, sources_from_paths
-    from ncclctl.lint.rules_fleet import FleetCtx, fleet_facts, nvlink_domains
+    from ncclctl.lint.rules_fleet import FleetCtx, nvlink_domains, nvlink_facts
 
     if bool(snapshots) == (inventory is not None):
         raise usage("give snapshots or --inventory (one of the two)",
@@ -129,7 +129,7 @@ def fleet_blocks(
     hosts = []
     for src in sources:
         node = load_model(src.path) if src.kind == "model" else load_snapshot(src.path)
-        hosts.append((src.name or node.hostname, fleet_facts(node)))
+        hosts.append((src.name or node.hostname, {"nvlink": nvlink_facts(node)}))  # all the domains need
     domains = {k: [h for h, _ in v] for k, v in nvlink_domains(FleetCtx(hosts=hosts)).items()}
     if not domains:
         raise usage("no host reports a multi-node NVLink domain (NVML fabric cluster UUID and clique id)",
