@@ -64,16 +64,23 @@ def build_fleet(root: Path, racks: int) -> list[str]:
     return repaired
 
 
-def timed(args: list[str], repeat: int, ok: tuple[int, ...] = (0,)) -> tuple[float, subprocess.CompletedProcess]:
-    times = []
+def timed(args: list[str], repeat: int, ok: tuple[int, ...] = (0,)
+          ) -> tuple[tuple[float, float], subprocess.CompletedProcess]:
+    """(median wall seconds, median CPU seconds of the process and its workers), the last run."""
+    import resource
+
+    times, cpus = [], []
     last = None
     for _ in range(repeat):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         last = subprocess.run([PY, "-m", "ncclctl", *args], capture_output=True, text=True, cwd=REPO)
         times.append(time.perf_counter() - t0)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
         assert last.returncode in ok, (args, last.returncode, last.stderr[-2000:])
     assert last is not None
-    return statistics.median(times), last
+    return (statistics.median(times), statistics.median(cpus)), last
 
 
 def main() -> int:
@@ -107,8 +114,9 @@ def main() -> int:
         trays = args.racks * 18
         print(f"{args.racks} racks, {trays} trays, {trays * 4} GPUs (fleet built in {built:.1f} s; "
               f"{len(repaired)} repaired trays found by FLT013); median of {args.repeat}, -j {args.jobs}")
-        for what, sec in rows:
-            print(f"  {what:<36} {sec:6.2f} s")
+        print(f"  {'':<36} {'wall':>8} {'CPU':>8}")
+        for what, (sec, cpu) in rows:
+            print(f"  {what:<36} {sec:6.2f} s {cpu:6.2f} s")
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
