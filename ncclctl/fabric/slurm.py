@@ -389,7 +389,7 @@ def _yaml_block(node, name: str, fail, source: str) -> BlockTopology:
                 raise fail(f"topology {name}: block {label}: nodes is one hostlist string (e.g. r1t[01-18])",
                            nodes_node)
             nodes = tuple(expand(str(nodes_node.value), source=source, line=line))
-        blocks.append(Block(name=label, nodes=nodes, line=line))
+        blocks.append(Block(name=label, nodes=nodes, line=line or 0))
     return BlockTopology(blocks=tuple(blocks), block_sizes=sizes, line_sizes=sizes_line)
 
 

@@ -610,15 +610,16 @@ def fleet_k8s_clique_label(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
                       fix=f"kubectl label node {host} {key}={want or '<cluster UUID>.<clique id>'} --overwrite",
                       evidence=(f"label: {value}",) + ((f"NVML: {want}",) if want else ()))
             continue
-        if want is None:
+        if want is None or nv is None:
             yield Hit(host, f"{key}={value} but its GPUs report no registered multi-node NVLink domain: the label is "
                             f"stale or the fabric registration failed", severity=W,
                       fix=f"check the fabric registration (nvidia-smi -q -d FABRIC; NVL001), then relabel or "
                           f"kubectl label node {host} {key}-",
                       evidence=(f"label: {value}", "NVML: no COMPLETED fabric registration"))
             continue
-        if (uuid.lower(), int(clique)) != (str(nv["domain"][0]).lower(), int(nv["domain"][1])):
-            what = "clique id" if uuid.lower() == str(nv["domain"][0]).lower() else "cluster UUID"
+        got_uuid, got_clique = str(nv["domain"][0]).lower(), int(nv["domain"][1])  # nv is set: want is not None
+        if (uuid.lower(), int(clique)) != (got_uuid, got_clique):
+            what = "clique id" if uuid.lower() == got_uuid else "cluster UUID"
             yield Hit(host, f"{key}={value} names another {what} than its GPUs report ({want}): the scheduler "
                             f"places this host with the wrong NVLink domain",
                       fix=f"kubectl label node {host} {key}={want} --overwrite (or restart GPU Feature Discovery "

@@ -91,7 +91,7 @@ def decide(node: Any, *, nodes: int, env: dict[str, str]) -> MnnvlDecision | Non
     if clique_override == -2:
         d.steps.append("init.cc: NCCL_MNNVL_CLIQUE_ID=-2: the clique id is a hash of the rack's chassis serial "
                        "(platform info): every tray of one rack in one clique")
-        cliques = Counter({"rack": len(gpus)})
+        cliques: Counter[Any] = Counter({"rack": len(gpus)})
     elif clique_override != -1:
         d.steps.append(f"init.cc: NCCL_MNNVL_CLIQUE_ID={clique_override} replaces every rank's clique id")
         cliques = Counter({clique_override: len(gpus)})
