@@ -182,7 +182,7 @@ def test_cli_bad_yaml_is_a_clear_error(tmp_path):
     r = run_cli("fleet", "blocks", "--inventory", INV, "--check", str(bad))
     assert r.returncode == 3 and "topology.yaml" in r.stderr and "Traceback" not in r.stderr, r.stderr
     r = run_cli("fleet", "blocks", "--inventory", INV, "--format", "json")
-    assert r.returncode == 2 and "give conf (topology.conf) or yaml" in r.stderr, r.stderr
+    assert r.returncode == 2 and "give conf (topology.conf), yaml (topology.yaml) or hostfile" in r.stderr, r.stderr
 
 
 # --- host order for a job: NVLink domains kept whole and in order -----------------------------------------------
