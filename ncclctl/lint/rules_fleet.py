@@ -542,9 +542,14 @@ def fleet_nvlink_domain(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
                           evidence=(f"node list: {len(listed)} entries", f"domain {name}: {len(members)} hosts"))
             foreign = sorted({a for a in listed if a in owner and owner[a] != (uuid, clique)})
             if foreign:
+                same_rack = [a for a in foreign if owner[a][0] == uuid]
+                fix = "keep only the trays of this host's own domain in nodes_config.cfg"
+                if same_rack:  # one NVLink fabric (cluster UUID), another partition: typically a tray after a repair
+                    fix = (f"{len(same_rack)} of them share this host's cluster UUID (one NVLink fabric) in another "
+                           f"clique: a tray left its rack's partition (typically after a repair): put it back into the "
+                           f"partition of the others (NMX-M); if the split is meant, " + fix)
                 yield Hit(host, f"its IMEX node list names {len(foreign)} host(s) of another NVLink domain: "
-                                f"{', '.join(foreign[:6])}", severity=W,
-                          fix="keep only the trays of this host's own domain in nodes_config.cfg",
+                                f"{', '.join(foreign[:6])}", severity=W, fix=fix,
                           evidence=tuple(f"{a}: in cluster {owner[a][0]} clique {owner[a][1]}" for a in foreign[:6]))
         versions = {driver.get(h) for h in hosts if driver.get(h)}
         if len(versions) > 1:

@@ -46,6 +46,7 @@ def test_fleet_lint_finds_the_repaired_tray():
     msgs = json.dumps(doc)
     assert "clique id 32766 is reported by 2 NVLink domains" in msgs
     assert f"nvidia.com/gpu.clique={RACK_A}.32766 --overwrite" in msgs  # the fix names the NVML value
+    assert "a tray left its rack's partition (typically after a repair)" in msgs  # FLT012's fix for one fabric
 
 
 def test_labels_agree_once_the_tray_is_relabelled(tmp_path):
