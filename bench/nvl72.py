@@ -13,7 +13,7 @@ per tray, each with its nvidia.com/gpu.clique label), a Slurm topology.conf and 
 
 Rows (wall-clock medians of fresh processes, start-up included):
   fleet lint --rule FLT012,FLT013   load every model, the fleet facts, both NVLink-domain fleet rules
-  fleet blocks (conf / yaml)        the domains and the Slurm block file
+  fleet blocks (slurm-block / yaml)  the domains and the Slurm block file
   fleet blocks --check (conf/yaml)  read the file back and hold it against the domains
 The run checks the results too: FLT013 fires exactly on the repaired trays, the written files check clean.
 Target (issue 30): the 64-rack fleet "checked in seconds".
@@ -103,14 +103,14 @@ def main() -> int:
         flt013 = sorted(h["host"] for h in doc["hosts"] for f in h["findings"] if f["rule"] == "FLT013")
         assert flt013 == sorted(repaired), (flt013, repaired)
         rows.append(("fleet lint --rule FLT012,FLT013", sec))
-        for fmt in ("conf", "yaml"):
+        for fmt, ext in (("slurm-block", "conf"), ("slurm-yaml", "yaml")):
             sec, r = timed(["fleet", "blocks", "--inventory", inv, "--format", fmt], args.repeat)
             rows.append((f"fleet blocks --format {fmt}", sec))
-            out = root / f"topology.{fmt}"
+            out = root / f"topology.{ext}"
             out.write_text(r.stdout)
             sec, r = timed(["fleet", "blocks", "--inventory", inv, "--check", str(out)], args.repeat)
             assert "agree with" in r.stdout, r.stdout[-500:]
-            rows.append((f"fleet blocks --check topology.{fmt}", sec))
+            rows.append((f"fleet blocks --check topology.{ext}", sec))
         trays = args.racks * 18
         print(f"{args.racks} racks, {trays} trays, {trays * 4} GPUs (fleet built in {built:.1f} s; "
               f"{len(repaired)} repaired trays found by FLT013); median of {args.repeat}, -j {args.jobs}")

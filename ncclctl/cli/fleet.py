@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from ncclctl.cli.common import (FleetFormat, CONFIG_HELP, OUTPUT_OPTION, SHOW_INFO_OPTION, FailOn, format_option,
+from ncclctl.cli.common import (BlocksFormat, FleetFormat, CONFIG_HELP, OUTPUT_OPTION, SHOW_INFO_OPTION, FailOn, format_option,
                                 load_config, out, run_time, select_rules, sub_app, usage, write_output)
 from ncclctl.errors import ExitCode
 
@@ -98,7 +98,7 @@ def fleet_blocks(
     snapshots: Optional[List[str]] = typer.Argument(None, metavar="SNAPSHOT...", help="Snapshot folders, .tar.gz snapshots or node-model JSON files."),
     inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help="Cluster inventory YAML naming each host's snapshot or model.", metavar="FILE"),
     check: Optional[str] = typer.Option(None, "--check", help="Hold this Slurm topology.conf (block form) or topology.yaml (25.05+; every block topology in it) against the NVLink domains instead of writing one.", metavar="FILE"),
-    slurm_format: str = typer.Option("conf", "--format", "-f", help="What to write: conf (topology.conf, Slurm 23.11+), yaml (topology.yaml, Slurm 25.05+) or hostfile (the host order for a job: NVLink domains kept whole, in order).", metavar="conf|yaml|hostfile"),
+    slurm_format: BlocksFormat = format_option(BlocksFormat.slurm_block, "What to write: slurm-block (topology.conf, Slurm 23.11+), slurm-yaml (topology.yaml, Slurm 25.05+) or hostfile (the host order for a job: NVLink domains kept whole, in order)."),
     nodes: Optional[int] = typer.Option(None, "--nodes", "-N", min=1, max=100_000, help="With --format hostfile: the job's host count: the fewest domains that hold it (one domain when one is big enough).", metavar="N"),
     slots: Optional[int] = typer.Option(None, "--slots", min=1, max=1024, help="With --format hostfile: write 'slots=N' on each line (ranks per host; 4 on a GB200 tray).", metavar="N"),
     block_size: Optional[int] = typer.Option(None, "--block-size", min=1, max=4096, help="BlockSizes written (default: the smallest domain's host count, as 'fabric order -f slurm-block' does: Slurm needs every block to hold the base block size; 18 for full NVL72 racks)."),
@@ -119,10 +119,7 @@ def fleet_blocks(
     if bool(snapshots) == (inventory is not None):
         raise usage("give snapshots or --inventory (one of the two)",
                     fix="ncclctl fleet blocks --inventory cluster.yaml  [--check /etc/slurm/topology.conf]")
-    if slurm_format not in ("conf", "yaml", "hostfile"):
-        raise usage(f"--format {slurm_format!r}: give conf (topology.conf), yaml (topology.yaml) or hostfile",
-                    fix="ncclctl fleet blocks --inventory cluster.yaml --format yaml")
-    if (nodes is not None or slots is not None) and slurm_format != "hostfile":
+    if (nodes is not None or slots is not None) and slurm_format != BlocksFormat.hostfile:
         raise usage("--nodes and --slots go with --format hostfile",
                     fix="ncclctl fleet blocks --inventory cluster.yaml --format hostfile --nodes 16")
     sources = sources_from_inventory(inventory) if inventory is not None else sources_from_paths(snapshots or [])
@@ -148,7 +145,7 @@ def fleet_blocks(
                 addrs.append(ips[0] if ips else h)
             emit(f"{imex_dir.rstrip('/')}/{names[(uuid, clique)]}.nodes_config.cfg",
                  imex_nodes_config(uuid, clique, addrs).encode())
-    if check is None and slurm_format == "hostfile":
+    if check is None and slurm_format == BlocksFormat.hostfile:
         from ncclctl.fabric.slurm import domain_order, hostfile
 
         try:
@@ -161,7 +158,7 @@ def fleet_blocks(
         out(hostfile(order, slots=slots))
         return
     if check is None:
-        write = block_yaml if slurm_format == "yaml" else block_conf
+        write = block_yaml if slurm_format == BlocksFormat.slurm_yaml else block_conf
         smallest = min(domains.items(), key=lambda kv: (len(kv[1]), kv[0]))
         if block_size is None and len(smallest[1]) < max(len(v) for v in domains.values()):
             (uuid, clique), members = smallest

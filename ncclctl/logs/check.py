@@ -16,7 +16,7 @@ from typing import Any, Iterable
 from ncclctl.errors import NcclctlError
 from ncclctl.findings import Finding, Severity
 from ncclctl.logs.parse import Comm, Ev, LogSet, Member, Proc
-from ncclctl.logs.show import hostlist, member_nics, network_of, ranges
+from ncclctl.logs.show import busid_text, hostlist, member_nics, network_of, ranges
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 
@@ -85,11 +85,6 @@ class HostModel:
         return self.by_dev.get(dev) if dev is not None else None
 
 
-def busid_text(busid: str) -> str:
-    """NCCL's int64 bus id as printed in logs (``1b000``) -> ``0000:1b:00.0``."""
-    s = busid.lower().lstrip("0x") if busid.lower().startswith("0x") else busid.lower()
-    s = s.rjust(9, "0")
-    return f"{s[:-5].rjust(4, '0')[-4:]}:{s[-5:-3]}:{s[-3:-1]}.{s[-1]}"
 
 
 class Checker:

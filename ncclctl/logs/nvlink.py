@@ -18,12 +18,13 @@ Only the lines the parser already reads are used (WARN lines, the MNNVL busId li
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ncclctl.findings import Severity
+from ncclctl.logs.show import busid_text
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ncclctl.logs.check import Checker
+#: The log checker (ncclctl.logs.check.Checker, which calls this module): its lines, models, nodes and ``add``.
+Checker = Any
 
 #: NCCL's wording (mnnvl.cc, 2.27+): the clique size, and which part NCCL asks to check.
 MNNVL_NOT_WORKING = re.compile(r"MNNVL \(cliqueSize (\d+)\) is available but not working on this system\. "
@@ -34,7 +35,7 @@ def is_mnnvl_not_working(text: str) -> bool:
     return "is available but not working" in text and MNNVL_NOT_WORKING.search(text) is not None
 
 
-def _node(ck: "Checker", host: str) -> Any:
+def _node(ck: Checker, host: str) -> Any:
     return ck.nodes.get(host)
 
 
@@ -65,7 +66,7 @@ def _imex_cause(node: Any, channel: bool) -> tuple[str, str] | None:
     return None
 
 
-def mnnvl_not_working(ck: "Checker") -> None:
+def mnnvl_not_working(ck: Checker) -> None:
     """LOG030: NCCL's "MNNVL ... is available but not working" WARN, per host, with the cause."""
     by_host: dict[str, list[tuple[Any, int, bool]]] = {}
     for p in ck.ls.procs.values():
@@ -107,8 +108,6 @@ def mnnvl_not_working(ck: "Checker") -> None:
 
 
 def _gpu_by_bus(node: Any, bus: str) -> Any:
-    from ncclctl.logs.check import busid_text
-
     want = busid_text(bus)
     for g in node.gpus:
         if g.bdf.lower() == want:
@@ -116,10 +115,9 @@ def _gpu_by_bus(node: Any, bus: str) -> Any:
     return None
 
 
-def nvlink_domains(ck: "Checker") -> None:
+def nvlink_domains(ck: Checker) -> None:
     """LOG031: the job's NVLink domains from its MNNVL lines, held against each other and the hosts' snapshots;
     NVLS multicast missing on a GPU of a registered multi-node domain."""
-    from ncclctl.logs.check import busid_text
     from ncclctl.model import FABRIC_STATE_COMPLETED
 
     domains: dict[tuple[str, int], dict[str, Any]] = {}

@@ -15,5 +15,5 @@ def test_nvl72_bench_smoke() -> None:
                           capture_output=True, text=True, cwd=REPO, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "8 racks, 144 trays, 576 GPUs" in proc.stdout and "1 repaired trays found by FLT013" in proc.stdout
-    for row in ("fleet lint --rule FLT012,FLT013", "fleet blocks --format conf", "fleet blocks --check topology.yaml"):
+    for row in ("fleet lint --rule FLT012,FLT013", "fleet blocks --format slurm-block", "fleet blocks --check topology.yaml"):
         assert row in proc.stdout, proc.stdout

@@ -66,13 +66,13 @@ def test_inventory_labels_are_checked(tmp_path):
     assert "Traceback" not in r.stderr
 
 
-@pytest.mark.parametrize("fmt", ["conf", "yaml"])
-def test_fleet_blocks_writes_the_nvml_domains_and_they_check_clean(fmt, tmp_path, golden):
+@pytest.mark.parametrize("fmt,ext", [("slurm-block", "conf"), ("slurm-yaml", "yaml")])
+def test_fleet_blocks_writes_the_nvml_domains_and_they_check_clean(fmt, ext, tmp_path, golden):
     r = run_cli("fleet", "blocks", "--inventory", INV, "--format", fmt)
     assert r.returncode == 0, r.stderr
-    golden(f"fleet/gb200-two-racks-blocks.{fmt}", r.stdout)
+    golden(f"fleet/gb200-two-racks-blocks.{ext}", r.stdout)
     assert "note: BlockSizes=1, the smallest NVLink domain's size" in r.stderr and "gb200-r01-t07" in r.stderr
-    out = tmp_path / f"topology.{fmt}"
+    out = tmp_path / f"topology.{ext}"
     out.write_text(r.stdout)
     ok = run_cli("fleet", "blocks", "--inventory", INV, "--check", str(out))
     assert ok.returncode == 0, ok.stdout + ok.stderr
@@ -183,7 +183,7 @@ def test_cli_bad_yaml_is_a_clear_error(tmp_path):
     r = run_cli("fleet", "blocks", "--inventory", INV, "--check", str(bad))
     assert r.returncode == 3 and "topology.yaml" in r.stderr and "Traceback" not in r.stderr, r.stderr
     r = run_cli("fleet", "blocks", "--inventory", INV, "--format", "json")
-    assert r.returncode == 2 and "give conf (topology.conf), yaml (topology.yaml) or hostfile" in r.stderr, r.stderr
+    assert r.returncode == 2 and "slurm-block" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
 # --- host order for a job: NVLink domains kept whole and in order -----------------------------------------------
