@@ -72,7 +72,7 @@ KINDS: dict[str, Kind] = {
     "facts": Kind(16 * _MIB, "facts document", "give files written by 'ncclctl facts' (Ansible's "
                   "/etc/ansible/facts.d/ncclctl.fact, fetched per host) or Ansible's JSON fact cache"),
     "inventory": Kind(64 * _MIB, "inventory", "an inventory is 'hosts:' with one mapping per host; check the path"),
-    "slurm": Kind(16 * _MIB, "Slurm topology file", "give Slurm's topology.conf (BlockName=... Nodes=... lines)"),
+    "slurm": Kind(16 * _MIB, "Slurm topology file", "give Slurm's topology.conf (BlockName=... Nodes=... lines) or topology.yaml (25.05+)"),
     "xml": Kind(16 * _MIB, "NCCL XML file", "NCCL topology and graph files are a few kilobytes; check the path"),
     "fabric": Kind(1024 * _MIB, "fabric dump", "give the ibnetdiscover / iblinkinfo output file"),
     "archive": Kind(256 * _MIB, "snapshot archive", "pass a file written by 'ncclctl snapshot --tar'"),

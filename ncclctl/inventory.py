@@ -9,6 +9,11 @@
       node002: {model: models/node002.json} # or a node model (ncclctl probe --format json)
       node003: {snapshot: snaps/node003.tar.gz, group: su1}   # optional group (scalable unit) hint
       gpu[001-128,200]: {snapshot: "snaps/{host}.tar.gz"}      # Slurm hostlist: one host each, {host} its name
+      gb-r01-t01: {model: m/t01.json, labels: {nvidia.com/gpu.clique: "<cluster UUID>.<clique id>"}}
+
+``labels``: the host's Kubernetes node labels as the cluster carries them (``kubectl get node -o json``'s
+``metadata.labels``, any subset); fleet rules hold the ones they know against the host's own facts (FLT013: GPU
+Feature Discovery's ``nvidia.com/gpu.clique`` against NVML's fabric cluster UUID and clique id).
 
 A key in Slurm's hostlist form (``gpu[001-128,200]``, expanded by ClusterShell's ``NodeSet``) stands for each
 of its hosts; ``{host}`` in its paths is each host's name (required when the key names several hosts), and a host
@@ -30,7 +35,7 @@ from ncclctl.record import record
 
 _FIX = "see schemas/inventory.schema.json"
 _HOST_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
-_HOST_KEYS = {"snapshot", "model", "group"}
+_HOST_KEYS = {"snapshot", "model", "group", "labels"}
 _HOSTLIST_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\[[0-9,\-]+\][A-Za-z0-9._\[\],\-]*$")
 #: The most hosts an inventory may name (hostlists included): a typo such as gpu[1-99999999] is refused, not expanded.
 MAX_HOSTS = 100_000
@@ -44,6 +49,7 @@ class InventoryHost:
     model: str | None = None  # path as seen from the current directory
     group: str | None = None
     line: int | None = None  # line of the host's entry in the inventory file
+    labels: tuple[tuple[str, str], ...] = ()  # Kubernetes node labels the inventory carries, sorted by key
 
     @property
     def source(self) -> str:
@@ -205,6 +211,11 @@ def _host(name: str, entry: Any, line: int | None, path: str, rel: Any, *, many:
     group = entry.get("group")
     if group is not None and not isinstance(group, (str, int)):
         raise InputError(f"host {name}: 'group' must be a name", path=path, line=line, fix=_FIX)
+    labels = entry.get("labels", {})
+    if not isinstance(labels, dict) or not all(isinstance(k, str) and isinstance(v, (str, int, float, bool))
+                                                for k, v in labels.items()):
+        raise InputError(f"host {name}: 'labels' must map label names to values (Kubernetes node labels)", path=path,
+                         line=line, fix='e.g. labels: {nvidia.com/gpu.clique: "<cluster UUID>.<clique id>"}')
     kind = "snapshot" if "snapshot" in entry else "model"
     where = entry[kind]
     if isinstance(where, str):
@@ -214,7 +225,13 @@ def _host(name: str, entry: Any, line: int | None, path: str, rel: Any, *, many:
         where = where.replace("{host}", name)
     return InventoryHost(name=name, snapshot=rel(where, f"hosts.{name}.snapshot", line) if kind == "snapshot" else None,
                          model=rel(where, f"hosts.{name}.model", line) if kind == "model" else None,
-                         group=str(group) if group is not None else None, line=line)
+                         group=str(group) if group is not None else None, line=line,
+                         labels=tuple(sorted((k, _label_value(v)) for k, v in labels.items())))
+
+
+def _label_value(v: Any) -> str:
+    """A label's value as Kubernetes stores it (a string; YAML true/false as 'true'/'false')."""
+    return str(v).lower() if isinstance(v, bool) else str(v)
 
 
 def _key_lines(root: Any) -> dict[tuple[str, str], int]:

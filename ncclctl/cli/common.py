@@ -130,6 +130,14 @@ class OrderFormat(str, enum.Enum):
     json = "json"
 
 
+class BlocksFormat(str, enum.Enum):
+    """fleet blocks: Slurm topology.conf (block), topology.yaml (25.05+), or a job's hostfile across domains."""
+
+    slurm_block = "slurm-block"
+    slurm_yaml = "slurm-yaml"
+    hostfile = "hostfile"
+
+
 class FleetFormat(str, enum.Enum):
     text = "text"
     json = "json"
@@ -153,7 +161,7 @@ class RulesFormat(str, enum.Enum):
 
 
 FORMAT_VALUES = frozenset({"text", "json", "sarif", "junit", "prom", "npd", "markdown", "tree", "matrix", "hostfile", "slurm",
-                           "slurm-block", "ibnetdiscover", "ibnetdiscover-p", "iblinkinfo", "iblinkinfo-line"})
+                           "slurm-block", "slurm-yaml", "ibnetdiscover", "ibnetdiscover-p", "iblinkinfo", "iblinkinfo-line"})
 
 
 def format_option(default: Any, help: str = "Output format.") -> Any:
@@ -528,7 +536,7 @@ def validate_file(file: str, *, root: Optional[str], live: bool, nccl_version: s
 
 __all__ = [
     "BACKUP_OPTION", "CHECK_OPTION", "CONFIG_HELP", "DIFF_OPTION", "EXIT_CODE_OPTION", "FAIL_ON_HELP", "FOLLOW_OPTION",
-    "CheckFormat", "ENGINE_FORMATS", "FORMAT_VALUES", "FailOn", "LintFormat", "OUTPUT_OPTION", "engine_answer", "run_time", "write_output", "Format", "Group", "FleetFormat", "OrderFormat", "ProbeFormat", "ReportFormat", "RulesFormat", "ShowFormat", "SynthFormat", "JSON_SCHEMA_VERSION", "MODEL_HELP", "NCCL_DEFAULT", "ROOT_HELP", "RULE_HELP",
+    "BlocksFormat", "CheckFormat", "ENGINE_FORMATS", "FORMAT_VALUES", "FailOn", "LintFormat", "OUTPUT_OPTION", "engine_answer", "run_time", "write_output", "Format", "Group", "FleetFormat", "OrderFormat", "ProbeFormat", "ReportFormat", "RulesFormat", "ShowFormat", "SynthFormat", "JSON_SCHEMA_VERSION", "MODEL_HELP", "NCCL_DEFAULT", "ROOT_HELP", "RULE_HELP",
     "SHOW_INFO_OPTION", "QUIET_OPTION", "COLOR_OPTION", "ColorMode", "use_color", "command_app", "csv_list", "dumps", "emit_report", "emit_result",
     "format_option", "load_config", "FABRIC_IDS_HELP", "RAIL_MAP_HELP", "HOST_IDS_HELP", "load_node", "note", "out", "read_xml", "rule_or_usage", "select_rules",
     "sub_app", "terminal_safe", "usage", "validate_file",

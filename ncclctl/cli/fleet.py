@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from ncclctl.cli.common import (COLOR_OPTION, QUIET_OPTION, ColorMode, use_color, FleetFormat, CONFIG_HELP, OUTPUT_OPTION, SHOW_INFO_OPTION, FailOn, format_option,
+from ncclctl.cli.common import (BlocksFormat, COLOR_OPTION, QUIET_OPTION, ColorMode, use_color, FleetFormat, CONFIG_HELP, OUTPUT_OPTION, SHOW_INFO_OPTION, FailOn, format_option,
                                 load_config, out, run_time, select_rules, sub_app, usage, write_output)
 from ncclctl.errors import ExitCode
 
@@ -113,7 +113,10 @@ def fleet_lint(
 def fleet_blocks(
     snapshots: Optional[List[str]] = typer.Argument(None, metavar="SNAPSHOT...", help="Snapshot folders, .tar.gz snapshots or node-model JSON files."),
     inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help="Cluster inventory YAML naming each host's snapshot or model.", metavar="FILE"),
-    check: Optional[str] = typer.Option(None, "--check", help="Hold this Slurm topology.conf (block form) against the NVLink domains instead of writing one.", metavar="FILE"),
+    check: Optional[str] = typer.Option(None, "--check", help="Hold this Slurm topology.conf (block form) or topology.yaml (25.05+; every block topology in it) against the NVLink domains instead of writing one.", metavar="FILE"),
+    slurm_format: BlocksFormat = format_option(BlocksFormat.slurm_block, "What to write: slurm-block (topology.conf, Slurm 23.11+), slurm-yaml (topology.yaml, Slurm 25.05+) or hostfile (the host order for a job: NVLink domains kept whole, in order)."),
+    nodes: Optional[int] = typer.Option(None, "--nodes", "-N", min=1, max=100_000, help="With --format hostfile: the job's host count: the fewest domains that hold it (one domain when one is big enough).", metavar="N"),
+    slots: Optional[int] = typer.Option(None, "--slots", min=1, max=1024, help="With --format hostfile: write 'slots=N' on each line (ranks per host; 4 on a GB200 tray).", metavar="N"),
     block_size: Optional[int] = typer.Option(None, "--block-size", min=1, max=4096, help="BlockSizes written (default: the smallest domain's host count, as 'fabric order -f slurm-block' does: Slurm needs every block to hold the base block size; 18 for full NVL72 racks)."),
     imex_dir: Optional[str] = typer.Option(None, "--imex-dir", help="Also write each domain's IMEX node list to DIR/<block>.nodes_config.cfg (the members' IPv4 addresses).", metavar="DIR"),
 ) -> None:
@@ -122,20 +125,24 @@ def fleet_blocks(
 
     Exit codes: 0 written / agrees, 1 the file disagrees (an error), 3 invalid input.
     """
-    from ncclctl.fabric.slurm import block_conf, check_blocks, parse_topology_conf, render_problems
+    from ncclctl.fabric.slurm import (block_conf, block_yaml, check_blocks, is_topology_yaml, parse_topology_conf,
+                                      parse_topology_yaml, render_problems)
     from ncclctl.inputs import read_text
     from ncclctl.inventory import load_model, load_snapshot
     from ncclctl.lint.fleet import sources_from_inventory, sources_from_paths
-    from ncclctl.lint.rules_fleet import FleetCtx, fleet_facts, nvlink_domains
+    from ncclctl.lint.rules_fleet import FleetCtx, nvlink_domains, nvlink_facts
 
     if bool(snapshots) == (inventory is not None):
         raise usage("give snapshots or --inventory (one of the two)",
                     fix="ncclctl fleet blocks --inventory cluster.yaml  [--check /etc/slurm/topology.conf]")
+    if (nodes is not None or slots is not None) and slurm_format != BlocksFormat.hostfile:
+        raise usage("--nodes and --slots go with --format hostfile",
+                    fix="ncclctl fleet blocks --inventory cluster.yaml --format hostfile --nodes 16")
     sources = sources_from_inventory(inventory) if inventory is not None else sources_from_paths(snapshots or [])
     hosts = []
     for src in sources:
         node = load_model(src.path) if src.kind == "model" else load_snapshot(src.path)
-        hosts.append((src.name or node.hostname, fleet_facts(node)))
+        hosts.append((src.name or node.hostname, {"nvlink": nvlink_facts(node)}))  # all the domains need
     domains = {k: [h for h, _ in v] for k, v in nvlink_domains(FleetCtx(hosts=hosts)).items()}
     if not domains:
         raise usage("no host reports a multi-node NVLink domain (NVML fabric cluster UUID and clique id)",
@@ -154,14 +161,41 @@ def fleet_blocks(
                 addrs.append(ips[0] if ips else h)
             emit(f"{imex_dir.rstrip('/')}/{names[(uuid, clique)]}.nodes_config.cfg",
                  imex_nodes_config(uuid, clique, addrs).encode())
-    if check is None:
-        out(block_conf(domains, block_size=block_size or min(len(v) for v in domains.values())))
+    if check is None and slurm_format == BlocksFormat.hostfile:
+        from ncclctl.fabric.slurm import domain_order, hostfile
+
+        try:
+            order = domain_order(domains, nodes)
+        except ValueError as exc:
+            raise usage(str(exc), fix="ask for fewer hosts (--nodes), or give the whole fleet") from None
+        if len(order) > 1 and nodes is not None:
+            sys.stderr.write(f"note: {nodes} hosts span {len(order)} NVLink domains: NCCL crosses between them over "
+                             f"the NICs (MNNVL only inside a domain)\n")
+        out(hostfile(order, slots=slots))
         return
-    topo = parse_topology_conf(read_text(check, kind="slurm"), source=check)
-    problems = check_blocks(topo, domains, source=check)
-    if problems:
-        out(render_problems(problems, check))
+    if check is None:
+        write = block_yaml if slurm_format == BlocksFormat.slurm_yaml else block_conf
+        smallest = min(domains.items(), key=lambda kv: (len(kv[1]), kv[0]))
+        if block_size is None and len(smallest[1]) < max(len(v) for v in domains.values()):
+            (uuid, clique), members = smallest
+            sys.stderr.write(f"note: BlockSizes={len(members)}, the smallest NVLink domain's size (cluster {uuid} "
+                             f"clique {clique}: {', '.join(members[:4])}): a partial domain, such as a tray left in "
+                             f"another partition, lowers the base block size of every block; re-register it or give "
+                             f"--block-size\n")
+        out(write(domains, block_size=block_size or len(smallest[1])))
+        return
+    text = read_text(check, kind="slurm")
+    if is_topology_yaml(text, check):
+        topologies = [(f"topology {t.name}: ", t.topology) for t in parse_topology_yaml(text, source=check)]
     else:
-        out(f"{check}: {len(topo.blocks)} block(s) agree with {len(domains)} NVLink domain(s)\n")
-    if any(p.severity == "error" for p in problems):
+        topologies = [("", parse_topology_conf(text, source=check))]
+    failed = False
+    for label, topo in topologies:
+        problems = check_blocks(topo, domains, source=check)
+        if problems:
+            out(render_problems(problems, check, prefix=label))
+        else:
+            out(f"{check}: {label}{len(topo.blocks)} block(s) agree with {len(domains)} NVLink domain(s)\n")
+        failed = failed or any(p.severity == "error" for p in problems)
+    if failed:
         raise typer.Exit(ExitCode.FINDINGS)

@@ -112,11 +112,13 @@ def _header(doc: dict, models: dict, notes: list[str]) -> str:
              f"{'s' if doc['ranks'] != 1 else ''}, {len(doc['communicators'])} communicator"
              f"{'s' if len(doc['communicators']) != 1 else ''}"]
     if models:
-        by_src: dict[str, list[str]] = {}
+        by_src: dict[tuple[str, bool], list[str]] = {}
         for h, m in models.items():
-            by_src.setdefault(m.source, []).append(h)
-        for src, hs in sorted(by_src.items()):
-            lines.append(f"model of {hostlist(hs)}: {src} (NCCL 2.30.7 model: NET numbering, paths, GPUDirect RDMA, channels)")
+            by_src.setdefault((m.source, m.predicted), []).append(h)
+        for (src, predicted), hs in sorted(by_src.items()):
+            what = ("NCCL 2.30.7 model: NET numbering, paths, GPUDirect RDMA, channels" if predicted
+                    else "its facts only: NVLink domain, IMEX")
+            lines.append(f"model of {hostlist(hs)}: {src} ({what})")
     for n in notes:
         lines.append(f"note: {n}")
     return "\n".join(lines) + "\n"

@@ -208,4 +208,20 @@ def topo_predict(
         inputs.notes.append(f"NCCL loads {graph} (--graph) instead of searching: its channels are trusted, not checked "
                             "(ncclctl rings validate checks them)")
     pred = predict_xml(data, inputs=inputs, down=down, path=path)
-    out(dumps({"schema_version": JSON_SCHEMA_VERSION, **pred.to_json()}) if fmt == Format.json else render_text(pred))
+    mnnvl = None
+    if file is None:  # the node's NVML fabric info and IMEX facts: whether NCCL turns on multi-node NVLink
+        from ncclctl.nccl.mnnvl import decide
+
+        mnnvl = decide(node, nodes=nodes, env=inputs.env)
+    if fmt == Format.json:
+        doc = {"schema_version": JSON_SCHEMA_VERSION, **pred.to_json()}
+        if mnnvl is not None:
+            doc["mnnvl"] = mnnvl.to_json()
+        out(dumps(doc))
+    else:
+        text = render_text(pred)
+        if mnnvl is not None:
+            from ncclctl.nccl.mnnvl import render
+
+            text += "\n" + render(mnnvl)
+        out(text)

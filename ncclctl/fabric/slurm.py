@@ -226,11 +226,233 @@ def check_blocks(topo: BlockTopology, domains: dict[tuple[str, int], list[str]],
     return problems
 
 
-def render_problems(problems: Iterable[BlockProblem], source: str) -> str:
+def render_problems(problems: Iterable[BlockProblem], source: str, *, prefix: str = "") -> str:
     lines = []
     for p in problems:
         where = f"{source}:{p.line}: " if p.line else ""
-        lines.append(f"{where}{p.subject}: {p.severity}: {p.message}")
+        lines.append(f"{where}{prefix}{p.subject}: {p.severity}: {p.message}")
         lines.extend(f"    evidence: {e}" for e in p.evidence)
         lines.append(f"    fix: {p.fix}")
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+# --------------------------------------------------------------------------------------------------
+# topology.yaml (Slurm 25.05+)
+#
+# The grammar, as Slurm 25.05's data_parser v0.0.43 (src/plugins/data_parser/v0.0.43/parsers.c: TOPOLOGY_CONF,
+# TOPOLOGY_BLOCK_CONFIG, TOPOLOGY_BLOCK) and topology.yaml(5) define it: a list of topologies, each a mapping with
+# ``topology`` (its name, the first key), optional ``cluster_default`` (bool) and exactly one kind: ``block``
+# (``block_sizes``: a list of numbers; ``blocks``: a list of {``block``: name, ``nodes``: hostlist}), ``flat`` or
+# ``tree`` (later releases add ``ring`` and ``torus3d``; read as other kinds). block_record.c holds the YAML blocks
+# to the same rules as topology.conf's (names unique, BlockSizes = base x 2^level).
+
+_YAML_FIX = ("topology.yaml is a list of '- topology: NAME' entries; a block topology has 'block: {block_sizes: "
+             "[N], blocks: [{block: NAME, nodes: HOSTLIST}]}' (topology.yaml(5), Slurm 25.05+)")
+_TOPO_KEYS = {"topology", "cluster_default", "block", "flat", "tree", "ring", "torus3d"}
+_KINDS = ("block", "flat", "tree", "ring", "torus3d")
+
+
+@record
+class NamedBlockTopology:
+    """One block topology of a topology.yaml: its name, whether it is the cluster default, its blocks."""
+    name: str
+    cluster_default: bool
+    topology: BlockTopology
+    line: int | None = None
+
+
+def is_topology_yaml(text: str, path: str = "") -> bool:
+    """Whether a Slurm topology file is the YAML form (by its name, else by its first significant line)."""
+    if path.endswith((".yaml", ".yml")):
+        return True
+    if path.endswith(".conf"):
+        return False
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line:
+            return line.startswith(("-", "---"))
+    return False
+
+
+def _node_line(node) -> int | None:
+    mark = getattr(node, "start_mark", None)
+    return mark.line + 1 if mark is not None else None
+
+
+def _pairs(node) -> list[tuple[str, object, int | None]]:
+    """(key, value node, line) of a YAML mapping node."""
+    return [(str(k.value), v, _node_line(k)) for k, v in node.value]
+
+
+def parse_topology_yaml(text: str, *, source: str = "topology.yaml") -> list[NamedBlockTopology]:
+    """The block topologies of a Slurm ``topology.yaml``, checked against the 25.05 grammar (unknown keys, a
+    topology with no kind or two, block names and topology names given twice, sizes that are not numbers)."""
+    import yaml
+
+    from ncclctl.yamlio import load
+
+    data, root = load(text, source, max_depth=16, fix=_YAML_FIX)
+    if root is None or not isinstance(root, yaml.SequenceNode):
+        raise InputError("topology.yaml must be a list of topologies ('- topology: NAME' entries)", path=source,
+                         line=_node_line(root) if root is not None else None, fix=_YAML_FIX)
+    out: list[NamedBlockTopology] = []
+    names: dict[str, int | None] = {}
+
+    def fail(msg: str, node) -> InputError:
+        return InputError(msg, path=source, line=_node_line(node), fix=_YAML_FIX)
+
+    for entry in root.value:
+        if not isinstance(entry, yaml.MappingNode):
+            raise fail("each topology is a mapping beginning with 'topology: NAME'", entry)
+        pairs = _pairs(entry)
+        keys = [k for k, _, _ in pairs]
+        if not keys or keys[0] != "topology":
+            raise fail("'topology: NAME' must be the first attribute of each topology (topology.yaml(5))", entry)
+        bad = [k for k in keys if k not in _TOPO_KEYS]
+        if bad:
+            raise fail(f"unknown topology attribute {bad[0]!r} (allowed: {', '.join(sorted(_TOPO_KEYS))})", entry)
+        vals = {k: v for k, v, _ in pairs}
+        name_node = vals["topology"]
+        if not isinstance(name_node, yaml.ScalarNode) or not str(name_node.value).strip():
+            raise fail("the topology name must be a non-empty string", name_node)
+        name = str(name_node.value)
+        if name in names:
+            raise fail(f"topology {name} is defined twice (first on line {names[name]})", entry)
+        names[name] = _node_line(entry)
+        kinds = [k for k in keys if k in _KINDS]
+        if len(kinds) != 1:
+            raise fail(f"topology {name} defines {len(kinds)} kinds ({', '.join(kinds) or 'none'}): exactly one of "
+                       f"block, flat, tree is required", entry)
+        default = False
+        if "cluster_default" in vals:
+            dv = vals["cluster_default"]
+            if not isinstance(dv, yaml.ScalarNode) or str(dv.value).lower() not in ("true", "false"):
+                raise fail(f"topology {name}: cluster_default must be true or false", dv)
+            default = str(dv.value).lower() == "true"
+        if kinds[0] != "block":
+            continue
+        out.append(NamedBlockTopology(name=name, cluster_default=default,
+                                      topology=_yaml_block(vals["block"], name, fail, source), line=_node_line(entry)))
+    if not out:
+        raise InputError("no block topology in this topology.yaml (no '- topology: NAME' with 'block:')", path=source,
+                         fix=_YAML_FIX)
+    return out
+
+
+def _yaml_block(node, name: str, fail, source: str) -> BlockTopology:
+    import yaml
+
+    if not isinstance(node, yaml.MappingNode):
+        raise fail(f"topology {name}: 'block' must be a mapping with block_sizes and blocks", node)
+    vals: dict[str, object] = {}
+    for k, v, _ in _pairs(node):
+        if k not in ("block_sizes", "blocks"):
+            raise fail(f"topology {name}: unknown block attribute {k!r} (allowed: block_sizes, blocks)", v)
+        vals[k] = v
+    sizes: tuple[int, ...] | None = None
+    sizes_line = None
+    if "block_sizes" in vals:
+        sn = vals["block_sizes"]
+        items = sn.value if isinstance(sn, yaml.SequenceNode) else None
+        if items is None or not all(isinstance(i, yaml.ScalarNode) and re.fullmatch(r"-?\d+", str(i.value))
+                                    for i in items):
+            raise fail(f"topology {name}: block_sizes must be a list of numbers", sn)
+        sizes = tuple(int(i.value) for i in items) or None
+        sizes_line = _node_line(sn)
+    blocks_node = vals.get("blocks")
+    if not isinstance(blocks_node, yaml.SequenceNode) or not blocks_node.value:
+        raise fail(f"topology {name}: 'blocks' must be a non-empty list of {{block: NAME, nodes: HOSTLIST}}",
+                   blocks_node if blocks_node is not None else node)
+    blocks: list[Block] = []
+    seen: dict[str, int | None] = {}
+    for bn in blocks_node.value:
+        if not isinstance(bn, yaml.MappingNode):
+            raise fail(f"topology {name}: each block is a mapping {{block: NAME, nodes: HOSTLIST}}", bn)
+        bv: dict[str, object] = {}
+        for k, v, _ in _pairs(bn):
+            if k not in ("block", "nodes"):
+                raise fail(f"topology {name}: unknown block attribute {k!r} (allowed: block, nodes)", v)
+            bv[k] = v
+        line = _node_line(bn)
+        bname = bv.get("block")
+        if not isinstance(bname, yaml.ScalarNode) or not str(bname.value).strip():
+            raise fail(f"topology {name}: a block without a name (Slurm: \"Can't create a block without a name\")",
+                       bn)
+        label = str(bname.value)
+        if label in seen:
+            raise fail(f"topology {name}: block {label} defined twice (first on line {seen[label]})", bn)
+        seen[label] = line
+        nodes_node = bv.get("nodes")
+        nodes: tuple[str, ...] = ()
+        if nodes_node is not None:
+            if not isinstance(nodes_node, yaml.ScalarNode):
+                raise fail(f"topology {name}: block {label}: nodes is one hostlist string (e.g. r1t[01-18])",
+                           nodes_node)
+            nodes = tuple(expand(str(nodes_node.value), source=source, line=line))
+        blocks.append(Block(name=label, nodes=nodes, line=line or 0))
+    return BlockTopology(blocks=tuple(blocks), block_sizes=sizes, line_sizes=sizes_line)
+
+
+def block_yaml(domains: dict[tuple[str, int], list[str]], *, block_size: int = 18, prefix: str = "nvl",
+               topology: str = "nvlink") -> str:
+    """``topology.yaml`` (Slurm 25.05+) with one block topology, the cluster default, holding one block per NVLink
+    domain (the blocks and names of :func:`block_conf`)."""
+    ordered = sorted(domains.items(), key=lambda kv: natural_key(min(kv[1], key=natural_key)))
+    names = block_names(domains, prefix=prefix)
+    lines = ["# Slurm topology.yaml (25.05+): one block per multi-node NVLink domain, written by ncclctl",
+             "# from the hosts' NVML fabric info (cluster UUID, clique id).",
+             "---",
+             f"- topology: {topology}",
+             "  cluster_default: true",
+             "  block:",
+             "    block_sizes:",
+             f"      - {block_size}",
+             "    blocks:"]
+    for key, hosts in ordered:
+        lines.append(f"      # cluster {key[0]} clique {key[1]}: {len(hosts)} host(s)")
+        lines.append(f"      - block: {names[key]}")
+        lines.append(f"        nodes: \"{compress(hosts)}\"")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------------
+# Host order for a job across NVLink domains
+
+
+def domain_order(domains: dict[tuple[str, int], list[str]], nodes: int | None = None
+                 ) -> list[tuple[tuple[str, int], list[str]]]:
+    """The hosts of a job in NVLink-domain order: each domain kept whole and contiguous (NCCL's ring and tree cross
+    from NVLink to the NICs only at a domain boundary, once per domain), domains in the order of their first host.
+
+    With ``nodes``: the fewest domains that hold that many hosts, so a job fits in one domain when one is big
+    enough (the smallest such domain, leaving the big ones whole for bigger jobs), else the biggest domains first,
+    the last one taken in part. Raises ValueError when the domains hold fewer hosts than ``nodes``."""
+    ordered = sorted(((k, sorted(v, key=natural_key)) for k, v in domains.items()),
+                     key=lambda kv: natural_key(kv[1][0]))
+    if nodes is None:
+        return ordered
+    total = sum(len(v) for _, v in ordered)
+    if nodes > total:
+        raise ValueError(f"{nodes} hosts asked for, the NVLink domains hold {total}")
+    fits = [kv for kv in ordered if len(kv[1]) >= nodes]
+    if fits:
+        key, hosts = min(fits, key=lambda kv: len(kv[1]))
+        return [(key, hosts[:nodes])]
+    picked: list[tuple[tuple[str, int], list[str]]] = []
+    left = nodes
+    for key, hosts in sorted(ordered, key=lambda kv: -len(kv[1])):  # stable: ties keep the first-host order
+        if left <= 0:
+            break
+        picked.append((key, hosts[:left]))
+        left -= len(hosts[:left])
+    rank = {k: i for i, (k, _) in enumerate(ordered)}
+    return sorted(picked, key=lambda kv: rank[kv[0]])
+
+
+def hostfile(order: list[tuple[tuple[str, int], list[str]]], *, slots: int | None = None) -> str:
+    """A hostfile (one host per line, ``slots=N`` when given) with a comment line before each NVLink domain."""
+    lines = [f"# {sum(len(h) for _, h in order)} host(s) in {len(order)} NVLink domain(s), each domain contiguous"]
+    for (uuid, clique), hosts in order:
+        lines.append(f"# cluster {uuid} clique {clique}: {len(hosts)} host(s)")
+        lines.extend(f"{h} slots={slots}" if slots else h for h in hosts)
+    return "\n".join(lines) + "\n"

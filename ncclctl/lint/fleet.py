@@ -32,6 +32,7 @@ class Source:
     path: str
     kind: str  # "snapshot" or "model"
     name: str | None = None
+    labels: tuple[tuple[str, str], ...] = ()  # Kubernetes node labels from the inventory
 
 
 def sources_from_paths(paths: Iterable[str]) -> list[Source]:
@@ -46,8 +47,8 @@ def sources_from_inventory(path: str) -> list[Source]:
     from ncclctl.inventory import load_inventory
 
     inv = load_inventory(path)
-    return [Source(path=h.model or h.snapshot or "", kind="model" if h.model else "snapshot", name=h.name)
-            for h in inv.hosts]
+    return [Source(path=h.model or h.snapshot or "", kind="model" if h.model else "snapshot", name=h.name,
+                   labels=h.labels) for h in inv.hosts]
 
 
 #: Names of facts files in a folder: ``*.fact`` (Ansible's facts.d), ``*.json``, and names without a suffix (Ansible's
@@ -291,6 +292,8 @@ def _lint_host(src: Source, config, expect, only: tuple[str, ...] | None) -> Hos
     rules = [r.id for r in selected(config, only=only, has_expect=expect is not None, host=host)]
     plan = ctx.rails  # computed once for the node rules and the fleet facts
     facts = fleet_facts(node, plan) if plan is not None else fleet_facts(node)
+    if src.labels:
+        facts["labels"] = dict(src.labels)
     return HostResult(host=host, source=src.path, findings=findings, rules=rules, facts=facts)
 
 

@@ -547,9 +547,14 @@ def fleet_nvlink_domain(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
                           evidence=(f"node list: {len(listed)} entries", f"domain {name}: {len(members)} hosts"))
             foreign = sorted({a for a in listed if a in owner and owner[a] != (uuid, clique)})
             if foreign:
+                same_rack = [a for a in foreign if owner[a][0] == uuid]
+                fix = "keep only the trays of this host's own domain in nodes_config.cfg"
+                if same_rack:  # one NVLink fabric (cluster UUID), another partition: typically a tray after a repair
+                    fix = (f"{len(same_rack)} of them share this host's cluster UUID (one NVLink fabric) in another "
+                           f"clique: a tray left its rack's partition (typically after a repair): put it back into the "
+                           f"partition of the others (NMX-M); if the split is meant, " + fix)
                 yield Hit(host, f"its IMEX node list names {len(foreign)} host(s) of another NVLink domain: "
-                                f"{', '.join(foreign[:6])}", severity=W,
-                          fix="keep only the trays of this host's own domain in nodes_config.cfg",
+                                f"{', '.join(foreign[:6])}", severity=W, fix=fix,
                           evidence=tuple(f"{a}: in cluster {owner[a][0]} clique {owner[a][1]}" for a in foreign[:6]))
         versions = {driver.get(h) for h in hosts if driver.get(h)}
         if len(versions) > 1:
@@ -570,3 +575,62 @@ def fleet_nvlink_domain(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
                       fix="group by cluster UUID and clique id (ncclctl does); check topology generators (Slurm "
                           "blocks, Kubernetes clique labels) do the same",
                       evidence=tuple(f"cluster {u}" for u in sorted(uuids)[:6]))
+
+
+#: GPU Feature Discovery's label for a node's NVLink clique (k8s-device-plugin internal/lm/fabric.go): the GPUs'
+#: fabric cluster UUID and clique id joined by a dot; set only when every fabric-attached GPU reports one pair.
+CLIQUE_LABEL = "nvidia.com/gpu.clique"
+
+
+@rule(
+    "FLT013", "fleet-k8s-clique-label", E, "A Kubernetes clique label disagrees with the GPUs' NVLink domain",
+    what="Where an inventory carries the hosts' Kubernetes node labels: a host whose `nvidia.com/gpu.clique` label "
+         "is not the `<cluster UUID>.<clique id>` its GPUs report through NVML (error), is malformed (error), is set "
+         "on a host whose GPUs report no multi-node NVLink domain (warning), or is missing on a host in a domain "
+         "while the inventory carries its other labels (warning).",
+    why="Schedulers place multi-node NVLink jobs by this label (pod affinity with topologyKey nvidia.com/gpu.clique, "
+        "ComputeDomains, topology-aware schedulers): a stale label, typically after a tray was repaired and "
+        "re-registered in another clique, puts pods of one job into two NVLink domains, where NCCL falls back to "
+        "the NICs between them, or keeps a tray out of its rack's jobs.",
+    detect="The inventory's `labels:` of each host against the (cluster UUID, clique id) most of the host's "
+           "registered GPUs report (fleet facts, the FLT012 grouping); UUIDs compared case-insensitively.",
+    fix="Let GPU Feature Discovery relabel the node (restart its pod on the host), or set it by hand: kubectl label "
+        "node HOST nvidia.com/gpu.clique=<cluster UUID>.<clique id> --overwrite; then refresh the inventory.",
+    options=(Option("label", str, CLIQUE_LABEL, "the node label that carries the clique"),),
+)
+def fleet_k8s_clique_label(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
+    key = str(opts.get("label") or CLIQUE_LABEL)
+    for host, facts in fctx.hosts:
+        labels = facts.get("labels")
+        if not labels:
+            continue
+        nv = facts.get("nvlink")
+        value = labels.get(key)
+        want = f"{nv['domain'][0]}.{nv['domain'][1]}" if nv else None
+        if value is None:
+            if want is not None:
+                yield Hit(host, f"no {key} label, while its GPUs are in NVLink domain {want}: pods that ask for one "
+                                f"clique cannot be placed here", severity=W,
+                          fix=f"kubectl label node {host} {key}={want} (or let GPU Feature Discovery set it)",
+                          evidence=(f"labels given: {', '.join(sorted(labels)[:4])}", f"NVML: {want}"))
+            continue
+        uuid, dot, clique = value.rpartition(".")
+        if not dot or not uuid or not clique.isdigit():
+            yield Hit(host, f"{key}={value!r} is not '<cluster UUID>.<clique id>'",
+                      fix=f"kubectl label node {host} {key}={want or '<cluster UUID>.<clique id>'} --overwrite",
+                      evidence=(f"label: {value}",) + ((f"NVML: {want}",) if want else ()))
+            continue
+        if want is None or nv is None:
+            yield Hit(host, f"{key}={value} but its GPUs report no registered multi-node NVLink domain: the label is "
+                            f"stale or the fabric registration failed", severity=W,
+                      fix=f"check the fabric registration (nvidia-smi -q -d FABRIC; NVL001), then relabel or "
+                          f"kubectl label node {host} {key}-",
+                      evidence=(f"label: {value}", "NVML: no COMPLETED fabric registration"))
+            continue
+        got_uuid, got_clique = str(nv["domain"][0]).lower(), int(nv["domain"][1])  # nv is set: want is not None
+        if (uuid.lower(), int(clique)) != (got_uuid, got_clique):
+            what = "clique id" if uuid.lower() == got_uuid else "cluster UUID"
+            yield Hit(host, f"{key}={value} names another {what} than its GPUs report ({want}): the scheduler "
+                            f"places this host with the wrong NVLink domain",
+                      fix=f"kubectl label node {host} {key}={want} --overwrite (or restart GPU Feature Discovery "
+                          f"on it)", evidence=(f"label: {value}", f"NVML: {want}"))

@@ -13,9 +13,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from ncclctl.errors import NcclctlError
 from ncclctl.findings import Finding, Severity
 from ncclctl.logs.parse import Comm, Ev, LogSet, Member, Proc
-from ncclctl.logs.show import hostlist, member_nics, network_of, ranges
+from ncclctl.logs.show import busid_text, hostlist, member_nics, network_of, ranges
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 
@@ -55,6 +56,11 @@ class HostModel:
 
     source: str
     doc: dict[str, Any]
+    #: the node itself (its facts: IMEX, the GPUs' fabric registration), when the model was made from one
+    node: Any = None
+    #: False when the node could not go through the NCCL model (a lean node model without its PCIe tree): only
+    #: its facts are used (the NVLink-domain checks), never an empty prediction
+    predicted: bool = True
     #: busid ("0000:1b:00.0") -> GPU entry
     gpus: dict[str, dict[str, Any]] = field(default_factory=dict)
     by_dev: dict[int, dict[str, Any]] = field(default_factory=dict)
@@ -79,18 +85,16 @@ class HostModel:
         return self.by_dev.get(dev) if dev is not None else None
 
 
-def busid_text(busid: str) -> str:
-    """NCCL's int64 bus id as printed in logs (``1b000``) -> ``0000:1b:00.0``."""
-    s = busid.lower().lstrip("0x") if busid.lower().startswith("0x") else busid.lower()
-    s = s.rjust(9, "0")
-    return f"{s[:-5].rjust(4, '0')[-4:]}:{s[-5:-3]}:{s[-3:-1]}.{s[-1]}"
 
 
 class Checker:
     def __init__(self, ls: LogSet, *, models: dict[str, HostModel] | None = None,
                  options: dict[str, dict[str, Any]] | None = None) -> None:
         self.ls = ls
-        self.models = models or {}
+        models = models or {}
+        #: host -> its node (facts), for every host given, predicted or not
+        self.nodes = {h: m.node for h, m in models.items() if m.node is not None}
+        self.models = {h: m for h, m in models.items() if m.predicted}
         self.options = options or {}
         self.rules = _rules()
         self.findings: list[Finding] = []
@@ -126,16 +130,23 @@ class Checker:
 
     # ------------------------------------------------------------------ run
     def run(self) -> list[Finding]:
+        from ncclctl.logs.nvlink import mnnvl_not_working, nvlink_domains
+
+        mnnvl_not_working(self)  # LOG030: first, a cause the generic error rules (LOG013, LOG014) then leave alone
         for fn in (self.gdr, self.socket, self.interfaces, self.versions, self.nic_mismatch, self.channels,
                    self.settings, self.graph_file, self.topology, self.nic_underused, self.nic_rails, self.paths,
                    self.causes, self.hints, self.diagnostics, self.init_incomplete, self.errors, self.slow_init,
                    self.shm, self.fewer_channels, self.mnnvl):
             fn()
+        nvlink_domains(self)  # LOG031
         return self.findings
 
     def _failed(self, p: Proc) -> bool:
         """The process reported an error that stops NCCL (its initialisation failed: it did not hang)."""
-        return any(k in ERROR_WARNS or k in ("graph-import", "graph-open") for k, _ in p.warns)
+        from ncclctl.logs.nvlink import is_mnnvl_not_working
+
+        return any(k in ERROR_WARNS or k in ("graph-import", "graph-open") or is_mnnvl_not_working(ev.text)
+                   for k, ev in p.warns)
 
     # LOG029 ---------------------------------------------------------------
     def mnnvl(self) -> None:
@@ -591,13 +602,18 @@ class Checker:
 
     # LOG014 ---------------------------------------------------------------
     def errors(self) -> None:
+        from ncclctl.logs.nvlink import is_mnnvl_not_working
+
         kinds: dict[str, list[tuple[Proc, Ev]]] = {}
         counts: Counter[str] = Counter()
         for p in self.ls.procs.values():
             for k, n in p.warn_counts.items():
                 counts[k] += n
             for k, ev in p.warns:
-                kinds.setdefault(k, []).append((p, ev))
+                if is_mnnvl_not_working(ev.text):  # LOG030 reports it, with its cause
+                    counts[k] -= 1
+                else:
+                    kinds.setdefault(k, []).append((p, ev))
         for kind, items in sorted(kinds.items()):
             if kind not in ERROR_WARNS and kind not in SOFT_WARNS or kind in OWN_RULE_WARNS:
                 continue
@@ -862,7 +878,8 @@ class Checker:
 
 #: Rules that name the cause of a failure: with one of them at error, the application's own error lines are its
 #: evidence, not a finding of their own.
-_CAUSE_RULES = {"LOG008", "LOG018", "LOG019", "LOG020", "LOG021", "LOG024", "LOG025", "LOG026", "LOG027"}
+_CAUSE_RULES = {"LOG008", "LOG018", "LOG019", "LOG020", "LOG021", "LOG024", "LOG025", "LOG026", "LOG027",
+                "LOG030"}
 
 
 def _parse_version(text: str | None):
@@ -1052,10 +1069,16 @@ def predict_models(ls: LogSet, *, root: str | None = None, inventory: str | None
         if id(node) in done:
             out[h] = done[id(node)]
             continue
-        data, inputs, down = inputs_for_node(node, nodes=nnodes, env=env, version=DEFAULT, gdr="auto",
-                                             source=sources[h])
-        pred = predict_xml(data, inputs=inputs, down=down, path=sources[h])
+        try:
+            data, inputs, down = inputs_for_node(node, nodes=nnodes, env=env, version=DEFAULT, gdr="auto",
+                                                 source=sources[h])
+            pred = predict_xml(data, inputs=inputs, down=down, path=sources[h])
+        except NcclctlError as exc:
+            notes.append(f"{h}: no NCCL topology from {sources[h]} ({exc.message}): only its facts are used")
+            out[h] = done[id(node)] = HostModel(sources[h], {}, node=node, predicted=False)
+            continue
         out[h] = done[id(node)] = HostModel.of(sources[h], pred.to_json())
+        out[h].node = node
     return out, notes
 
 

@@ -355,5 +355,12 @@ def _comm_text(c: Comm, cd: dict[str, Any], *, ranks: bool) -> list[str]:
     return out
 
 
-__all__ = ["comm_summary", "hostlist", "member_gdr", "member_nics", "member_nics_by_channel", "network_of",
+
+def busid_text(busid: str) -> str:
+    """NCCL's int64 bus id as printed in logs (``1b000``) -> ``0000:1b:00.0``."""
+    s = busid.lower().lstrip("0x") if busid.lower().startswith("0x") else busid.lower()
+    s = s.rjust(9, "0")
+    return f"{s[:-5].rjust(4, '0')[-4:]}:{s[-5:-3]}:{s[-3:-1]}.{s[-1]}"
+
+__all__ = ["busid_text", "comm_summary", "hostlist", "member_gdr", "member_nics", "member_nics_by_channel", "network_of",
            "nic_label", "proc_doc", "ranges", "summary", "text"]

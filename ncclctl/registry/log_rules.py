@@ -304,6 +304,34 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
      _DETECT + "'MNNVL busId 0x... fabric UUID lo.hi cliqueId 0x... state N healthMask 0x...' (the cluster UUID "
      "is printed as two native longs and turned back into the form 'ncclctl probe' records).", _CHECK,
      "warning for a health-mask problem on a COMPLETED GPU"),
+    ("LOG030", "log-mnnvl-not-working", E, "MNNVL available but not working (IMEX channel or IMEX)",
+     "NCCL's 'MNNVL (cliqueSize N) is available but not working on this system. Check the IMEX channel "
+     "configuration ...' (the FABRIC memory allocation failed: no IMEX channel device) or '... Check the IMEX "
+     "configuration ...' (its export/import through IMEX failed), per host, with the cause the host's facts show "
+     "when --root/--inventory gives them: no channel device on the host (NVL003) or only in the container, "
+     "nvidia-imex not active, the host missing from its own node list, the IMEX domain not UP (NVL004).",
+     "Create /dev/nvidia-caps-imex-channels/channel0 on every tray and pass it into the job's container (--device, "
+     "NVIDIA_IMEX_CHANNELS=0, a ComputeDomain claim); run nvidia-imex on every tray with a nodes_config.cfg listing "
+     "exactly the domain's trays, every peer READY. NCCL_MNNVL_ENABLE=0 only hides the failure (NICs instead).",
+     "NCCL stops the communicator's initialisation (ncclSystemError): the GPUs are in one NVLink clique but the "
+     "memory NCCL shares across trays cannot be exported through IMEX.",
+     _DETECT + _MODEL + "The WARN of NCCL's mnnvl.cc (2.27+) and, with a model, the node's IMEX facts "
+     "(ncclctl probe: config.cfg, nodes_config.cfg, nvidia-imex-ctl -N, the channel devices, the service state).",
+     _CHECK, None),
+    ("LOG031", "log-nvlink-domains", W, "a job across NVLink domains, or its domains unlike the hosts' facts",
+     "From the ranks' 'MNNVL busId ... fabric UUID ... cliqueId ...' lines (COMPLETED registrations): the job's "
+     "hosts in more than one NVLink domain (cluster UUID, clique id; never the clique id alone); a rank's domain "
+     "in the log unlike the one the host's snapshot records (--root/--inventory); a GPU registered in a "
+     "multi-node domain for which NCCL printed 'NVLS multicast support is not available'.",
+     "Place the job inside one domain (Slurm topology/block: ncclctl fleet blocks; Kubernetes affinity on "
+     "nvidia.com/gpu.clique); re-register a tray that came back in another partition and update its IMEX list, "
+     "block and label; take a fresh snapshot when the log and the snapshot disagree; check the partition's "
+     "multicast (NMX-M / NVLSM) when NVLS is missing.",
+     "NCCL uses MNNVL and NVLS only among ranks of one cluster UUID and clique (mnnvl.cc): a job split across "
+     "domains runs over the NICs between them, much slower than NVLink; without NVLS multicast all-reduce loses "
+     "NVLink SHARP.",
+     _DETECT + _MODEL + "The MNNVL busId lines (LOG029's), NCCL's 'NVLS multicast support is (not) available "
+     "on dev N' line per rank, and with a model each GPU's NVML fabric registration.", _CHECK, None),
     ("PERF001", "perf-busbw-low", E, "bus bandwidth below what the hardware gives",
      "A collective's bus bandwidth at large sizes is below min_efficiency of the expected value for the "
      "hardware (NVLink generation inside a node; NICs x rate x efficiency across nodes; PCIe for PCIe-only "

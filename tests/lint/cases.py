@@ -57,7 +57,7 @@ CASES = REPO / "fixtures" / "lint"
 OVERLAY_KEYS = ("write", "delete", "link", "json", "sub", "patch", "truncate")
 CASE_KEYS = {"name", "base", "expect", "subjects", "message", "count", "severity", "options", "expect_profile", "note",
              "hosts", *OVERLAY_KEYS}
-HOST_KEYS = {"name", "base", *OVERLAY_KEYS}
+HOST_KEYS = {"name", "base", "labels", *OVERLAY_KEYS}  # labels: Kubernetes node labels, as an inventory gives them
 
 
 def load_case_files() -> dict[str, dict]:

@@ -26,7 +26,8 @@ def test_case(rule_id, case, tmp_path):
         profile = check_profile(profile, path=f"fixtures/lint/{rule_id}.yaml")
     if "hosts" in case:  # a fleet rule: several hosts, each materialized on its own
         sources = [Source(path=str(materialize({**h, "name": f"{case['name']}/{h['name']}"}, tmp_path / f"h{i}")),
-                          kind="snapshot", name=h["name"]) for i, h in enumerate(case["hosts"])]
+                          kind="snapshot", name=h["name"], labels=tuple(sorted(h.get("labels", {}).items())))
+                   for i, h in enumerate(case["hosts"])]
         result = lint_fleet(sources, cfg, expect=profile, jobs=1, only=(rule_id,))
         assert all(h.error is None for h in result.hosts), [h.error for h in result.hosts]
         found = result.findings()
