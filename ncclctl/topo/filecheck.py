@@ -96,6 +96,8 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
         findings = _validate_graph_result(result, path)  # the file read once
     else:
         findings = validate_bytes(data, path=path, nccl_version=version, confirmed=confirmed)
+    if kind == "graph" and (load_node is not None or (meaning is not None and meaning.doc is not None)):
+        findings = [f for f in findings if f.rule != "NTG032"]  # the host (NTH012/NTH013) or model (NTG028) says it
     if any(f.rule == "NTH030" for f in against_host):  # the host confirms NTS070 GPU by GPU
         findings = [f for f in findings if f.rule != "NTS070"]
     if any(f.rule == "NTH044" for f in against_host):  # says what NTV002 says of rail=/plane=, with the host's view
@@ -106,7 +108,9 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
         from ncclctl.topo.validate import without_repeated_xsd
 
         findings += without_repeated_xsd(xsd_findings(data, kind, path), findings)
-    return kind, findings + against_host + meant
+    from ncclctl.topo.onefault import after_root_refused
+
+    return kind, after_root_refused(findings + against_host + meant)
 
 
 # The host rules a meaning rule says more about, at the same element: the host rule gives way.
@@ -242,6 +246,11 @@ def validate_report(data: bytes, path: str, *, nccl_version: object = DEFAULT, x
     if meaning is not None and kind == "graph":
         fields += (("model", meaning.doc),)
         notes = tuple(meaning.notes)
-    return configured(findings, subject=path, fail_on=Severity(fail_on), config=config, only=only,
-                      host=nodes[0].hostname if nodes else socket.gethostname(), name=f"ncclctl {command}",
-                      fields=fields, notes=summary_notes(data, kind, version) + notes)
+    rep = configured(findings, subject=path, fail_on=Severity(fail_on), config=config, only=only,
+                     host=nodes[0].hostname if nodes else socket.gethostname(), name=f"ncclctl {command}",
+                     fields=fields, notes=summary_notes(data, kind, version) + notes)
+    from dataclasses import replace
+
+    from ncclctl.topo.onefault import one_per_fault
+
+    return replace(rep, findings=tuple(one_per_fault(list(rep.findings))))
