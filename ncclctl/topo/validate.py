@@ -209,6 +209,14 @@ BUDGET_MARGIN = 16
 #: Attributes NCCL reads from sysfs for an element it completes (skeleton files).
 _CPU_FILLED = ("affinity", "arch", "vendor")
 _PCI_FILLED = ("class", "link_speed", "link_width")
+#: NTS011 on a skeleton file: what NCCL 2.30.7 takes from the host for a <cpu> without its CPU type
+#: (xml.cc:ncclTopoGetXmlFromCpu, topo.cc:ncclTopoAddCpu, topo.h's *_BW).
+_SKELETON_CPU = ("NCCL takes them from the host that reads the file (the arch it was built for, cpuid's vendor, "
+                 "family and model), so every host models its own CPU whatever machine the file was written for: "
+                 "inter-socket (SYS) bandwidth 16 GB/s on an AMD host, 6, 10, 22 or 40 GB/s on Intel by model "
+                 "(Broadwell, Skylake, Sapphire Rapids, Emerald Rapids and later), 6 GB/s on arm64, and the CPU's "
+                 "P2P and GPUDirect RDMA defaults with it; releases that do not fill a <cpu> reached only through "
+                 "its NICs fail with 'Attribute arch of node cpu not found' (aws-ofi-nccl#785, nccl#379)")
 
 
 def pci_gen_speed(key: str | None, v: Version) -> int | None:
@@ -419,6 +427,13 @@ class _TopoChecks:
             missing = [a for a in complete if not cpu.has(a)]
             if id(cpu) in self.gpu_device_chain and numaid is not None and strtol(numaid).value < 0:
                 missing = [a for a in missing if a != "affinity"]  # NTS046: NCCL binds no CPU set
+            # What decides the CPU type NCCL models: arch, then (x86) vendor, then (Intel, Zhaoxin) family/model.
+            cpu_type = list(required)
+            if arch is None or (arch_key == "x86_64" and vendor is None):
+                cpu_type += [a for a in ("vendor", "familyid", "modelid") if not cpu.has(a) and a not in cpu_type]
+            if self.skeleton and cpu_type:
+                ctx.add("NTS011", f"{_where(cpu)} lacks {', '.join(cpu_type)}: {_SKELETON_CPU}", cpu)
+                continue
             if missing and (filled or has_content or nic_only) and not self.skeleton:
                 how = ("NCCL fills them only on the ranks whose GPU is under this CPU, so per-rank XMLs differ "
                        "and fusion can duplicate the element" if filled else
