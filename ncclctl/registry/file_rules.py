@@ -278,6 +278,17 @@ _EXTRA: dict[str, dict[str, str]] = {
                "uses pattern 1 (BALANCED_TREE) below sm90 (the simpler tree is only a fallback from sm90 on).",
         "detect": "The tree graph's pattern and the lowest sm among the GPUs. " + _MEANING_DETECT,
     },
+    "NTG032": {
+        "checked_by": "ncclctl/topo/graphfile.py",
+        "why": "NCCL maps each <gpu dev> of a channel to a rank of the job when it loads the file "
+               "(search.cc:ncclTopoGetChannelFromXml) and fails ('XML Import Channel : dev N not found') when that GPU "
+               "is not in the job; a channel listing fewer GPUs than the job leaves the other ranks at 0. A graph "
+               "file set for a whole image (/etc/nccl.conf) is read by jobs on VMs with fewer GPUs and by jobs on a "
+               "subset of the node (nccl#1008: a 4-GPU NCv4 graph on 1- and 2-GPU VMs).",
+        "detect": "topo validate on a graph file with neither a host (--root/--live: NTH012/NTH013 compare with its "
+                  "GPUs) nor a topology (rings validate --topo: NTG028): the NVML indexes the ring, tree and CollNet "
+                  "channels use (dev, hex from NCCL 2.21), which is the GPU set the file assumes.",
+    },
     "NTS070": {
         "checked_by": "ncclctl/topo/meaning.py",
         "why": "NCCL uses GPUDirect RDMA only between a GPU and a NIC at most NCCL_NET_GDR_LEVEL apart (default P2C: "
@@ -712,6 +723,10 @@ _ROWS: tuple[tuple[str, str, Severity, str, str], ...] = (
     ('NTG031', 'graph-tree-pattern', I,
      'tree pattern 3 below sm90 (tuning x0.85; NCCL uses the balanced tree)',
      'Use pattern="1" (BALANCED_TREE) for the tree graph below sm90.'),
+    ('NTG032', 'graph-gpu-set-assumed', W,
+     'the GPUs the channels use: the file fits only jobs on exactly these GPUs (no host or topology to compare)',
+     'Set NCCL_GRAPH_FILE only for jobs on exactly these GPUs (in the job environment, not in /etc/nccl.conf), or '
+     'check the file against the node: topo validate --root/--live, rings validate --topo FILE.'),
     # --- NTV: version-specific (§6) -------------------------------------------------------------------
     ('NTV001', 'version-element-unknown', W,
      'element not understood by the target NCCL version (ignored)',
