@@ -723,7 +723,7 @@ _ROWS: tuple[tuple[str, str, Severity, str, str], ...] = (
     ('NTG031', 'graph-tree-pattern', I,
      'tree pattern 3 below sm90 (tuning x0.85; NCCL uses the balanced tree)',
      'Use pattern="1" (BALANCED_TREE) for the tree graph below sm90.'),
-    ('NTG032', 'graph-gpu-set-assumed', W,
+    ('NTG032', 'graph-gpu-set-assumed', I,
      'the GPUs the channels use: the file fits only jobs on exactly these GPUs (no host or topology to compare)',
      'Set NCCL_GRAPH_FILE only for jobs on exactly these GPUs (in the job environment, not in /etc/nccl.conf), or '
      'check the file against the node: topo validate --root/--live, rings validate --topo FILE.'),

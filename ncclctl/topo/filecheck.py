@@ -96,8 +96,13 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
         findings = _validate_graph_result(result, path)  # the file read once
     else:
         findings = validate_bytes(data, path=path, nccl_version=version, confirmed=confirmed)
-    if kind == "graph" and (load_node is not None or (meaning is not None and meaning.doc is not None)):
-        findings = [f for f in findings if f.rule != "NTG032"]  # the host (NTH012/NTH013) or model (NTG028) says it
+    if kind == "graph" and load_node is None and (meaning is None or meaning.doc is None):
+        # Neither host (NTH012/NTH013) nor model (NTG028) to compare the channels' GPUs with: say what they assume.
+        from ncclctl.nccl.xml import parse_nccl_xml
+        from ncclctl.topo.graphfile import gpu_set
+
+        findings = findings + gpu_set(result or parse_nccl_xml(data, kind=kind, nccl_version=version, path=path),
+                                      path)
     if any(f.rule == "NTH030" for f in against_host):  # the host confirms NTS070 GPU by GPU
         findings = [f for f in findings if f.rule != "NTS070"]
     if any(f.rule == "NTH044" for f in against_host):  # says what NTV002 says of rail=/plane=, with the host's view

@@ -42,6 +42,13 @@ def _validate_graph_result(res: ParseResult, path: str) -> list[Finding]:
                           "graphs > graph > channel > net|gpu)", ig)
     if res.root is not None:
         _check_graphs(ctx, res.root)
+    return ctx.result()
+
+
+def gpu_set(res: ParseResult, path: str) -> list[Finding]:
+    """NTG032 for a graph file NCCL reads (``res``), for a check with neither host nor topology to compare."""
+    ctx = Ctx(path, res.version)
+    if res.ok and res.root is not None and res.root.name == "graphs":
         _check_gpu_set(ctx, res.root)
     return ctx.result()
 
