@@ -291,3 +291,11 @@ def test_repo_fixtures_of_the_classes_exist() -> None:
     invalid = REPO / "fixtures" / "topo" / "invalid"
     assert (invalid / "NTS011-skeleton-cpu-without-type.xml").exists()
     assert (invalid / "NTS043-word-shorter-than-8-digits.xml").exists()
+
+
+def test_sarif_lists_each_element_of_a_grouped_finding(tmp_path: Path) -> None:
+    p = _write(tmp_path, "gdr.xml", FOUR_GDR)
+    r = run_cli("topo", "validate", str(p), "--format", "sarif")
+    (res,) = [x for x in json.loads(r.stdout)["runs"][0]["results"] if x["ruleId"] == "NTS024"]
+    assert [x["physicalLocation"]["region"]["startLine"] for x in res["relatedLocations"]] == [4, 7, 10, 13]
+    assert res["locations"][0]["physicalLocation"]["region"]["startLine"] == 4
