@@ -112,7 +112,13 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
         from ncclctl.topo.schema import xsd_findings  # lxml is imported only here
         from ncclctl.topo.validate import without_repeated_xsd
 
-        findings += without_repeated_xsd(xsd_findings(data, kind, path), findings)
+        schema = without_repeated_xsd(xsd_findings(data, kind, path), findings)
+        from ncclctl.nccl.xml import parse_nccl_xml
+
+        fatal = (result or parse_nccl_xml(data, kind=kind, nccl_version=version, path=path)).fatal
+        if fatal is not None:  # NCCL stops there: nothing about what it never reads
+            schema = [f for f in schema if f.line is not None and f.line < fatal.line]
+        findings += schema
     from ncclctl.topo.onefault import after_root_refused
 
     return kind, after_root_refused(findings + against_host + meant)

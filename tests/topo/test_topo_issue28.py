@@ -299,3 +299,14 @@ def test_sarif_lists_each_element_of_a_grouped_finding(tmp_path: Path) -> None:
     (res,) = [x for x in json.loads(r.stdout)["runs"][0]["results"] if x["ruleId"] == "NTS024"]
     assert [x["physicalLocation"]["region"]["startLine"] for x in res["relatedLocations"]] == [4, 7, 10, 13]
     assert res["locations"][0]["physicalLocation"]["region"]["startLine"] == 4
+
+
+def test_nothing_after_a_fatal_lexical_error(tmp_path: Path) -> None:
+    # NCCL stops at the TAB of line 3 (NTX001); the XSD would object to foo= on lines 4, 7 and 10, never read.
+    lines = _system(f'numaid="0" affinity="0000ffff" {INTEL}',
+                    "".join(_gpu(f"0000:{0x18 + i:02x}:00.0", i, ' foo="x"') for i in range(3))).split("\n")
+    lines[2] = "\t" + lines[2].lstrip()
+    p = _write(tmp_path, "tab.xml", "\n".join(lines))
+    assert _rules(_json(str(p))) == ["NTX001"]
+    clean = _write(tmp_path, "notab.xml", "\n".join(lines).replace("\t", "    "))
+    assert "NTX090" in _rules(_json(str(clean)))
