@@ -24,6 +24,8 @@ ROOT_REFUSED = frozenset({"NTS001", "NTS003", "NTG001", "NTG003"})
 
 #: How many elements a grouped message names before "and N more" (the JSON lists them all).
 SHOWN = 4
+#: An element part longer than this is a sentence of its own: a grouped message quotes only the first one.
+LONG_HEAD = 80
 #: How many lines a grouped message lists before "and N more".
 LINES_SHOWN = 12
 
@@ -33,17 +35,21 @@ _AFTER_FATAL = re.compile(r"after the fatal [A-Z]+[0-9]+ at line [0-9]+, in the 
 
 
 def _split(message: str) -> tuple[str, str, str]:
-    """(prefix, element part, consequence): the message split at its first ': ' outside double quotes; the
-    element part is empty when there is none."""
+    """(prefix, element part, consequence): the message split at its first ': ' outside double quotes and
+    brackets; the element part is empty when there is none."""
     prefix = ""
     m = _AFTER_FATAL.match(message)
     if m:
         prefix, message = m.group(0), message[m.end():]
-    quoted = False
+    quoted, depth = False, 0
     for i, ch in enumerate(message):
         if ch == '"':
             quoted = not quoted
-        elif not quoted and message.startswith(": ", i):
+        elif not quoted and ch in "([":
+            depth += 1
+        elif not quoted and ch in ")]" and depth:
+            depth -= 1
+        elif not quoted and not depth and message.startswith(": ", i):
             return prefix, message[:i], message[i + 2:]
     return prefix, "", message
 
@@ -87,7 +93,10 @@ def _merge(members: list[Finding]) -> Finding:
         same = attr.group(0) if attr and all(h.endswith(attr.group(0)) for h in heads) else _common_words(heads)
         named = ", ".join(f"{h[:len(h) - len(same)]} (line {f.line})" for h, f in zip(heads[:SHOWN], members))
         more = f" and {n - SHOWN} more (lines {_lines(lines[SHOWN:])})" if n > SHOWN else ""
-        if attr and same == attr.group(0):
+        if max(len(h) for h in heads) > LONG_HEAD:  # whole sentences per element: the first, then the lines
+            message = (f"{n} elements alike, the first: {heads[0]} (line {lines[0]}; the others at lines "
+                       f"{_lines(lines[1:])}): {tail}")
+        elif attr and same == attr.group(0):
             message = f"{same.strip()} on {n} elements: {named}{more}: {tail}"
         elif same:
             message = f"{n} elements: {named}{more}; each{same}: {tail}"

@@ -110,7 +110,7 @@ def test_wrong_system_version_is_the_only_finding(tmp_path: Path) -> None:
     p = _write(tmp_path, "v2.xml", _system(f'numaid="0" affinity="ff000000" {INTEL}', inner, version="2"))
     doc = _json(str(p))
     assert _rules(doc) == ["NTS003"] and doc["summary"] == {"error": 1, "warning": 0, "info": 0}
-    assert "NCCL reads nothing past this point" in doc["findings"][0]["message"]
+    assert doc["findings"][0]["message"].startswith("NCCL: XML Topology has wrong version 2, 1 needed")
     r = run_cli("topo", "validate", str(p))
     assert r.returncode == 1 and "NTX090" not in r.stdout
 
@@ -128,6 +128,10 @@ def test_a_good_root_keeps_every_finding(tmp_path: Path) -> None:
     assert "NTS003" not in _rules(_json(str(p)))
     fs = [Finding("NTS024", Severity.WARNING, "m", "t.xml", 4, 7, "fix")]
     assert after_root_refused(fs) == fs
+    root = Finding("NTG001", Severity.ERROR, "the top-level element is <graph>", "t.xml", 1, 1, "fix")
+    (only,) = after_root_refused([root] + fs)
+    assert only.rule == "NTG001" and only.message.endswith(
+        "(NCCL reads nothing past this point: 1 other finding about the rest of the file left out)")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -310,3 +314,17 @@ def test_nothing_after_a_fatal_lexical_error(tmp_path: Path) -> None:
     assert _rules(_json(str(p))) == ["NTX001"]
     clean = _write(tmp_path, "notab.xml", "\n".join(lines).replace("\t", "    "))
     assert "NTX090" in _rules(_json(str(clean)))
+
+
+def test_sentences_per_element_group_with_the_first_quoted() -> None:
+    # NTS047 names the switch and the fastest device in a parenthesis with its own colon: still one fault.
+    def nts047(line: int, bus: str, gpu: str) -> Finding:
+        return Finding("NTS047", Severity.WARNING,
+                       f'<pci busid="{bus}"> link 5.0 GT/s PCIe x16 is 6 GB/s for NCCL, below 2 of the 2 devices '
+                       f'under it (up to 48 GB/s: GPU "{gpu}" at 32.0 GT/s PCIe x16): NCCL caps every path that '
+                       "leaves this switch at 6 GB/s", "t.xml", line, 5, "fix")
+
+    (f,) = one_per_fault([nts047(4, "0000:08:00.0", "0000:0f:00.0"), nts047(24, "0000:26:00.0", "0000:2d:00.0")])
+    assert f.message.startswith('2 elements alike, the first: <pci busid="0000:08:00.0"> link 5.0 GT/s')
+    assert "(line 4; the others at lines 24): NCCL caps every path" in f.message
+    assert [loc[0] for loc in f.locations] == [4, 24]
