@@ -71,6 +71,12 @@ def _common_words(heads: list[str]) -> str:
     return ""
 
 
+def _leading_tag(message: str) -> str:
+    """The start tag a message opens with (``<net dev="0x0">``), '' if none."""
+    m = re.match(r'<[A-Za-z_][^<>]*>', message)
+    return m.group(0) if m else ""
+
+
 def _lines(lines: list[int]) -> str:
     shown = ", ".join(str(n) for n in lines[:LINES_SHOWN])
     more = len(lines) - LINES_SHOWN
@@ -106,7 +112,7 @@ def _merge(members: list[Finding]) -> Finding:
     for f in members:
         for e in f.evidence[:1]:
             evidence.append(f"line {f.line}: {e}")
-    locations = tuple((f.line, f.column, h or (f.evidence[0] if f.evidence else ""))
+    locations = tuple((f.line, f.column, h or (f.evidence[0] if f.evidence else _leading_tag(f.message)))
                       for f, h in zip(members, heads) if f.line is not None)
     return replace(first, message=prefix + message, evidence=tuple(dict.fromkeys(evidence)), locations=locations)
 

@@ -310,7 +310,8 @@ def test_host_check_numbers_nets_after_fusion(tmp_path):
     found = hits(json.loads(res.stdout)["findings"], "NTH014")
     # the channel's net in and net out: one finding for the fault, at both lines (issue 28)
     assert res.returncode == 1 and len(found) == 1, res.stdout
-    assert [loc["line"] for loc in found[0]["locations"]] == [4, 9]
+    assert [(loc["line"], loc["element"]) for loc in found[0]["locations"]] == [(4, '<net dev="0x0">'),
+                                                                              (9, '<net dev="0x0">')]
     assert {f["message"] for f in found} == {('<net dev="0x0"> is net 0; NCCL\'s net devices on this host, after NCCL_IB_HCA '
                                    "and NIC fusion, are 2 (mlx5_0+mlx5_1) (2 elements, lines 4, 9)")}
 
