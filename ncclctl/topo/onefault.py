@@ -66,7 +66,9 @@ def _common_words(heads: list[str]) -> str:
     first = heads[0]
     start = len(first) - len(tail)
     for i in range(start, len(first)):
-        if first[i] == " " and first[:i].count('"') % 2 == 0 and first[:i].count("<") == first[:i].count(">") and all(len(h) - len(first) + i > 0 for h in heads):
+        before = first[:i]
+        outside = before.count('"') % 2 == 0 and before.count("<") == before.count(">")
+        if first[i] == " " and outside and all(len(h) - len(first) + i > 0 for h in heads):
             return first[i:]
     return ""
 

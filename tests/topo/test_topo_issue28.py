@@ -146,7 +146,8 @@ def test_xsd_accepts_the_nvswitch_target_nccl_dumps(tmp_path: Path) -> None:
 
 def test_xsd_still_refuses_a_target_that_is_no_bus_id(tmp_path: Path) -> None:
     nvl = '\n        <nvlink target="switch0" count="18" tclass="0x068000"/>\n      '
-    p = _write(tmp_path, "bad.xml", _system(f'numaid="0" affinity="0000ffff" {INTEL}', _gpu("0000:18:00.0", 0, "", nvl)))
+    cpu = f'numaid="0" affinity="0000ffff" {INTEL}'
+    p = _write(tmp_path, "bad.xml", _system(cpu, _gpu("0000:18:00.0", 0, "", nvl)))
     assert "NTX090" in _rules(_json(str(p)))
 
 
