@@ -90,6 +90,10 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
                 if meaning is not None:
                     meant = _meaning(result, path, node, meaning, version)
                     against_host = _without_repeats(against_host, meant, meaning.doc is not None)
+    if kind == "graph" and result is None:  # read once: the file rules and NTG032 below use it
+        from ncclctl.nccl.xml import parse_nccl_xml
+
+        result = parse_nccl_xml(data, kind=kind, nccl_version=version, path=path)
     if kind == "graph" and result is not None:
         from ncclctl.topo.graphfile import _validate_graph_result
 
@@ -98,11 +102,10 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
         findings = validate_bytes(data, path=path, nccl_version=version, confirmed=confirmed)
     if kind == "graph" and load_node is None and (meaning is None or meaning.doc is None):
         # Neither host (NTH012/NTH013) nor model (NTG028) to compare the channels' GPUs with: say what they assume.
-        from ncclctl.nccl.xml import parse_nccl_xml
         from ncclctl.topo.graphfile import gpu_set
 
-        findings = findings + gpu_set(result or parse_nccl_xml(data, kind=kind, nccl_version=version, path=path),
-                                      path)
+        assert result is not None
+        findings = findings + gpu_set(result, path)
     if any(f.rule == "NTH030" for f in against_host):  # the host confirms NTS070 GPU by GPU
         findings = [f for f in findings if f.rule != "NTS070"]
     if any(f.rule == "NTH044" for f in against_host):  # says what NTV002 says of rail=/plane=, with the host's view
@@ -113,11 +116,12 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
         from ncclctl.topo.validate import without_repeated_xsd
 
         schema = without_repeated_xsd(xsd_findings(data, kind, path), findings)
-        from ncclctl.nccl.xml import parse_nccl_xml
+        if any(f.severity.value == "error" for f in findings):  # a fatal reader error is one of them
+            from ncclctl.nccl.xml import parse_nccl_xml
 
-        fatal = (result or parse_nccl_xml(data, kind=kind, nccl_version=version, path=path)).fatal
-        if fatal is not None:  # NCCL stops there: nothing about what it never reads
-            schema = [f for f in schema if f.line is not None and f.line < fatal.line]
+            fatal = (result or parse_nccl_xml(data, kind=kind, nccl_version=version, path=path)).fatal
+            if fatal is not None:  # NCCL stops there: nothing about what it never reads
+                schema = [f for f in schema if f.line is not None and f.line < fatal.line]
         findings += schema
     from ncclctl.topo.onefault import after_root_refused
 
