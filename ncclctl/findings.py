@@ -37,6 +37,9 @@ class Finding:
     # The host the finding is about when its subject does not say it (a fabric finding's subject is the fabric
     # file): what per-host config ignores match. Not part of the JSON (the message names the host).
     host: str | None = None
+    # A finding that covers several elements of one file (one finding per fault): every element it covers, as
+    # (line, column, what the element is), the first one at ``line``/``column``. In the JSON as ``locations``.
+    locations: tuple[tuple[int, int | None, str], ...] = field(default=())
 
     def location(self) -> str:
         loc = self.subject
@@ -56,6 +59,8 @@ class Finding:
             "column": self.column,
             "fix": self.fix,
             "evidence": list(self.evidence),
+            **({"locations": [{"line": ln, "column": col, "element": what} for ln, col, what in self.locations]}
+               if self.locations else {}),
         }
 
 

@@ -85,6 +85,17 @@ def misreadings(text: str, version: Version = DEFAULT) -> list[str]:
     if len(fields) >= 2 and all(re.fullmatch(r"\s*\d{1,4}\s*", f) for f in fields):
         return ["it looks like a list of CPU numbers, but NCCL reads 32-bit hex words, the last one for CPUs 0-31 "
                 "(the kernel writes every word after the first with 8 digits)"]
+    words = [f.strip() for f in fields]
+    short = [i for i, w in enumerate(words) if i > 0 and _WORD.fullmatch(w) and len(w) < 8]
+    if short and all(_WORD.fullmatch(w) for w in words):
+        # The kernel pads every word after the first to 8 digits: a shorter one is a hex number cut into words
+        # by hand, and NCCL still takes each word as 32 CPUs.
+        i = short[0]
+        joined = int("".join(words), 16)
+        return [f"word {i + 1} ({words[i]!r}) has {len(words[i])} hex digit{'s' if len(words[i]) != 1 else ''} where "
+                "the kernel writes 8 after the first word: NCCL reads every word as 32 CPUs, so it binds other CPUs "
+                f"than the one hex number the text looks like (CPUs {cpu_ranges(joined)}): the words before it move "
+                f"up by {4 * (8 - len(words[i]))} CPUs"]
     if intended is not None and intended == got:
         return []
     why: list[str] = []

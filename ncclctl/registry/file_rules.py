@@ -116,12 +116,27 @@ _EXTRA: dict[str, dict[str, str]] = {
                   "with the host: those equal to what NCCL would detect there are not reported (a wrong one is "
                   "NTH007, NTH008 or NTH010).",
     },
+    "NTS011": {
+        "why": "NCCL completes a <cpu> only on the ranks whose GPU or NIC is under it (xml.cc:ncclTopoGetXmlFromCpu), "
+               "so per-rank trees differ and fusion can duplicate the element. In a skeleton file a <cpu> without "
+               "arch, vendor, familyid or modelid takes them from each host that reads the file (the arch NCCL was "
+               "built for, cpuid's vendor, family and model): an AMD host models an AMD CPU in a file written for "
+               "Intel, which changes the inter-socket bandwidth (topo.h: AMD 16 GB/s; Intel 6, 10, 22 or 40 by model; "
+               "arm64 6) and the CPU-dependent P2P and GPUDirect RDMA defaults. Releases that did not fill a <cpu> "
+               "reached only through NICs failed with 'Attribute arch of node cpu not found' (aws-ofi-nccl#785, "
+               "nccl#379).",
+        "detect": "The <cpu> attributes against what NCCL 2.30.7 fills: in skeleton files (only <cpu> and <pci>) "
+                  "arch, on x86 vendor, on Intel and Zhaoxin familyid/modelid; elsewhere the full set on a <cpu> "
+                  "that has devices.",
+    },
     "NTS043": {
         "why": "NCCL binds each GPU's threads to the CPUs of its <cpu affinity> (ncclTopoGetCpuAffinity). It reads the "
                "mask with its own parser (include/cpuset.h:ncclStrToCpuset): from 2.28 strtok and strtoul into 32 "
                "32-bit words, so an empty word shifts the rest, a longer word loses its high digits, a CPU list "
-               "(0-47) reads as a few stray CPUs and more than 32 words lose the low ones. The threads then run on "
-               "the wrong cores, or on none.",
+               "(0-47) reads as a few stray CPUs and more than 32 words lose the low ones; a word after the first "
+               "with fewer than 8 digits (never written by the kernel: a hex number cut into words by hand) still "
+               "counts as 32 CPUs, so the words before it move up. The threads then run on the wrong cores, or on "
+               "none.",
         "detect": "The mask is read as NCCL --nccl-version reads it and compared with the kernel cpumap it looks "
                   "like; the message gives the CPUs NCCL binds to and the CPUs the cpumap means.",
     },
@@ -151,7 +166,10 @@ _EXTRA: dict[str, dict[str, str]] = {
                "one more NIC or NVLink peer: init fails with 'too many XML nodes'.",
         "detect": "The file's element count (as NCCL's reader counts it) plus the elements NCCL adds that the file "
                   "implies (a <gpu> for a GPU <pci> without one, <nic>/<net> for a NIC <pci> without one, fused "
-                  "NICs from the NCCL model), per rank and after fusion; warned within 16 slots of the limit.",
+                  "NICs from the NCCL model), per rank and after fusion, and with an estimate of the <nvlink> "
+                  "elements NCCL adds under each GPU it completes on an NVSwitch host (one per NVSwitch, 4 on HGX "
+                  "H100/H200); warned within 16 slots of the limit, or over it with the estimate only. Each NIC port "
+                  "the net plugin reports beyond the file adds 3 more (nccl#2160: 32-NIC hosts).",
     },
     "NTS052": {
         "why": "NCCL reads a topology file into NCCL_TOPO_XML_MAX_NODES (256) element slots; what it adds per rank, "
@@ -161,8 +179,9 @@ _EXTRA: dict[str, dict[str, str]] = {
     "NTS053": {
         "why": "Cloud providers ship skeleton files that place GPUs and NICs by bus id under <cpu> and <pci> only; "
                "NCCL fills in the devices, the CPU attributes and the link attributes from each host. That is fine "
-               "when the bus ids and NUMA layout are the host's; the per-element incompleteness warnings (NTS008, "
-               "NTS011) are not reported for such files.",
+               "when the bus ids and NUMA layout are the host's; the per-element incompleteness warning of <pci> "
+               "(NTS008) is not reported for such files. A <cpu> without its CPU type is (NTS011): every host that "
+               "reads the file models its own CPU.",
         "detect": "A <system> whose elements are all <cpu> or <pci>, with at least one <pci>. The summary line says "
                   "how many elements are left to NCCL's detection.",
     },
@@ -278,6 +297,17 @@ _EXTRA: dict[str, dict[str, str]] = {
                "uses pattern 1 (BALANCED_TREE) below sm90 (the simpler tree is only a fallback from sm90 on).",
         "detect": "The tree graph's pattern and the lowest sm among the GPUs. " + _MEANING_DETECT,
     },
+    "NTG032": {
+        "checked_by": "ncclctl/topo/graphfile.py",
+        "why": "NCCL maps each <gpu dev> of a channel to a rank of the job when it loads the file "
+               "(search.cc:ncclTopoGetChannelFromXml) and fails ('XML Import Channel : dev N not found') when that GPU "
+               "is not in the job; a channel listing fewer GPUs than the job leaves the other ranks at 0. A graph "
+               "file set for a whole image (/etc/nccl.conf) is read by jobs on VMs with fewer GPUs and by jobs on a "
+               "subset of the node (nccl#1008: a 4-GPU NCv4 graph on 1- and 2-GPU VMs).",
+        "detect": "topo validate on a graph file with neither a host (--root/--live: NTH012/NTH013 compare with its "
+                  "GPUs) nor a topology (rings validate --topo: NTG028): the NVML indexes the ring, tree and CollNet "
+                  "channels use (dev, hex from NCCL 2.21), which is the GPU set the file assumes.",
+    },
     "NTS070": {
         "checked_by": "ncclctl/topo/meaning.py",
         "why": "NCCL uses GPUDirect RDMA only between a GPU and a NIC at most NCCL_NET_GDR_LEVEL apart (default P2C: "
@@ -287,7 +317,9 @@ _EXTRA: dict[str, dict[str, str]] = {
                "transfer through host memory, while the real machine may pair them behind one switch.",
         "detect": "NCCL's model of the file (ncclctl/nccl: build, paths, predict; what ncclctl topo predict prints) "
                   "for a job of two such nodes, with GPUDirect RDMA assumed available: the rule fires when every GPU "
-                  "has GPUDirect RDMA off for every NET it uses because of the path alone. Devices the file leaves "
+                  "has GPUDirect RDMA off for every NET it uses because of the path alone, in a VM layout: a GPU or "
+                  "NIC on a root bus, or GPUs and NICs directly under a <cpu numaid=\"-1\"> without affinity (a "
+                  "guest without NUMA information, whatever its bus numbers). Devices the file leaves "
                   "to NCCL (skeleton <pci> without <gpu>/<nic>) are completed as NCCL would find them; the message "
                   "lists what was assumed.",
     },
@@ -712,6 +744,10 @@ _ROWS: tuple[tuple[str, str, Severity, str, str], ...] = (
     ('NTG031', 'graph-tree-pattern', I,
      'tree pattern 3 below sm90 (tuning x0.85; NCCL uses the balanced tree)',
      'Use pattern="1" (BALANCED_TREE) for the tree graph below sm90.'),
+    ('NTG032', 'graph-gpu-set-assumed', I,
+     'the GPUs the channels use: the file fits only jobs on exactly these GPUs (no host or topology to compare)',
+     'Set NCCL_GRAPH_FILE only for jobs on exactly these GPUs (in the job environment, not in /etc/nccl.conf), or '
+     'check the file against the node: topo validate --root/--live, rings validate --topo FILE.'),
     # --- NTV: version-specific (§6) -------------------------------------------------------------------
     ('NTV001', 'version-element-unknown', W,
      'element not understood by the target NCCL version (ignored)',

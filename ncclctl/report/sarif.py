@@ -99,6 +99,12 @@ def _results(ordered: list[Finding], host: str | None, index: dict[str, int]) ->
             loc = {"logicalLocations": [{"name": f.subject, "fullyQualifiedName":
                                          host if kind == "host" else f"{host}/{f.subject}", "kind": kind}]}
         res["locations"] = [loc]
+        if f.locations and _in_file(f, host):  # one finding for a fault at several elements: each of them
+            res["relatedLocations"] = [
+                {"id": i, "message": {"text": what},
+                 "physicalLocation": {"artifactLocation": {"uri": f.subject},
+                                      "region": {"startLine": line, **({"startColumn": col} if col else {})}}}
+                for i, (line, col, what) in enumerate(f.locations)]
         if f.evidence:
             res["properties"] = {"evidence": list(f.evidence)}
         results.append(res)

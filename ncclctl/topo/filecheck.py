@@ -90,12 +90,22 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
                 if meaning is not None:
                     meant = _meaning(result, path, node, meaning, version)
                     against_host = _without_repeats(against_host, meant, meaning.doc is not None)
+    if kind == "graph" and result is None:  # read once: the file rules and NTG032 below use it
+        from ncclctl.nccl.xml import parse_nccl_xml
+
+        result = parse_nccl_xml(data, kind=kind, nccl_version=version, path=path)
     if kind == "graph" and result is not None:
         from ncclctl.topo.graphfile import validate_graph_result
 
         findings = validate_graph_result(result, path)  # the file read once
     else:
         findings = validate_bytes(data, path=path, nccl_version=version, confirmed=confirmed)
+    if kind == "graph" and load_node is None and (meaning is None or meaning.doc is None):
+        # Neither host (NTH012/NTH013) nor model (NTG028) to compare the channels' GPUs with: say what they assume.
+        from ncclctl.topo.graphfile import gpu_set
+
+        assert result is not None
+        findings = findings + gpu_set(result, path)
     if any(f.rule == "NTH030" for f in against_host):  # the host confirms NTS070 GPU by GPU
         findings = [f for f in findings if f.rule != "NTS070"]
     if any(f.rule == "NTH044" for f in against_host):  # says what NTV002 says of rail=/plane=, with the host's view
@@ -105,8 +115,17 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
         from ncclctl.topo.schema import xsd_findings  # lxml is imported only here
         from ncclctl.topo.validate import without_repeated_xsd
 
-        findings += without_repeated_xsd(xsd_findings(data, kind, path), findings)
-    return kind, findings + against_host + meant
+        schema = without_repeated_xsd(xsd_findings(data, kind, path), findings)
+        if any(f.severity.value == "error" for f in findings):  # a fatal reader error is one of them
+            from ncclctl.nccl.xml import parse_nccl_xml
+
+            fatal = (result or parse_nccl_xml(data, kind=kind, nccl_version=version, path=path)).fatal
+            if fatal is not None:  # NCCL stops there: nothing about what it never reads
+                schema = [f for f in schema if f.line is not None and f.line < fatal.line]
+        findings += schema
+    from ncclctl.topo.onefault import after_root_refused
+
+    return kind, after_root_refused(findings + against_host + meant)
 
 
 # The host rules a meaning rule says more about, at the same element: the host rule gives way.
@@ -242,6 +261,11 @@ def validate_report(data: bytes, path: str, *, nccl_version: object = DEFAULT, x
     if meaning is not None and kind == "graph":
         fields += (("model", meaning.doc),)
         notes = tuple(meaning.notes)
-    return configured(findings, subject=path, fail_on=Severity(fail_on), config=config, only=only,
-                      host=nodes[0].hostname if nodes else socket.gethostname(), name=f"ncclctl {command}",
-                      fields=fields, notes=summary_notes(data, kind, version) + notes)
+    rep = configured(findings, subject=path, fail_on=Severity(fail_on), config=config, only=only,
+                     host=nodes[0].hostname if nodes else socket.gethostname(), name=f"ncclctl {command}",
+                     fields=fields, notes=summary_notes(data, kind, version) + notes)
+    from dataclasses import replace
+
+    from ncclctl.topo.onefault import one_per_fault
+
+    return replace(rep, findings=tuple(one_per_fault(list(rep.findings))))

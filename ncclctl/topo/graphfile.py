@@ -47,6 +47,47 @@ def validate_graph_result(res: ParseResult, path: str) -> list[Finding]:
     return ctx.result()
 
 
+def gpu_set(res: ParseResult, path: str) -> list[Finding]:
+    """NTG032 for a graph file NCCL reads (``res``), for a check with neither host nor topology to compare."""
+    ctx = Ctx(path, res.version)
+    if res.ok and res.root is not None and res.root.name == "graphs":
+        _check_gpu_set(ctx, res.root)
+    return ctx.result()
+
+
+def _check_gpu_set(ctx: Ctx, root: XmlNode) -> None:
+    """NTG032: the GPUs the channels use, which is the node the file assumes (search.cc:ncclTopoGetChannelFromXml
+    looks each dev up among the job's GPUs: 'XML Import Channel : dev N not found'; and fills only as many
+    entries of a channel as it lists)."""
+    v = ctx.version
+    devs: dict[int, XmlNode] = {}
+    counts: set[int] = set()
+    for graph in root.children:
+        if graph.name != "graph" or (graph.has("id") and strtol(graph.get("id") or "").value == 3):
+            continue  # NVLS channels list only their head GPU
+        for ch in graph.children:
+            if ch.name != "channel":
+                continue
+            gpus = [g for g in ch.children if g.name == "gpu" and g.has("dev") and not g.has("rank")]
+            if gpus:
+                counts.add(len(gpus))
+            for g in gpus:
+                devs.setdefault(strtol(g.get("dev") or "", 16 if v >= Version(2, 21, 0) else 0).value, g)
+    if not devs:
+        return
+    from ncclctl.nccl.cpuset import cpu_ranges
+
+    top = max(devs)
+    listed = cpu_ranges(sum(1 << d for d in devs if 0 <= d < 1024))
+    n = len(devs)
+    fewer = (f"a job without GPU {top} (a VM or node with fewer GPUs, a CUDA_VISIBLE_DEVICES subset) fails with "
+             f"'XML Import Channel : dev {top} not found'")
+    more = "and a job on more GPUs gets channels whose other entries stay rank 0"
+    ctx.add("NTG032", f"the channels use the GPUs of NVML index {listed} ({n} GPU{'s' if n != 1 else ''}): the file "
+                      f"fits only jobs on exactly these GPUs, and NCCL loads it for every job that reads it: {fewer}; "
+                      f"{more}", devs[min(devs)].parent or root)
+
+
 _GRAPH_REQUIRED = ("id", "pattern", "crossnic", "nchannels", "speedintra", "speedinter", "typeintra", "typeinter",
                    "samechannels")
 _GRAPH_INTS = ("id", "pattern", "crossnic", "nchannels", "samechannels")

@@ -258,6 +258,21 @@ def on_root_bus(busid: str) -> bool:
     return int(m.group(2), 16) == 0 or int(m.group(3), 16) != 0
 
 
+def under_guest_cpu(pci: XmlNode) -> bool:
+    """Whether a GPU or NIC ``<pci>`` hangs directly off a ``<cpu numaid="-1">`` without affinity: what NCCL writes
+    for a device whose sysfs ``numa_node`` is -1 under the root complex, the view a hypervisor gives a guest
+    (KVM, Firecracker, Hyper-V) whatever its bus numbers; bare metal with NUMA gives the node and its cpumap."""
+    from ncclctl.nccl.params import strtol
+
+    parent = pci.parent
+    if parent is None or parent.name != "cpu":
+        return False
+    numaid = parent.get("numaid")
+    if numaid is None or strtol(numaid).value >= 0:
+        return False
+    return not (parent.get("affinity") or "").strip(" ,0")
+
+
 def flat_layout(res: ParseResult) -> list[tuple[str, str, XmlNode]]:
     """(rule, message, element) for NTS070: in the model of the file, no GPU reaches a NIC closer than
     NCCL_NET_GDR_LEVEL, so GPUDirect RDMA is off for every GPU and every inter-node transfer is staged through
@@ -267,7 +282,8 @@ def flat_layout(res: ParseResult) -> list[tuple[str, str, XmlNode]]:
         return []
     completed = complete(root)
     virtual = [b for b in sorted(completed[1].endpoints) if on_root_bus(b)]
-    if not virtual:
+    guest = [b for b, e in sorted(completed[1].endpoints.items()) if under_guest_cpu(e)]
+    if not virtual and not guest:
         return []  # a bare-metal layout: NCCL detects the same without the file (NTH030 compares with the host)
     pred, comp, _ = model(root, version=res.version, completed=completed)
     if pred is None:
@@ -290,7 +306,13 @@ def flat_layout(res: ParseResult) -> list[tuple[str, str, XmlNode]]:
     endpoints = [comp.endpoints[b] for b in sorted(comp.endpoints)]
     flat = all(e.parent is not None and e.parent.name == "cpu" for e in endpoints)
     shape = ("every GPU and NIC hangs directly off a <cpu>" if flat else "no GPU shares a PCI switch with a NIC")
-    shape += f" in this VM layout (devices on a root bus: {', '.join(virtual[:3])}{', ...' if len(virtual) > 3 else ''})"
+    if virtual:
+        shape += (f" in this VM layout (devices on a root bus: {', '.join(virtual[:3])}"
+                  f"{', ...' if len(virtual) > 3 else ''})")
+    else:
+        shape += (f" in this VM layout (devices directly under a <cpu numaid=\"-1\"> without affinity, a "
+                  f"hypervisor's view without NUMA information: {', '.join(guest[:3])}"
+                  f"{', ...' if len(guest) > 3 else ''})")
     ordered = sorted(groups.items(), key=lambda kv: (min(kv[1]), kv[0]))
     pairs = ", ".join(f"{_devs(devs)} -> {net} {path}" for (net, path), devs in ordered[:4])
     if len(ordered) > 4:

@@ -206,9 +206,19 @@ _PCI_GEN_SPEED = {"2.5 GT/s": 15, "5 GT/s": 30, "8 GT/s": 60, "16 GT/s": 120, "3
                   "64.0 GT/s PCIe": 480}
 #: NCCL_TOPO_XML_MAX_NODES slots left free below which NTS051 warns.
 BUDGET_MARGIN = 16
+#: <nvlink> elements NCCL adds under a GPU it completes on an NVSwitch host (one per NVSwitch: 4 on HGX H100/H200).
+NVLINKS_PER_GPU = 4
 #: Attributes NCCL reads from sysfs for an element it completes (skeleton files).
 _CPU_FILLED = ("affinity", "arch", "vendor")
 _PCI_FILLED = ("class", "link_speed", "link_width")
+#: NTS011 on a skeleton file: what NCCL 2.30.7 takes from the host for a <cpu> without its CPU type
+#: (xml.cc:ncclTopoGetXmlFromCpu, topo.cc:ncclTopoAddCpu, topo.h's *_BW).
+_SKELETON_CPU = ("NCCL takes them from the host that reads the file (the arch it was built for, cpuid's vendor, "
+                 "family and model), so every host models its own CPU whatever machine the file was written for: "
+                 "inter-socket (SYS) bandwidth 16 GB/s on an AMD host, 6, 10, 22 or 40 GB/s on Intel by model "
+                 "(Broadwell, Skylake, Sapphire Rapids, Emerald Rapids and later), 6 GB/s on arm64, and the CPU's "
+                 "P2P and GPUDirect RDMA defaults with it; releases that do not fill a <cpu> reached only through "
+                 "its NICs fail with 'Attribute arch of node cpu not found' (aws-ofi-nccl#785, nccl#379)")
 
 
 def pci_gen_speed(key: str | None, v: Version) -> int | None:
@@ -419,6 +429,13 @@ class _TopoChecks:
             missing = [a for a in complete if not cpu.has(a)]
             if id(cpu) in self.gpu_device_chain and numaid is not None and strtol(numaid).value < 0:
                 missing = [a for a in missing if a != "affinity"]  # NTS046: NCCL binds no CPU set
+            # What decides the CPU type NCCL models: arch, then (x86) vendor, then (Intel, Zhaoxin) family/model.
+            cpu_type = list(required)
+            if arch is None or (arch_key == "x86_64" and vendor is None):
+                cpu_type += [a for a in ("vendor", "familyid", "modelid") if not cpu.has(a) and a not in cpu_type]
+            if self.skeleton and cpu_type:
+                ctx.add("NTS011", f"{_where(cpu)} lacks {', '.join(cpu_type)}: {_SKELETON_CPU}", cpu)
+                continue
             if missing and (filled or has_content or nic_only) and not self.skeleton:
                 how = ("NCCL fills them only on the ranks whose GPU is under this CPU, so per-rank XMLs differ "
                        "and fusion can duplicate the element" if filled else
@@ -995,14 +1012,19 @@ class _TopoChecks:
         bare_gpus = [p for p in pcis if _device_kind(p, v) == "GPU" and not any(c.name == "gpu" for c in p.children)]
         bare_nics = [p for p in pcis if _device_kind(p, v) == "NIC" and not any(c.name == "nic" for c in p.children)]
         nic_add = 2 * len(bare_nics)
+        # The <nvlink> elements NCCL adds under each GPU it completes: one per distinct NVLink peer, which on an
+        # NVSwitch host is one per NVSwitch (4 on HGX H100/H200); the file cannot say, so it is an estimate.
+        nvl = NVLINKS_PER_GPU * len(bare_gpus)
         # Fusion adds at most a <net>, a <nic> and a <pci> per fused NIC: skip the model when even that fits.
-        most = max(used + nic_add + 1, self._kept_count() + len(bare_gpus) + nic_add) + 3 * len(self.of("net"))
+        most = max(used + nic_add + 1 + NVLINKS_PER_GPU,
+                   self._kept_count() + len(bare_gpus) + nvl + nic_add) + 3 * len(self.of("net"))
         if most < limit - BUDGET_MARGIN:
             return
         fused = self._fusion_growth()
         per_rank = used + nic_add + fused + (1 if bare_gpus else 0)
         kept = self._kept_count() + len(bare_gpus) + nic_add + fused
-        peak = max(per_rank, kept)
+        sure = max(per_rank, kept)
+        peak = max(per_rank + (NVLINKS_PER_GPU if bare_gpus else 0), kept + nvl)
         if peak < limit - BUDGET_MARGIN:
             return
         adds = []
@@ -1012,17 +1034,24 @@ class _TopoChecks:
             adds.append(f"{nic_add} <nic>/<net> for the {len(bare_nics)} NIC <pci> without <nic>")
         if fused:
             adds.append(f"{fused} for the NICs it fuses (NCCL_NET_MERGE_LEVEL)")
-        grow = f"each rank adds {', '.join(adds)}: {per_rank} before it trims; " if adds else ""
-        unknown = (" plus the <nvlink> elements NCCL detects for each such GPU" if bare_gpus else "")
+        with_nvl = (f" ({per_rank + NVLINKS_PER_GPU} with the <nvlink> elements NCCL adds under its GPU on an "
+                    "NVSwitch host: one per NVSwitch, 4 on HGX H100/H200)") if bare_gpus else ""
+        grow = f"each rank adds {', '.join(adds)}: {per_rank} before it trims{with_nvl}; " if adds else ""
         arithmetic = (f"NCCL's topology XML has {limit} element slots (NCCL_TOPO_XML_MAX_NODES): the file uses {used}; "
-                      f"{grow}the fused tree of the local ranks holds {kept}{unknown}")
-        if peak > limit:
+                      f"{grow}the fused tree of the local ranks holds {kept}"
+                      + (f" ({kept + nvl} with them)" if bare_gpus else ""))
+        plugin = ("; every NIC port the net plugin reports that the file does not list adds 3 more (<pci>, <nic>, "
+                  "<net>)")
+        if sure > limit:
             self.ctx.add("NTS052", f"{arithmetic}: over the limit, init fails ('too many XML nodes (max {limit})')",
                          self.root)
+        elif peak > limit:
+            self.ctx.add("NTS051", f"{arithmetic}: {peak - limit} over the limit there, so init fails on such hosts "
+                                   f"('too many XML nodes (max {limit})'){plugin}", self.root)
         else:
             self.ctx.add("NTS051", f"{arithmetic}: {limit - peak} slots left, so one more element NCCL adds on a "
                                    "host (a NIC or NVLink peer the file does not list) can make init fail ('too "
-                                   f"many XML nodes (max {limit})')", self.root)
+                                   f"many XML nodes (max {limit})'){plugin}", self.root)
 
     def _kept_count(self) -> int:
         """Elements left by ncclTopoTrimXml with every GPU and NET of the file kept (what the fused tree holds)."""

@@ -80,7 +80,9 @@ def test_config_is_discovered_in_the_working_directory(tmp_path):
                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
     doc = json.loads(res.stdout)
     assert doc["config"] == str(tmp_path / ".ncclctl.yaml")
-    assert {f["severity"] for f in doc["findings"]} == {"warning"} and doc["summary"]["warning"] == 20
+    # 20 pinned values (12 <gpu>, 8 <net>): one finding per fault (issue 28), each listing its elements
+    assert {f["severity"] for f in doc["findings"]} == {"warning"} and doc["summary"]["warning"] == 2
+    assert sorted(len(f["locations"]) for f in doc["findings"]) == [8, 12]
 
 
 @pytest.mark.parametrize("text, words", [

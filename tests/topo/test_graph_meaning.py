@@ -308,9 +308,12 @@ def test_host_check_numbers_nets_after_fusion(tmp_path):
     path.write_text(graph_xml(pcie(dev=0)))
     res = run_cli("topo", "validate", str(path), "--root", str(HOSTS / "pcie-server"), "--format", "json")
     found = hits(json.loads(res.stdout)["findings"], "NTH014")
-    assert res.returncode == 1 and len(found) == 2, res.stdout  # the channel's net in and net out
+    # the channel's net in and net out: one finding for the fault, at both lines (issue 28)
+    assert res.returncode == 1 and len(found) == 1, res.stdout
+    assert [(loc["line"], loc["element"]) for loc in found[0]["locations"]] == [(4, '<net dev="0x0">'),
+                                                                              (9, '<net dev="0x0">')]
     assert {f["message"] for f in found} == {('<net dev="0x0"> is net 0; NCCL\'s net devices on this host, after NCCL_IB_HCA '
-                                   "and NIC fusion, are 2 (mlx5_0+mlx5_1)")}
+                                   "and NIC fusion, are 2 (mlx5_0+mlx5_1) (2 elements, lines 4, 9)")}
 
 
 def test_net_dev_beyond_the_plugins_count(tmp_path):

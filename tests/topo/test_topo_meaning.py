@@ -318,7 +318,8 @@ def test_budget_counts_what_each_rank_adds() -> None:
     (f,) = [f for f in check(data) if f.rule in ("NTS051", "NTS052")]
     assert f.rule == "NTS051" and "the file uses 239" in f.message
     assert "1 <gpu>" in f.message and "8 <nic>/<net>" in f.message and "248 before it trims" in f.message
-    assert "8 slots left" in f.message and "<nvlink> elements NCCL detects" in f.message
+    # issue 28: the <nvlink> elements NCCL adds under the GPU on an NVSwitch host (4 on HGX H100) are counted
+    assert "252 with the <nvlink> elements NCCL adds" in f.message and "4 slots left" in f.message
 
 
 def test_budget_counts_the_fused_nics() -> None:
