@@ -41,7 +41,7 @@ def _predict_everything(node_or_data, nodes: int, source: str) -> None:
 
 
 @pytest.mark.parametrize("host", host_names())
-def test_predict_every_host_at_1_2_3_nodes(host):
+def test_predict_every_host_at_1_2_3_nodes(host, shared_predictions):
     from ncclctl.probe import probe
 
     node = probe(str(HOSTS / host))
@@ -49,7 +49,7 @@ def test_predict_every_host_at_1_2_3_nodes(host):
         _predict_everything(node, nodes, host)
 
 
-def test_predict_every_valid_topology_file_at_1_2_3_nodes():
+def test_predict_every_valid_topology_file_at_1_2_3_nodes(shared_predictions):
     assert TOPOS, "no topology fixtures found"
     for path in TOPOS:
         for nodes in (1, 2, 3):
