@@ -24,8 +24,8 @@ class _SharedList(list):
     def _refuse(self, *_: Any, **__: Any) -> Any:
         raise TypeError("a shared empty list: take the record's own with own()")
 
-    append = extend = insert = remove = pop = clear = sort = reverse = _refuse  # type: ignore[assignment]
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # type: ignore[assignment]
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
 
 
 class _SharedDict(dict):
@@ -34,8 +34,8 @@ class _SharedDict(dict):
     def _refuse(self, *_: Any, **__: Any) -> Any:
         raise TypeError("a shared empty dict: take the record's own with own()")
 
-    setdefault = update = pop = popitem = clear = _refuse  # type: ignore[assignment]
-    __setitem__ = __delitem__ = __ior__ = _refuse  # type: ignore[assignment]
+    setdefault = update = pop = popitem = clear = _refuse
+    __setitem__ = __delitem__ = __ior__ = _refuse
 
 
 class _SharedSet(set):
@@ -44,8 +44,8 @@ class _SharedSet(set):
     def _refuse(self, *_: Any, **__: Any) -> Any:
         raise TypeError("a shared empty set: take the record's own with own()")
 
-    add = update = discard = remove = pop = clear = _refuse  # type: ignore[assignment]
-    __ior__ = __iand__ = __isub__ = __ixor__ = _refuse  # type: ignore[assignment]
+    add = update = discard = remove = pop = clear = _refuse
+    __ior__ = __iand__ = __isub__ = __ixor__ = _refuse
 
 
 #: Most processes and ranks of a huge log print a line or two: their containers stay these shared empties (a
