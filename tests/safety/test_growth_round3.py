@@ -205,3 +205,47 @@ def test_a_fabric_with_cr_stays_on_the_fast_path(tmp_path: Path, how: str, monke
         for _rc, d in docs:
             d.get("fabric", {}).pop("source", None)
         assert docs[0] == docs[1] == docs[2] == docs[3], [o.stdout[:300] for o in outs]
+
+
+# 5. An inventory of many hosts sharing one model -----------------------------------------------------------------
+
+def _shared_inventory(tmp_path: Path, hosts: int) -> Path:
+    model = tmp_path / "model.json"
+    p = run("probe", "--root", str(HOSTS / "dgx-h100"), "--format", "json")
+    model.write_text(p.stdout)
+    inv = tmp_path / "inventory.yaml"
+    inv.write_text("hosts:\n" + "".join(f"  node{i:05d}: {{model: model.json}}\n" for i in range(hosts)))
+    return inv
+
+
+def test_a_model_shared_by_many_hosts_is_read_once(tmp_path: Path, monkeypatch) -> None:
+    """10,000 inventory hosts naming one model took 120 s and 1.2 GB: the model was read, parsed and checked once
+    per host. Now once per process; each host still gets its own name in its findings."""
+    import ncclctl.inventory as inventory
+    from ncclctl.lint.config import load_config
+    from ncclctl.lint.fleet import lint_fleet, sources_from_inventory
+
+    inv = _shared_inventory(tmp_path, 40)
+    reads = [0]
+    real = inventory.load_model
+
+    def counted(path: str):
+        reads[0] += 1
+        return real(path)
+
+    monkeypatch.setattr(inventory, "load_model", counted)
+    monkeypatch.chdir(tmp_path)
+    result = lint_fleet(sources_from_inventory(str(inv)), load_config(None), jobs=1)
+    assert reads[0] == 1
+    assert [h.host for h in result.hosts] == [f"node{i:05d}" for i in range(40)]
+    assert all(not h.error for h in result.hosts)
+
+
+def test_fleet_lint_of_hosts_sharing_a_model_through_the_command_line(tmp_path: Path) -> None:
+    inv = _shared_inventory(tmp_path, 60)
+    p = run("fleet", "lint", "--inventory", str(inv), "-f", "json")
+    assert "Traceback" not in p.stderr, p.stderr
+    doc = json.loads(p.stdout)
+    assert len(doc["hosts"]) == 60
+    subjects = {f.get("host") for h in doc["hosts"] for f in h.get("findings", [])} - {None}
+    assert subjects <= {f"node{i:05d}" for i in range(60)}
