@@ -8,7 +8,7 @@ regular expressions applied to whole stretches of text (C loops, ``findall``) an
 lists directly: no object per port beyond the graph's own tuples.
 
 It is a fast path, never a second parser: it accepts only input in the tool's own layout (TABs where
-infiniband-diags writes them, no ``\\r``, only ASCII, no odd control characters, every link listed consistently
+infiniband-diags writes them, only ASCII, no odd control characters, every link listed consistently
 from both ends, every node described once) and returns ``None`` for anything else, so the general path, with all
 its checks and findings, handles every other input. On what it accepts it builds the same graph, field for field
 and in the same order, as the general path's fast pass (``_from_fabric_fast``); ``tests/fabric/test_fabric_lean.py``
@@ -30,8 +30,9 @@ from ncclctl.fabric.graph import CLAIM_KEY as _K, FabricGraph, Switch, _rate, ac
 from ncclctl.parsers.ibnetdiscover import _SW_EXTRA, LANE_GBPS, MAX_PORTS
 
 #: Characters some line splitters treat as line ends or that ``str.strip`` removes: input holding one takes the
-#: general path (so that both paths always see the same lines).
-_ODD = "\r\x0b\x0c\x1c\x1d\x1e\x1f\x00"
+#: general path (so that both paths always see the same lines). CRLF and a lone CR are line ends for both paths
+#: (:func:`ncclctl.parsers._common.split_lines`): the fast path turns them into LF first.
+_ODD = "\x0b\x0c\x1c\x1d\x1e\x1f\x00"
 _ODD_BYTES = [c.encode("ascii") for c in _ODD]
 
 # --- topology form --------------------------------------------------------------------------------------------
@@ -65,6 +66,8 @@ def read_graph(path: str) -> FabricGraph | None:
     data = read_bytes(path, "fabric")
     if data is None or not data.isascii():
         return None
+    if b"\r" in data:  # a Windows copy, or one stray CR: line ends as the general parser reads them, not a slow path
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     for c in _ODD_BYTES:  # one fast scan per character (a character-class search would look at every character)
         if c in data:
             return None

@@ -110,20 +110,45 @@ def gpu_nic_nccl_path(node: Node, gpu: Gpu, nic: Nic) -> str:
 # Naming devices in messages
 
 
+def _names(node: Node) -> dict[str, tuple[str, str]]:
+    """bus id -> (its name in messages, its short name), for the GPUs, NICs, NVSwitches and netdevs: built once
+    per node (rules name devices of every pair they report; a scan per name was quadratic in GPUs)."""
+    cache = node.__dict__.get("_lint_names")
+    if cache is not None:
+        return cache
+    gpus: dict[str, int] = {}
+    for g in node.gpus:
+        gpus.setdefault(g.bdf, g.index)  # the first GPU of a bus id, as a scan finds it
+    nics: dict[str, list[str]] = {}
+    for n in node.nics:
+        if n.bdf is not None:
+            nics.setdefault(n.bdf, []).append(n.name)
+    switches = {s.bdf for s in node.nvswitches}
+    nds: dict[str, list[str]] = {}
+    for nd in node.netdevs:
+        if nd.bdf is not None:
+            nds.setdefault(nd.bdf, []).append(nd.name)
+    out: dict[str, tuple[str, str]] = {}
+    for bdf in {*gpus, *nics, *switches, *nds}:
+        if bdf in gpus:
+            out[bdf] = (f"GPU{gpus[bdf]} ({bdf})", f"GPU{gpus[bdf]}")
+            continue
+        short = "/".join(nics[bdf]) if bdf in nics else bdf
+        if bdf in nics:
+            out[bdf] = (f"{short} ({bdf})", short)
+        elif bdf in switches:
+            out[bdf] = (f"NVSwitch {bdf}", short)
+        else:
+            out[bdf] = (f"{'/'.join(nds[bdf])} ({bdf})", short)
+    object.__setattr__(node, "_lint_names", out)
+    return out
+
+
 def describe(node: Node, bdf: str) -> str:
     """``GPU2 (0000:52:00.0)``, ``mlx5_4 (0000:4f:00.0)``, ``switch downstream port 0000:4e:03.0``..."""
-    for g in node.gpus:
-        if g.bdf == bdf:
-            return f"GPU{g.index} ({bdf})"
-    names = [n.name for n in node.nics if n.bdf == bdf]
-    if names:
-        return f"{'/'.join(names)} ({bdf})"
-    for s in node.nvswitches:
-        if s.bdf == bdf:
-            return f"NVSwitch {bdf}"
-    nd = [n.name for n in node.netdevs if n.bdf == bdf]
-    if nd:
-        return f"{'/'.join(nd)} ({bdf})"
+    known = _names(node).get(bdf)
+    if known is not None:
+        return known[0]
     dev = node.pci_device(bdf)
     role = {"root_port": "root port", "switch_upstream": "switch upstream port",
             "switch_downstream": "switch downstream port", "bridge": "bridge"}.get(dev.role if dev else "", "device")
@@ -131,11 +156,8 @@ def describe(node: Node, bdf: str) -> str:
 
 
 def short_name(node: Node, bdf: str) -> str:
-    for g in node.gpus:
-        if g.bdf == bdf:
-            return f"GPU{g.index}"
-    names = [n.name for n in node.nics if n.bdf == bdf]
-    return "/".join(names) if names else bdf
+    known = _names(node).get(bdf)
+    return known[1] if known is not None else bdf
 
 
 # --------------------------------------------------------------------------------------------------
@@ -187,28 +209,88 @@ class P2pPair:
     level: Level
 
 
+def _near(node: Node, a_bdfs: list[str], b_bdfs: list[str], rank: int,
+          numa_a: list[int | None] | None = None) -> set[tuple[int, int]]:
+    """Index pairs (i, j) of ``a_bdfs`` x ``b_bdfs`` whose path can be within NCCL rank ``rank``: every pair that
+    can matter, found through buckets of the PCIe tree instead of comparing every pair (2,048 GPUs: 2 M pairs).
+
+    PIX/PXB need the same root port (the first two components of the PCIe path), PHB/NODE the same root complex
+    or NUMA node (:func:`ncclctl.plan.paths.pcie_path_type`), SYS any pair. ``numa_a`` (GPU<->NIC only) adds, from
+    P2C on, the NICs of each C2C-attached GPU's own NUMA node (:func:`gpu_nic_nccl_path`). A superset: callers
+    still compute each candidate's path."""
+    def chains(bdfs: list[str]) -> list[tuple[str, ...] | None]:
+        out = []
+        for bdf in bdfs:
+            dev = node.pci_device(bdf)
+            out.append(dev.path if dev else None)
+        return out
+
+    ca, cb = chains(a_bdfs), chains(b_bdfs)
+    if rank >= _NCCL_RANK["SYS"]:
+        return {(i, j) for i in range(len(a_bdfs)) for j in range(len(b_bdfs))}
+    keys: list = []
+    if rank >= _NCCL_RANK["PHB"]:  # PHB (same root complex) and NODE (same NUMA node), which NCCL calls PHB
+        keys = [lambda c, bdf: ("rc", c[0]), lambda c, bdf: ("numa", node.numa_node_of(bdf))]
+    elif rank >= _NCCL_RANK["PIX"]:
+        keys = [lambda c, bdf: ("port", c[:2]) if len(c) >= 2 else None]
+    buckets: dict[object, list[int]] = {}
+    for j, (c, bdf) in enumerate(zip(cb, b_bdfs)):
+        if c is None:
+            continue  # not placed: SYS
+        for key in keys:
+            k = key(c, bdf)
+            if k is not None:
+                buckets.setdefault(k, []).append(j)
+        buckets.setdefault(("p2c", node.numa_node_of(bdf)), []).append(j)
+    found: set[tuple[int, int]] = set()
+    for i, (c, bdf) in enumerate(zip(ca, a_bdfs)):
+        if c is None:
+            continue
+        for key in keys:
+            k = key(c, bdf)
+            if k is not None:
+                found.update((i, j) for j in buckets.get(k, ()))
+        if numa_a is not None and numa_a[i] is not None and rank >= _NCCL_RANK["P2C"]:
+            found.update((i, j) for j in buckets.get(("p2c", numa_a[i]), ()))
+    return found
+
+
 def p2p_pairs(node: Node) -> list[P2pPair]:
     """The GPU<->GPU and GPU<->NIC pairs NCCL drives peer-to-peer over PCIe on this host: GPU pairs without NVLink
-    within the P2P level, GPU<->RDMA NIC pairs within the GPUDirect RDMA level."""
-    from ncclctl.plan.paths import nvlink_count, pcie_path_type
+    within the P2P level, GPU<->RDMA NIC pairs within the GPUDirect RDMA level.
+
+    Only the pairs that can be within the levels are compared (:func:`_near`), and each GPU's NVLink peers are
+    indexed once: linear in the devices under the default levels (quadratic only in the pairs a level of SYS
+    admits, which the answer lists anyway)."""
+    from ncclctl.plan.paths import pcie_path_type
 
     pairs: list[P2pPair] = []
     gpus = sorted((g for g in node.gpus if node.pci_device(g.bdf)), key=lambda g: g.index)
+    bdfs = [g.bdf for g in gpus]
+    # nvlink_count(a, b) > 0: a has an active link to b, or both have active links into NVSwitches.
+    direct = [{link.remote_bdf for link in g.active_nvlinks if link.remote_type == "gpu"} for g in gpus]
+    switched = [any(link.remote_type == "nvswitch" for link in g.active_nvlinks) for g in gpus]
     p2p = p2p_level(node)
-    for i, ga in enumerate(gpus):
-        for gb in gpus[i + 1:]:
-            if nvlink_count(ga, gb):
-                continue  # P2P goes over NVLink, not PCIe
-            t = pcie_path_type(node, ga.bdf, gb.bdf) or "SYS"
-            if nccl_rank(t) <= p2p.rank:
-                pairs.append(P2pPair(ga.bdf, gb.bdf, "gpu-gpu", "PHB" if t == "NODE" else t, p2p))
+    for i, j in sorted(_near(node, bdfs, bdfs, p2p.rank)):
+        if j <= i:
+            continue
+        ga, gb = gpus[i], gpus[j]
+        if gb.bdf in direct[i] or (switched[i] and switched[j]):
+            continue  # P2P goes over NVLink, not PCIe
+        t = pcie_path_type(node, ga.bdf, gb.bdf) or "SYS"
+        if nccl_rank(t) <= p2p.rank:
+            pairs.append(P2pPair(ga.bdf, gb.bdf, "gpu-gpu", "PHB" if t == "NODE" else t, p2p))
     gdr = gdr_level(node)
-    for g in gpus:
-        for n in rdma_nics(node):
-            assert n.bdf is not None  # rdma_nics has only NICs placed on PCI
-            t = gpu_nic_nccl_path(node, g, n)
-            if nccl_rank(t) <= gdr.rank:
-                pairs.append(P2pPair(g.bdf, n.bdf, "gpu-nic", t, gdr))
+    nics = rdma_nics(node)
+    gnuma = [(g.numa_node if g.numa_node is not None else node.numa_node_of(g.bdf))
+             if g.c2c is not None and g.c2c.count > 0 else None for g in gpus]
+    nic_bdfs = [n.bdf for n in nics if n.bdf is not None]
+    assert len(nic_bdfs) == len(nics)  # rdma_nics has only NICs placed on PCI
+    for i, j in sorted(_near(node, bdfs, nic_bdfs, gdr.rank, gnuma)):
+        g, n = gpus[i], nics[j]
+        t = gpu_nic_nccl_path(node, g, n)
+        if nccl_rank(t) <= gdr.rank:
+            pairs.append(P2pPair(g.bdf, nic_bdfs[j], "gpu-nic", t, gdr))
     return pairs
 
 

@@ -1,4 +1,4 @@
-"""``ncclctl log check``: the LOG rules over a :class:`~ncclctl.logs.parse.LogSet`, optionally held against the
+"""``ncclctl log check``: the LOG rules over a :class:`~ncclctl.logs.records.LogSet`, optionally held against the
 model of what NCCL will do on the node (:mod:`ncclctl.nccl.predict`, with ``--root`` or ``--inventory``).
 
 Every finding's subject is the log file of its first evidence and its line that evidence's line; the message
@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 from ncclctl.errors import NcclctlError
 from ncclctl.findings import Finding, Severity
-from ncclctl.logs.parse import Comm, Ev, LogSet, Member, Proc
+from ncclctl.logs.records import Comm, Ev, LogSet, Member, Proc
 from ncclctl.logs.show import busid_text, hostlist, member_nics, network_of, ranges
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -184,17 +184,18 @@ class Checker:
         procs_hca_off = [p for p in self.ls.procs.values() if p.gdr_hca and not any(v[0] for v in p.gdr_hca.values())]
         hosts_hca_only = {p.host for p in procs_hca_off} - set(by_host) - on_hosts
         groups: dict[tuple, list[Member]] = {}
+        gdr_evs: dict[int, list[Ev]] = {}  # id(member) -> the evidence of its host's causes
         for host, mems in by_host.items():
             causes, sev, evs = self._gdr_causes(host, mems)
             groups.setdefault((tuple(causes), sev), []).extend(mems)
             for m in mems:
-                m._gdr_evs = evs  # type: ignore[attr-defined]
+                gdr_evs[id(m)] = evs
         for (causes, sev), mems in sorted(groups.items(), key=lambda kv: kv[1][0].host):
             total = sum(1 for m in mems for chs in m.net_ch.values() for _d, _dev, g, _p in chs if not g)
             evs = []
             for m in mems[:3]:
                 evs += [ev for k, ev in m.conn_ev.items() if k.startswith("NET/") and not k.endswith("/GDRDMA")][:1]
-            evs += getattr(mems[0], "_gdr_evs", [])
+            evs += gdr_evs.get(id(mems[0]), [])
             msg = (f"{self.who(mems)}: {total} network channel connection{'s' if total != 1 else ''} without "
                    f"GPUDirect RDMA (NET/IB without /GDRDMA)")
             if causes:

@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ncclctl.logs.lines import parse_head, split_warn_head, strip_launcher
-from ncclctl.record import record
+from ncclctl.logs.records import VERSION as _VERSION, Comm, Ev, LogSet, Member, Nic, Proc, Source, own
 
 #: Unrecognised NCCL lines kept as examples (all are counted).
 MAX_EXAMPLES = 20
@@ -32,225 +31,6 @@ MAX_EXAMPLES = 20
 MAX_WARNS = 50
 #: Application lines that report an NCCL error kept.
 MAX_APP_ERRORS = 20
-
-
-@record
-class Ev:
-    """Where a fact was read: the input, the line number, the line (cut at 400 characters)."""
-
-    source: str
-    line: int
-    text: str
-
-    def where(self) -> str:
-        return f"{self.source}:{self.line}"
-
-    def evidence(self) -> str:
-        return f"{self.source}:{self.line}: {self.text}"
-
-
-@dataclass
-class Nic:
-    """A device of the NET/IB (or plugin) list: ``[0]mlx5_0:1/IB``."""
-
-    index: int
-    name: str
-    port: int | None
-    link: str  # IB, RoCE, IB/SHARP, ...
-
-
-class Proc:
-    """One process (``host:pid``): what NCCL prints once per process."""
-
-    def __init__(self, host: str, pid: int | None, ev: Ev) -> None:
-        self.host = host
-        self.pid = pid
-        self.first = ev
-        self.version: str | None = None
-        self.version_ev: Ev | None = None
-        self.cuda_driver: int | None = None
-        self.bootstrap: list[tuple[str, str]] = []
-        self.bootstrap_ev: Ev | None = None
-        self.ib: list[Nic] = []
-        self.ib_net = ""  # the name in "NET/IB : Using" (a plugin may print its own)
-        self.ib_ev: Ev | None = None
-        self.ib_ro = False
-        self.oob: tuple[str, str] | None = None
-        self.ib_none: Ev | None = None
-        self.socket: list[tuple[str, str]] = []
-        self.socket_ev: Ev | None = None
-        self.network: str | None = None
-        self.network_ev: Ev | None = None
-        self.plugin: list[Ev] = []
-        #: "<TYPE>/Plugin: Could not find: NAMES": (type, the names NCCL tried, the line) when a plugin was asked for
-        self.plugins_missing: list[tuple[str, tuple[str, ...], Ev]] = []
-        #: "Could not open XML topology file F : reason" (INFO since 2.19; WARN before)
-        self.topo_open: Ev | None = None
-        #: "cuMem host allocations do not appear to be working; falling back to a /dev/shm/ based implementation"
-        self.shm_fallback: Ev | None = None
-        #: NCCL 2.32's own diagnosis after an error: "HINT: In many cases this error indicates that ..." (INFO)
-        self.hints: list[Ev] = []
-        self.settings: dict[str, tuple[str, Ev]] = {}
-        self.gdr_hca: dict[str, tuple[bool, str, Ev]] = {}
-        self.dmabuf: Ev | None = None
-        self.virtual: Ev | None = None
-        self.warns: list[tuple[str, Ev]] = []
-        self.warn_counts: dict[str, int] = {}
-        self.error_trace: Ev | None = None
-        self.devs: set[int] = set()
-        self.members: list[Member] = []
-        #: NCCL's "MNNVL busId ... fabric UUID ... cliqueId ... state ... healthMask ..." lines: (int64 bus id in hex, cluster UUID
-        #: in canonical form, clique id, fabric state, health mask, the line).
-        self.mnnvl: list[tuple[str, str, int, int, int, Ev]] = []
-
-    @property
-    def key(self) -> str:
-        return f"{self.host or '?'}:{self.pid if self.pid is not None else '?'}"
-
-    def nic_name(self, dev: int) -> str:
-        for n in self.ib:
-            if n.index == dev:
-                return n.name
-        return f"NET/{dev}"
-
-
-class Member:
-    """One rank of one communicator (what a device of a process prints while that communicator initialises)."""
-
-    def __init__(self, proc: Proc, dev: int | None, ev: Ev) -> None:
-        self.proc = proc
-        self.dev = dev
-        self.first = ev
-        self.comm_ptr: str | None = None
-        self.comm_id: str | None = None
-        self.init_fn: str | None = None
-        self.rank: int | None = None
-        self.nranks: int | None = None
-        self.nnodes: int | None = None
-        self.local_ranks: int | None = None
-        self.local_rank: int | None = None
-        self.cuda_dev: int | None = None
-        self.nvml_dev: int | None = None
-        self.busid: str | None = None
-        self.started: Ev | None = None
-        self.completed: Ev | None = None
-        self.init_total: float | None = None
-        self.init_parts: dict[str, float] = {}
-        self.init_ev: Ev | None = None
-        self.coll_channels: int | None = None
-        self.nvls_channels: int | None = None
-        self.p2p_channels: int | None = None
-        self.channels_ev: Ev | None = None
-        self.rings: dict[int, tuple[list[int], bool]] = {}
-        self.nrings: int | None = None
-        self.ring_nb: dict[int, tuple[int, int]] = {}
-        self.trees: dict[int, tuple[tuple[int, ...], int]] = {}
-        self.graphs: list[dict[str, Any]] = []
-        self.conns: dict[str, int] = {}
-        self.conn_ev: dict[str, Ev] = {}
-        #: channel (as printed, "07") -> the NET uses of it: (direction, net dev, GDRDMA, proxy rank)
-        self.net_ch: dict[str, set[tuple[str, int, bool, int | None]]] = {}
-        self.local_peers: dict[int, str] = {}
-        self.gdr_gpu: dict[str, tuple[bool, str, Ev]] = {}
-        self.pxn: int | None = None
-        self.ring_gdr: int | None = None
-        self.nvls: bool | None = None
-        self.ordinal = 0  # the how-manyth member of this nranks in its process (grouping without commId)
-
-    @property
-    def host(self) -> str:
-        return self.proc.host
-
-    def label(self) -> str:
-        r = f"rank {self.rank}" if self.rank is not None else "rank ?"
-        dev = f" [{self.dev}]" if self.dev is not None else ""
-        return f"{r} ({self.proc.key}{dev})"
-
-
-@dataclass
-class Comm:
-    """A communicator: its members (ranks) across every process."""
-
-    key: str
-    comm_id: str | None
-    nranks: int | None
-    members: list[Member] = field(default_factory=list)
-
-    def by_rank(self) -> dict[int, Member]:
-        out: dict[int, Member] = {}
-        for m in self.members:
-            if m.rank is not None and m.rank not in out:
-                out[m.rank] = m
-        return out
-
-    @property
-    def label(self) -> str:
-        if self.comm_id:
-            return f"commId {self.comm_id}"
-        return f"communicator of {self.nranks} ranks" if self.nranks else "communicator (size not printed)"
-
-
-@dataclass
-class Source:
-    name: str
-    lines: int = 0
-    nccl_lines: int = 0
-    notes: list[str] = field(default_factory=list)
-    gzip: bool = False
-
-
-@dataclass
-class LogSet:
-    """Everything read from the inputs."""
-
-    sources: list[Source] = field(default_factory=list)
-    procs: dict[tuple[str, int | None], Proc] = field(default_factory=dict)
-    comms: list[Comm] = field(default_factory=list)
-    lines: int = 0
-    nccl_lines: int = 0
-    recognised: int = 0
-    unrecognised: int = 0
-    unrecognised_examples: list[Ev] = field(default_factory=list)
-    app_errors: list[Ev] = field(default_factory=list)
-    bare_versions: list[Ev] = field(default_factory=list)
-    #: application error lines that name the NCCL version (PyTorch's DistBackendError): the version when NCCL's own
-    #: banner is not in the log (a job that failed before rank 0 printed it)
-    framework_versions: list[tuple[str, Ev]] = field(default_factory=list)
-    #: (class, line) of NCCL WARN wordings that a framework repeated without NCCL's prefix (see BARE_NEEDLES)
-    framework_warns: list[tuple[str, Ev]] = field(default_factory=list)
-    #: NCCL 2.32's diagnostics (NCCL_RUN_DIAGNOSTICS / NCCL_RUN_RAS_DIAGNOSTICS): (status, text, line), status the
-    #: bracketed tag ("OK", "INFO", "WARN", "FAIL", "ERROR") or "" for the section and summary lines
-    diags: list[tuple[str, str, Ev]] = field(default_factory=list)
-    nccl_tests: bool = False
-
-    @property
-    def hosts(self) -> list[str]:
-        from ncclctl.names import natural_key
-
-        return sorted({p.host for p in self.procs.values()}, key=natural_key)
-
-    def versions(self) -> dict[str, list[Proc]]:
-        out: dict[str, list[Proc]] = {}
-        for p in self.procs.values():
-            if p.version:
-                out.setdefault(p.version, []).append(p)
-        return out
-
-    def version(self) -> str | None:
-        """The NCCL version the log shows (the most common one), or None."""
-        vs = self.versions()
-        if vs:
-            return max(vs, key=lambda v: (len(vs[v]), v))
-        for ev in self.bare_versions:
-            m = _VERSION.search(ev.text)
-            if m:
-                return m.group(1)
-        for v, _ev in self.framework_versions:
-            return v
-        return None
-
-    def members(self) -> list[Member]:
-        return [m for c in self.comms for m in c.members]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -286,7 +66,6 @@ def known_wording(msg: str) -> bool:
 _GENERIC = re.compile(r"^(?:\S+\.(?:cc|cu|h|c|cpp):\d+\b|\s*\d+ : |[+=] |\s+\+ |(?:GPU|NET|CPU|NIC|NVS|PCI)/\S+ ?[:(]|\d+ [A-Z]"
                       r"|\d+ Bytes -> Algo|\[\d+\] |\[Proxy|\[Service|\w+: opCount |.*ncclProxy|comm 0x)")
 
-_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+\S*)")
 _COMM = re.compile(r"^(?:\[Rank \d+\] )?(?:(\w+) )?comm (0x[0-9a-fA-F]+|\(nil\)) rank (\d{1,9}) nranks (\d{1,9})"
                    r"(?: cudaDev (\d{1,9}))?(?: nvmlDev (\d{1,9}))?(?: busId ([0-9a-fA-F]+))?"
                    r"(?: parent \S+ color -?\d+ key -?\d+)?(?: commId (0x[0-9a-fA-F]+))?(?: - (Init|Destroy|Abort) "
@@ -542,7 +321,7 @@ class Parser:
         ev = self._ev(name, lineno, line)
         proc = self._proc(host, pid, ev) if pid is not None or host else self._anon_proc(name, ev)
         if dev is not None:
-            proc.devs.add(dev)
+            own(proc, "devs").add(dev)
         procs_here.add(proc)
         return (proc, dev, (proc.host, proc.pid, dev))
 
@@ -653,7 +432,7 @@ class Parser:
         proc = self._proc(host, pid, ev) if pid is not None or host else self._anon_proc(name, ev)
         self._source_procs.setdefault(name, set()).add(proc)
         if dev is not None:
-            proc.devs.add(dev)
+            own(proc, "devs").add(dev)
         kind = warn_kind(msg)
         if "nvls.cc" in loc and kind in ("cuda", "gpu-oom", "other"):
             kind = "nvls-bind"  # "transport/nvls.cc:158 NCCL WARN Cuda failure 1 'invalid argument'"
@@ -661,9 +440,9 @@ class Parser:
             kind = "shm-space"
         if attn and not any(needle in msg for needle, _k in WARN_KINDS):
             kind = "attn"  # NCCL 2.32's ATTN level: worth attention, not an error (unless a class names it)
-        proc.warn_counts[kind] = proc.warn_counts.get(kind, 0) + 1
+        own(proc, "warn_counts")[kind] = proc.warn_counts.get(kind, 0) + 1
         if len(proc.warns) < MAX_WARNS:
-            proc.warns.append((kind, ev))
+            own(proc, "warns").append((kind, ev))
         self.out.recognised += 1
 
     # ------------------------------------------------------------------ INFO
@@ -695,7 +474,7 @@ class Parser:
                 if m:
                     mem = self._init_member(proc, dev, ev)
                     ranks = [int(x) for x in m.group(3).split()]
-                    mem.rings[int(m.group(1))] = (ranks, bool(m.group(4)))
+                    own(mem, "rings")[int(m.group(1))] = (ranks, bool(m.group(4)))
                     if m.group(2):
                         mem.nrings = int(m.group(2))
                     return True
@@ -743,7 +522,7 @@ class Parser:
                     val = m.group(2).strip()
                     if val.endswith(".") and val[:-1].lstrip("-").isdigit():
                         val = val[:-1]
-                    proc.settings.setdefault(m.group(1), (val, ev))
+                    own(proc, "settings").setdefault(m.group(1), (val, ev))
                     return True
                 return False
             if msg.startswith("NET/"):
@@ -757,14 +536,14 @@ class Parser:
         if c0 == "H":
             if msg.startswith("HINT:"):
                 if len(proc.hints) < 8:
-                    proc.hints.append(ev)
+                    own(proc, "hints").append(ev)
                 return True
             return False
         if c0 == "T":
             if msg.startswith("Trees"):
                 mem = self._init_member(proc, dev, ev)
                 for t in _TREE.finditer(msg):
-                    mem.trees[int(t.group(1))] = ((int(t.group(2)), int(t.group(3)), int(t.group(4))),
+                    own(mem, "trees")[int(t.group(1))] = ((int(t.group(2)), int(t.group(3)), int(t.group(4))),
                                                   int(t.group(6)))
                     if mem.rank is None:
                         mem.rank = int(t.group(5))
@@ -786,7 +565,7 @@ class Parser:
             m = _RING_NB.match(msg)
             if m:
                 mem = self._init_member(proc, dev, ev)
-                mem.ring_nb[int(m.group(1))] = (int(m.group(2)), int(m.group(4)))
+                own(mem, "ring_nb")[int(m.group(1))] = (int(m.group(2)), int(m.group(4)))
                 if mem.rank is None:
                     mem.rank = int(m.group(3))
                 return True
@@ -801,7 +580,7 @@ class Parser:
                          "bw_intra": float(m.group(4)), "bw_inter": float(m.group(5)),
                          "type_intra": types[0], "type_inter": types[1] if len(types) > 1 else types[0],
                          "same_channels": int(m.group(7)), "channels": [], "_ev": ev}
-                    mem.graphs.append(g)
+                    own(mem, "graphs").append(g)
                     self._last_graph[(proc.host, proc.pid, dev)] = g
                     return True
                 return False
@@ -860,13 +639,13 @@ class Parser:
         if c0 == "M":
             m = _MNNVL.match(msg)
             if m:
-                proc.mnnvl.append((m.group(1).lower(), mnnvl_uuid(m.group(2), m.group(3)), int(m.group(4), 16),
+                own(proc, "mnnvl").append((m.group(1).lower(), mnnvl_uuid(m.group(2), m.group(3)), int(m.group(4), 16),
                                    int(m.group(5)), int(m.group(6), 16), ev))
                 return True
             return False
         if c0 == "L":
             if msg.startswith("Loading topology file ") and "NCCL_TOPO_FILE" not in proc.settings:
-                proc.settings["NCCL_TOPO_FILE"] = (msg[22:].strip(), ev)
+                own(proc, "settings")["NCCL_TOPO_FILE"] = (msg[22:].strip(), ev)
             return msg.startswith("Loading ")
         return False
 
@@ -907,13 +686,13 @@ class Parser:
             # transport sends from host memory by design (transport/net_socket.cc: NCCL_PTR_HOST only). It says
             # nothing of the host's GPUDirect RDMA; the socket transport itself is LOG002's subject.
             if m.group(1).lower() != "socket":
-                proc.gdr_hca.setdefault(m.group(4), (m.group(2) == "Enabled", m.group(5) or "", ev))
+                own(proc, "gdr_hca").setdefault(m.group(4), (m.group(2) == "Enabled", m.group(5) or "", ev))
             return True
         if "GPU Direct RDMA" in msg:
             return self._gdr_gpu(proc, dev, msg, ev)
         if msg.startswith(("NET/Plugin", "NET/Plugin:")):
             if len(proc.plugin) < 8:
-                proc.plugin.append(ev)
+                own(proc, "plugin").append(ev)
             return True
         return False
 
@@ -926,7 +705,7 @@ class Parser:
         names = tuple(n.rstrip(".") for n in rest.split(". ", 1)[0].split() if n.rstrip("."))
         asked = tuple(n for n in names if not re.fullmatch(r"libnccl-[a-z]+\.so", n))
         if asked and len(proc.plugins_missing) < 8:
-            proc.plugins_missing.append((kind.strip(), asked, ev))
+            own(proc, "plugins_missing").append((kind.strip(), asked, ev))
         return True
 
     def _gdr_gpu(self, proc: Proc, dev: int | None, msg: str, ev: Ev) -> bool:
@@ -934,7 +713,7 @@ class Parser:
         if not m:
             return False
         mem = self._member(proc, dev, ev)
-        mem.gdr_gpu.setdefault(m.group(3), (m.group(1) == "Enabled", f"distance {m.group(4)} {m.group(5)} "
+        own(mem, "gdr_gpu").setdefault(m.group(3), (m.group(1) == "Enabled", f"distance {m.group(4)} {m.group(5)} "
                                             f"{m.group(6)}", ev))
         return True
 
@@ -1042,18 +821,18 @@ class Parser:
             chs = mem.net_ch.get(ch_s)  # keyed by the channel's text ("07"); readers sort with int()
             if chs is None:
                 if len(mem.net_ch) < 256:
-                    mem.net_ch[ch_s] = {net}
+                    own(mem, "net_ch")[ch_s] = {net}
             elif net not in chs and len(chs) < 8:
                 chs.add(net)
         elif local and len(mem.local_peers) < 64:
             peer = int(a_s) if direction == "r" else int(b_s)
             if peer not in mem.local_peers:
-                mem.local_peers[peer] = kind
-        conns = mem.conns
+                own(mem, "local_peers")[peer] = kind
+        conns = own(mem, "conns")
         n = conns.get(kind)
         if n is None:
             conns[kind] = 1
-            mem.conn_ev[kind] = Ev(name, lineno, line.strip()[:400])
+            own(mem, "conn_ev")[kind] = Ev(name, lineno, line.strip()[:400])
         else:
             conns[kind] = n + 1
         self.out.recognised += 1

@@ -41,7 +41,7 @@ from typing import Any, Sequence
 
 from ncclctl.findings import Finding, Severity
 from ncclctl.logs.lines import strip_launcher
-from ncclctl.logs.parse import Ev
+from ncclctl.logs.records import Ev
 
 #: Fraction of the raw rate that NCCL reaches on large messages (documented in docs/perf.md with sources).
 NVLINK_EFF = 0.80
@@ -90,15 +90,18 @@ BUS_FACTOR = {"all_reduce": "2(n-1)/n", "reduce_scatter": "(n-1)/n", "all_gather
 RING_CLASS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
 
 
-@dataclass
+@dataclass(slots=True)  # two per row: a result file may hold millions of rows
 class Side:
     time_us: float | None
     algbw: float | None
     busbw: float | None
     wrong: float | None  # None: not checked (N/A)
 
+    def doc(self) -> dict[str, float | None]:
+        return {"time_us": self.time_us, "algbw": self.algbw, "busbw": self.busbw, "wrong": self.wrong}
 
-@dataclass
+
+@dataclass(slots=True)
 class Row:
     size: int
     count: int
@@ -236,6 +239,7 @@ def parse_results(lines_iter, source: str) -> list[Test]:
     pending_name: tuple[str, str] | None = None
     pending_version: str | None = None
     lineno = 0
+    cited: dict[int, list[Row | None]] = {}  # id(test) -> [its first wrong row, its largest row] (see _cite)
     for batch in lines_iter:
         for raw in batch:
             lineno += 1
@@ -307,15 +311,30 @@ def parse_results(lines_iter, source: str) -> list[Test]:
             row = _row(toks, cur.columns, lineno)
             if row is not None:
                 _check_row(row, source, lineno)
-                row.text = line[:400]
                 if cur.footer:  # a table after a footer without a new header: a second test (duplicated output)
                     nxt = Test(source=source, line=lineno, name=cur.name, named_by=cur.named_by,
                                columns=cur.columns, devices=list(cur.devices), nthreads=cur.nthreads, ngpus=cur.ngpus,
                                header_ev=Ev(source, lineno, line[:400]))
                     tests.append(nxt)
                     cur = nxt
+                _cite(cited, cur, row, line)
                 cur.rows.append(row)
     return tests
+
+
+def _cite(cited: dict[int, list[Row | None]], test: Test, row: Row, line: str) -> None:
+    """Keep the line of ``row`` only where a finding may quote it: the first row with wrong results, and the
+    largest size with a bus bandwidth so far (:func:`evaluate`'s ``largest``). A table of millions of rows then
+    holds two lines, not one per row."""
+    first_wrong, top = cited.setdefault(id(test), [None, None])
+    if first_wrong is None and any(s is not None and s.wrong for s in (row.oop, row.ip)):
+        row.text = line[:400]
+        cited[id(test)][0] = row
+    if row.best_busbw() is not None and (top is None or row.size > top.size):
+        row.text = line[:400]
+        if top is not None and top is not cited[id(test)][0]:
+            top.text = ""
+        cited[id(test)][1] = row
 
 
 def _footer(cur: Test, body: str, ev: Ev) -> bool:
@@ -683,8 +702,8 @@ class Result:
                 "hardware": self.hardware.source if self.hardware else None,
                 "out_of_bounds": t.oob, "complete": t.footer and not t.errors,
                 "table": [{"size": r.size, "count": r.count, "type": r.dtype, "redop": r.redop, "root": r.root,
-                           "out_of_place": r.oop.__dict__ if r.oop else None,
-                           "in_place": r.ip.__dict__ if r.ip else None} for r in t.rows]}
+                           "out_of_place": r.oop.doc() if r.oop else None,
+                           "in_place": r.ip.doc() if r.ip else None} for r in t.rows]}
 
 
 def evaluate(tests: list[Test], *, hardware: dict[str, Hardware] | None, nodes: int | None,

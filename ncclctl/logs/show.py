@@ -1,7 +1,7 @@
 """``ncclctl log show``: what a set of NCCL logs says, per host, process, communicator and rank (text and JSON).
 
 :func:`summary` is the one document every log command starts from (``log show --format json`` prints it, ``log
-diff`` compares two of them, ``log check`` reads the same :class:`~ncclctl.logs.parse.LogSet`); :func:`text`
+diff`` compares two of them, ``log check`` reads the same :class:`~ncclctl.logs.records.LogSet`); :func:`text`
 renders it for a person: the inputs and how much of them was NCCL, versions, settings, the hosts with their
 networks and NICs, each communicator with its channels, rings, trees, transports and the NIC each local GPU
 used, then warnings, errors and the lines no reader recognised.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Iterable
 
-from ncclctl.logs.parse import Comm, LogSet, Member, Proc
+from ncclctl.logs.records import Comm, LogSet, Member, Proc
 
 
 def ranges(nums: Iterable[int]) -> str:

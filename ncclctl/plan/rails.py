@@ -13,6 +13,7 @@ node GPU k is on rail k, the convention rail-optimized fabrics are cabled by.
 
 from __future__ import annotations
 
+import heapq
 
 from ncclctl.errors import InputError
 from ncclctl.model import Node
@@ -75,6 +76,61 @@ def _ports(node: Node) -> list[_Port]:
     return out
 
 
+class _Near:
+    """For each GPU, the ports of ``pool`` at the smallest ``key`` (PCIe path rank, then NUMA), found through buckets
+    of the PCIe tree instead of comparing every GPU with every port (2,048 GPUs x 1,024 NICs: 2 M paths).
+
+    A port under the GPU's root port is PIX or PXB (computed exactly); else one under its root complex is PHB; else
+    a placed port of its PCI NUMA node is NODE; else every port is SYS (:func:`ncclctl.plan.paths.pcie_path_type`).
+    Within the last three tiers only NUMA decides, so their sets are shared by GPUs alike (``shared`` names them).
+    """
+
+    def __init__(self, node: Node, pool: list[_Port], key) -> None:
+        self.node, self.pool, self.key = node, pool, key
+        self.port: dict[tuple, list[int]] = {}
+        self.rc: dict[str, list[int]] = {}
+        self.rc_numa: dict[tuple, list[int]] = {}
+        self.placed_numa: dict[int | None, list[int]] = {}
+        self.numa: dict[int | None, list[int]] = {}
+        for k, e in enumerate(pool):
+            dev = node.pci_device(e.nic.bdf) if e.nic.bdf else None
+            nn = node.numa_node_of(e.nic.bdf)
+            self.numa.setdefault(nn, []).append(k)
+            if dev is None:
+                continue
+            c = dev.path
+            if len(c) >= 2:
+                self.port.setdefault(c[:2], []).append(k)
+            self.rc.setdefault(c[0], []).append(k)
+            self.rc_numa.setdefault((c[0], nn), []).append(k)
+            self.placed_numa.setdefault(nn, []).append(k)
+
+    def best(self, g) -> tuple[tuple, tuple | None, list[int]]:
+        """(the smallest key, the name of a set shared by GPUs alike or None, the ports at that key)."""
+        node = self.node
+        gnuma = g.numa_node if g.numa_node is not None else node.numa_node_of(g.bdf)
+        dev = node.pci_device(g.bdf)
+        if dev is not None:
+            c = dev.path
+            if len(c) >= 2 and c[:2] in self.port:
+                members = self.port[c[:2]]
+                keys = [self.key(g, self.pool[k]) for k in members]
+                low = min(keys)
+                return low, None, [k for k, kk in zip(members, keys) if kk == low]
+            if c[0] in self.rc:
+                same = self.rc_numa.get((c[0], gnuma)) if gnuma is not None else None
+                if same:
+                    return (pcie_rank("PHB"), 0), ("PHB", c[0], gnuma), same
+                return (pcie_rank("PHB"), 1), ("PHB", c[0]), self.rc[c[0]]
+            pn = node.numa_node_of(g.bdf)
+            if pn in self.placed_numa:
+                flag = 0 if gnuma is not None and gnuma == pn else 1
+                return (pcie_rank("NODE"), flag), ("NODE", pn, flag), self.placed_numa[pn]
+        if gnuma is not None and gnuma in self.numa:
+            return (pcie_rank("SYS"), 0), ("SYS", gnuma), self.numa[gnuma]
+        return (pcie_rank("SYS"), 1), ("SYS",), list(range(len(self.pool)))
+
+
 def plan_rails(node: Node, compute_nics: tuple[str, ...] | None = None) -> RailPlan:
     ports = _ports(node)
     everything = tuple(sorted({e.nic.name for e in ports}, key=natural_key))
@@ -98,33 +154,61 @@ def plan_rails(node: Node, compute_nics: tuple[str, ...] | None = None) -> RailP
 
     if compute_nics is None:
         # Compute ports: the closest (by path, then NUMA) of at least one GPU; the rest is storage/in-band.
+        near = _Near(node, ports, key)
         close: set[int] = set()
+        seen: set[tuple] = set()
         for g in gpus:
-            best = min(key(g, e) for e in ports)
-            close |= {id(e) for e in ports if key(g, e) == best}
-        compute = [e for e in ports if id(e) in close]
+            _, shared, best = near.best(g)
+            if shared is None or shared not in seen:
+                close.update(best)
+                if shared is not None:
+                    seen.add(shared)
+        compute = [e for k, e in enumerate(ports) if k in close]
     else:
         compute = list(ports)
-    usage: dict[int, list[int]] = {id(e): [] for e in compute}
-    chosen: dict[int, _Port] = {}
+    near = _Near(node, compute, key)
+    usage: list[list[int]] = [[] for _ in compute]
+    names = [natural_key(c.nic.name) for c in compute]
+    heaps: dict[tuple, list[tuple]] = {}
+    chosen: dict[int, int] = {}
     for g in gpus:
-        e = min(compute, key=lambda c: (key(g, c), len(usage[id(c)]), natural_key(c.nic.name), c.port.num))
-        usage[id(e)].append(g.index)
-        chosen[g.index] = e
-    order: list[_Port] = []
+        # The closest port, then the least used, then by name: min over every compute port, found in the GPU's
+        # closest ones (a heap per shared set, refreshed lazily: usage only grows).
+        _, shared, best = near.best(g)
+        if shared is None:
+            k = min(best, key=lambda c: (len(usage[c]), names[c], compute[c].port.num, c))
+        else:
+            heap = heaps.get(shared)
+            if heap is None:
+                heap = heaps[shared] = [(len(usage[c]), names[c], compute[c].port.num, c) for c in best]
+                heapq.heapify(heap)
+            while heap[0][0] != len(usage[heap[0][3]]):
+                top = heap[0]
+                heapq.heapreplace(heap, (len(usage[top[3]]), *top[1:]))
+            k = heap[0][3]
+        usage[k].append(g.index)
+        chosen[g.index] = k
+    order: list[int] = []
+    placed: set[int] = set()
     for g in gpus:
-        if chosen[g.index] not in order:
+        if chosen[g.index] not in placed:
+            placed.add(chosen[g.index])
             order.append(chosen[g.index])
+    by_index = {}
+    for g in reversed(gpus):
+        by_index[g.index] = g  # node.gpu(i): the first GPU of that index
     rails, far, down = [], [], []
-    for k, e in enumerate(order):
-        members = tuple(usage[id(e)])
-        worst = max((path(node.gpu(i), e) for i in members), key=pcie_rank)
-        rails.append(Rail(rail=k, nic=e.nic.name, port=e.port.num, netdev=e.port.netdev, bdf=e.nic.bdf,
+    for r, k in enumerate(order):
+        e = compute[k]
+        members = tuple(usage[k])
+        paths = {i: path(by_index[i], e) for i in members}
+        worst = max((paths[i] for i in members), key=pcie_rank)
+        rails.append(Rail(rail=r, nic=e.nic.name, port=e.port.num, netdev=e.port.netdev, bdf=e.nic.bdf,
                           numa=node.numa_node_of(e.nic.bdf), link_layer=e.port.link_layer,
                           rate_gbps=e.port.rate_gbps, gpus=members, path=worst, active=e.port.is_active))
-        far += [i for i in members if pcie_rank(path(node.gpu(i), e)) > pcie_rank("PXB")]
+        far += [i for i in members if pcie_rank(paths[i]) > pcie_rank("PXB")]
         if not e.port.is_active:
-            down.append(k)
+            down.append(r)
     used = {r.nic for r in rails}
     excluded = tuple(n for n in everything if n not in used)
     return RailPlan(rails=tuple(rails), excluded=excluded, far_gpus=tuple(sorted(far)), down=tuple(down))

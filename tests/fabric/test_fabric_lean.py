@@ -139,7 +139,6 @@ def _edit_line(text: str, prefix: str, fn) -> str:
 
 # (name, text builder): inputs the lean reader must leave to the general path.
 HOSTILE = [
-    ("crlf", lambda: _topo().replace("\n", "\r\n")),
     ("spaces-for-tabs", lambda: _topo().replace("\t", "    ")),
     ("pasted-prompt", lambda: "user@login01:~$ sudo ibnetdiscover\n" + _topo() + "user@login01:~$ \n"),
     ("comment-between-links", lambda: _edit_line(_topo(), "[2]", lambda s: "# a note\n" + s)),
@@ -168,7 +167,6 @@ HOSTILE_P = [
     ("p-long-desc", lambda t: t.replace("node00001 mlx5_0", "n" * 70)),
     ("p-wide-spaces", lambda t: t.replace(" - ", " " * 40 + "-" + " " * 40, 1)),
     ("p-unknown-speed", lambda t: t.replace(" NDR ", " QQR ", 1)),
-    ("p-crlf", lambda t: t.replace("\n", "\r\n")),
     ("p-ca-to-ca", lambda t: t.replace("- SW", "- CA", 1)),
 ]
 
@@ -184,6 +182,20 @@ def _check_fallback(tmp_path, text: str) -> None:
             load_fabric_file(str(path))
         return
     assert state(load_fabric_file(str(path))) == want
+
+
+@pytest.mark.parametrize("form", ["ibnetdiscover", "ibnetdiscover-p"])
+@pytest.mark.parametrize("how", ["crlf", "lone-cr"])
+def test_cr_line_ends_stay_on_the_lean_path(tmp_path, form, how):
+    """CRLF and a lone CR are line ends for the general parser too (issue 29: one CR sent a 673 MB fabric to the
+    slow path): the lean reader reads them, with the general path's graph."""
+    text = as_form(_topo(), form)
+    text = text.replace("\n", "\r\n") if how == "crlf" else text.replace("\n", "\r", 3)
+    path = tmp_path / "fabric.txt"
+    path.write_bytes(text.encode())
+    got = lean.read_graph(str(path))
+    assert got is not None
+    assert state(got) == state(general(str(path)))
 
 
 @pytest.mark.parametrize("name,build", HOSTILE, ids=[h[0] for h in HOSTILE])
@@ -235,13 +247,14 @@ def test_no_trailing_newline_and_router_and_aggregation_node(tmp_path, monkeypat
 
 def test_cli_order_slurm_same_with_and_without_lean(tmp_path, cli):
     """Through the CLI: the same bytes as the general path (NCCLCTL has no switch for it; the general path is
-    forced by a CRLF copy of the same fabric, which the lean reader leaves alone)."""
+    forced by a copy of the same fabric with a trailing space on a link line, which the lean reader leaves alone;
+    a CRLF copy was used before the lean reader read CR line ends)."""
     text = synth(SynthSpec(nodes=256, rails=8, miscable=2, down=2, host_order="interleaved")).text
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     a, b = tmp_path / "a" / "fabric.txt", tmp_path / "b" / "fabric.txt"
     a.write_text(text)
-    b.write_bytes(text.replace("\n", "\r\n").encode())
+    b.write_text(_edit_line(text, "[3]", lambda s: s + " "))
     assert lean.read_graph(str(a)) is not None and lean.read_graph(str(b)) is None
     ra = cli("fabric", "order", str(a), "-f", "slurm")
     rb = cli("fabric", "order", str(b), "-f", "slurm")

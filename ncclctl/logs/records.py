@@ -1,0 +1,303 @@
+"""The records of NCCL logs: what :mod:`ncclctl.logs.parse` rebuilds from the lines, and what ``log show``,
+``log check`` and ``log diff`` read (pure: no parsing, no input).
+
+A :class:`LogSet` holds every input's :class:`Source`, the processes (:class:`Proc`, ``host:pid``), the
+communicators (:class:`Comm`) and their ranks (:class:`Member`); :class:`Ev` says where a fact was read. A log
+with millions of processes or ranks holds one of these per process and rank, so the classes have ``__slots__``
+(no per-object ``__dict__``) and the parser interns the strings many of them share (hosts, input names).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ncclctl.record import record
+
+VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+\S*)")
+
+
+class _SharedList(list):
+    """The empty list every record starts with (read-only: :func:`own` gives the record a list of its own)."""
+
+    def _refuse(self, *_: Any, **__: Any) -> Any:
+        raise TypeError("a shared empty list: take the record's own with own()")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+
+
+class _SharedDict(dict):
+    """The empty dict every record starts with (read-only: :func:`own` gives the record a dict of its own)."""
+
+    def _refuse(self, *_: Any, **__: Any) -> Any:
+        raise TypeError("a shared empty dict: take the record's own with own()")
+
+    setdefault = update = pop = popitem = clear = _refuse
+    __setitem__ = __delitem__ = __ior__ = _refuse
+
+
+class _SharedSet(set):
+    """The empty set every record starts with (read-only: :func:`own` gives the record a set of its own)."""
+
+    def _refuse(self, *_: Any, **__: Any) -> Any:
+        raise TypeError("a shared empty set: take the record's own with own()")
+
+    add = update = discard = remove = pop = clear = _refuse
+    __ior__ = __iand__ = __isub__ = __ixor__ = _refuse
+
+
+#: Most processes and ranks of a huge log print a line or two: their containers stay these shared empties (a
+#: list is 56 bytes, a dict 64, a set 216) until the parser stores something (:func:`own`).
+EMPTY_LIST: Any = _SharedList()
+EMPTY_DICT: Any = _SharedDict()
+EMPTY_SET: Any = _SharedSet()
+
+
+def own(obj: Any, name: str) -> Any:
+    """``obj.name``, made the object's own (a new list or dict) when it is still a shared empty: what the parser
+    stores into."""
+    value = getattr(obj, name)
+    if value is EMPTY_LIST:
+        value = []
+        setattr(obj, name, value)
+    elif value is EMPTY_DICT:
+        value = {}
+        setattr(obj, name, value)
+    elif value is EMPTY_SET:
+        value = set()
+        setattr(obj, name, value)
+    return value
+
+
+@record
+class Ev:
+    """Where a fact was read: the input, the line number, the line (cut at 400 characters)."""
+
+    __slots__ = ("source", "line", "text")  # one per fact read: a million-line log holds many
+
+    source: str
+    line: int
+    text: str
+
+    def where(self) -> str:
+        return f"{self.source}:{self.line}"
+
+    def evidence(self) -> str:
+        return f"{self.source}:{self.line}: {self.text}"
+
+
+@dataclass
+class Nic:
+    """A device of the NET/IB (or plugin) list: ``[0]mlx5_0:1/IB``."""
+
+    index: int
+    name: str
+    port: int | None
+    link: str  # IB, RoCE, IB/SHARP, ...
+
+
+class Proc:
+    """One process (``host:pid``): what NCCL prints once per process."""
+
+    __slots__ = ("host", "pid", "first", "version", "version_ev", "cuda_driver", "bootstrap", "bootstrap_ev", "ib",
+                 "ib_net", "ib_ev", "ib_ro", "oob", "ib_none", "socket", "socket_ev", "network", "network_ev",
+                 "plugin", "plugins_missing", "topo_open", "shm_fallback", "hints", "settings", "gdr_hca", "dmabuf",
+                 "virtual", "warns", "warn_counts", "error_trace", "devs", "members", "mnnvl")
+
+    def __init__(self, host: str, pid: int | None, ev: Ev) -> None:
+        self.host = host
+        self.pid = pid
+        self.first = ev
+        self.version: str | None = None
+        self.version_ev: Ev | None = None
+        self.cuda_driver: int | None = None
+        self.bootstrap: list[tuple[str, str]] = EMPTY_LIST
+        self.bootstrap_ev: Ev | None = None
+        self.ib: list[Nic] = EMPTY_LIST
+        self.ib_net = ""  # the name in "NET/IB : Using" (a plugin may print its own)
+        self.ib_ev: Ev | None = None
+        self.ib_ro = False
+        self.oob: tuple[str, str] | None = None
+        self.ib_none: Ev | None = None
+        self.socket: list[tuple[str, str]] = EMPTY_LIST
+        self.socket_ev: Ev | None = None
+        self.network: str | None = None
+        self.network_ev: Ev | None = None
+        self.plugin: list[Ev] = EMPTY_LIST
+        #: "<TYPE>/Plugin: Could not find: NAMES": (type, the names NCCL tried, the line) when a plugin was asked for
+        self.plugins_missing: list[tuple[str, tuple[str, ...], Ev]] = EMPTY_LIST
+        #: "Could not open XML topology file F : reason" (INFO since 2.19; WARN before)
+        self.topo_open: Ev | None = None
+        #: "cuMem host allocations do not appear to be working; falling back to a /dev/shm/ based implementation"
+        self.shm_fallback: Ev | None = None
+        #: NCCL 2.32's own diagnosis after an error: "HINT: In many cases this error indicates that ..." (INFO)
+        self.hints: list[Ev] = EMPTY_LIST
+        self.settings: dict[str, tuple[str, Ev]] = EMPTY_DICT
+        self.gdr_hca: dict[str, tuple[bool, str, Ev]] = EMPTY_DICT
+        self.dmabuf: Ev | None = None
+        self.virtual: Ev | None = None
+        self.warns: list[tuple[str, Ev]] = EMPTY_LIST
+        self.warn_counts: dict[str, int] = EMPTY_DICT
+        self.error_trace: Ev | None = None
+        self.devs: set[int] = EMPTY_SET
+        self.members: list[Member] = []
+        #: NCCL's "MNNVL busId ... fabric UUID ... cliqueId ... state ... healthMask ..." lines: (int64 bus id in hex, cluster UUID
+        #: in canonical form, clique id, fabric state, health mask, the line).
+        self.mnnvl: list[tuple[str, str, int, int, int, Ev]] = EMPTY_LIST
+
+    @property
+    def key(self) -> str:
+        return f"{self.host or '?'}:{self.pid if self.pid is not None else '?'}"
+
+    def nic_name(self, dev: int) -> str:
+        for n in self.ib:
+            if n.index == dev:
+                return n.name
+        return f"NET/{dev}"
+
+
+class Member:
+    """One rank of one communicator (what a device of a process prints while that communicator initialises)."""
+
+    __slots__ = ("proc", "dev", "first", "comm_ptr", "comm_id", "init_fn", "rank", "nranks", "nnodes", "local_ranks",
+                 "local_rank", "cuda_dev", "nvml_dev", "busid", "started", "completed", "init_total", "init_parts",
+                 "init_ev", "coll_channels", "nvls_channels", "p2p_channels", "channels_ev", "rings", "nrings",
+                 "ring_nb", "trees", "graphs", "conns", "conn_ev", "net_ch", "local_peers", "gdr_gpu", "pxn",
+                 "ring_gdr", "nvls", "ordinal")
+
+    def __init__(self, proc: Proc, dev: int | None, ev: Ev) -> None:
+        self.proc = proc
+        self.dev = dev
+        self.first = ev
+        self.comm_ptr: str | None = None
+        self.comm_id: str | None = None
+        self.init_fn: str | None = None
+        self.rank: int | None = None
+        self.nranks: int | None = None
+        self.nnodes: int | None = None
+        self.local_ranks: int | None = None
+        self.local_rank: int | None = None
+        self.cuda_dev: int | None = None
+        self.nvml_dev: int | None = None
+        self.busid: str | None = None
+        self.started: Ev | None = None
+        self.completed: Ev | None = None
+        self.init_total: float | None = None
+        self.init_parts: dict[str, float] = EMPTY_DICT
+        self.init_ev: Ev | None = None
+        self.coll_channels: int | None = None
+        self.nvls_channels: int | None = None
+        self.p2p_channels: int | None = None
+        self.channels_ev: Ev | None = None
+        self.rings: dict[int, tuple[list[int], bool]] = EMPTY_DICT
+        self.nrings: int | None = None
+        self.ring_nb: dict[int, tuple[int, int]] = EMPTY_DICT
+        self.trees: dict[int, tuple[tuple[int, ...], int]] = EMPTY_DICT
+        self.graphs: list[dict[str, Any]] = EMPTY_LIST
+        self.conns: dict[str, int] = EMPTY_DICT
+        self.conn_ev: dict[str, Ev] = EMPTY_DICT
+        #: channel (as printed, "07") -> the NET uses of it: (direction, net dev, GDRDMA, proxy rank)
+        self.net_ch: dict[str, set[tuple[str, int, bool, int | None]]] = EMPTY_DICT
+        self.local_peers: dict[int, str] = EMPTY_DICT
+        self.gdr_gpu: dict[str, tuple[bool, str, Ev]] = EMPTY_DICT
+        self.pxn: int | None = None
+        self.ring_gdr: int | None = None
+        self.nvls: bool | None = None
+        self.ordinal = 0  # the how-manyth member of this nranks in its process (grouping without commId)
+
+    @property
+    def host(self) -> str:
+        return self.proc.host
+
+    def label(self) -> str:
+        r = f"rank {self.rank}" if self.rank is not None else "rank ?"
+        dev = f" [{self.dev}]" if self.dev is not None else ""
+        return f"{r} ({self.proc.key}{dev})"
+
+
+@dataclass
+class Comm:
+    """A communicator: its members (ranks) across every process."""
+
+    key: str
+    comm_id: str | None
+    nranks: int | None
+    members: list[Member] = field(default_factory=list)
+
+    def by_rank(self) -> dict[int, Member]:
+        out: dict[int, Member] = {}
+        for m in self.members:
+            if m.rank is not None and m.rank not in out:
+                out[m.rank] = m
+        return out
+
+    @property
+    def label(self) -> str:
+        if self.comm_id:
+            return f"commId {self.comm_id}"
+        return f"communicator of {self.nranks} ranks" if self.nranks else "communicator (size not printed)"
+
+
+@dataclass
+class Source:
+    name: str
+    lines: int = 0
+    nccl_lines: int = 0
+    notes: list[str] = field(default_factory=list)
+    gzip: bool = False
+
+
+@dataclass
+class LogSet:
+    """Everything read from the inputs."""
+
+    sources: list[Source] = field(default_factory=list)
+    procs: dict[tuple[str, int | None], Proc] = field(default_factory=dict)
+    comms: list[Comm] = field(default_factory=list)
+    lines: int = 0
+    nccl_lines: int = 0
+    recognised: int = 0
+    unrecognised: int = 0
+    unrecognised_examples: list[Ev] = field(default_factory=list)
+    app_errors: list[Ev] = field(default_factory=list)
+    bare_versions: list[Ev] = field(default_factory=list)
+    #: application error lines that name the NCCL version (PyTorch's DistBackendError): the version when NCCL's own
+    #: banner is not in the log (a job that failed before rank 0 printed it)
+    framework_versions: list[tuple[str, Ev]] = field(default_factory=list)
+    #: (class, line) of NCCL WARN wordings that a framework repeated without NCCL's prefix (see BARE_NEEDLES)
+    framework_warns: list[tuple[str, Ev]] = field(default_factory=list)
+    #: NCCL 2.32's diagnostics (NCCL_RUN_DIAGNOSTICS / NCCL_RUN_RAS_DIAGNOSTICS): (status, text, line), status the
+    #: bracketed tag ("OK", "INFO", "WARN", "FAIL", "ERROR") or "" for the section and summary lines
+    diags: list[tuple[str, str, Ev]] = field(default_factory=list)
+    nccl_tests: bool = False
+
+    @property
+    def hosts(self) -> list[str]:
+        from ncclctl.names import natural_key
+
+        return sorted({p.host for p in self.procs.values()}, key=natural_key)
+
+    def versions(self) -> dict[str, list[Proc]]:
+        out: dict[str, list[Proc]] = {}
+        for p in self.procs.values():
+            if p.version:
+                out.setdefault(p.version, []).append(p)
+        return out
+
+    def version(self) -> str | None:
+        """The NCCL version the log shows (the most common one), or None."""
+        vs = self.versions()
+        if vs:
+            return max(vs, key=lambda v: (len(vs[v]), v))
+        for ev in self.bare_versions:
+            m = VERSION.search(ev.text)
+            if m:
+                return m.group(1)
+        for v, _ev in self.framework_versions:
+            return v
+        return None
+
+    def members(self) -> list[Member]:
+        return [m for c in self.comms for m in c.members]
