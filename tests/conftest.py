@@ -61,3 +61,17 @@ def cli():
 def load_json(text: str):
     return json.loads(text)
 
+
+def bind_unix(path: Path):
+    """A UNIX socket bound at ``path``, however long the path: bound by its name from inside its folder (a
+    socket address holds 107 bytes, and pytest-xdist's worker folders make tmp paths longer than that)."""
+    import socket
+
+    s = socket.socket(socket.AF_UNIX)
+    here = os.getcwd()
+    os.chdir(path.parent)
+    try:
+        s.bind(path.name)
+    finally:
+        os.chdir(here)
+    return s

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HOSTS, REPO
+from conftest import HOSTS, REPO, bind_unix
 
 SECRET = "TOP-SECRET-0xC0FFEE"
 SMALL = "pcie-server"  # 390 files: cmd/, nvml.json, env.json, RoCE and IB
@@ -125,9 +125,9 @@ def _socket(path: Path) -> socket.socket:
     if path.exists() or path.is_symlink():
         path.unlink()
     path.parent.mkdir(parents=True, exist_ok=True)
-    s = socket.socket(socket.AF_UNIX)
-    s.bind(str(path))
-    return s
+    return bind_unix(path)
+
+
 
 
 IN_ROOT = ["sys/class/net/enp29s0f0np0/mtu", "proc/cpuinfo", *RECORDED]

@@ -291,11 +291,9 @@ def _special(root: Path, rel: str, how: str):
         with open(path, "wb") as fh:
             fh.truncate(3 << 30)
     elif how == "socket":
-        import socket
+        from conftest import bind_unix
 
-        s = socket.socket(socket.AF_UNIX)
-        s.bind(str(path))
-        return s
+        return bind_unix(path)
     return None
 
 
