@@ -680,17 +680,28 @@ def _ip_link_json(n: int) -> str:
 
 def test_ip_link_json_of_20000_entries_reads_in_seconds(tmp_path: Path) -> None:
     """Each entry's line was counted from the start of the text (quadratic: 27,000 entries 77 s in-process);
-    now from the previous entry. 20,000 entries through the command line: ~40 s before, about a second now."""
-    import time
+    now from the previous entry. Held without a clock: the text the parser scans to number the lines is counted,
+    and it is the text once (the quadratic reader scanned ~N/2 times the text); 20,000 entries through the
+    command line read whole (its time is in bench/RESULTS.md, not asserted here)."""
+    from ncclctl.parsers.iplink import parse_ip_link_json
 
+    class Counted(str):
+        scanned = 0
+
+        def count(self, sub, start=None, end=None):  # type: ignore[override]
+            lo = 0 if start is None else start
+            hi = len(self) if end is None else end
+            Counted.scanned += max(0, hi - lo)
+            return str.count(self, sub, lo, hi)
+
+    text = Counted(_ip_link_json(5_000))
+    assert len(parse_ip_link_json(text)) == 5_000
+    assert 0 < Counted.scanned <= len(text), (Counted.scanned, len(text))
     f = tmp_path / "ip_-j_-d_link_show.txt"
     f.write_text(_ip_link_json(20_000))
-    t0 = time.monotonic()
     p = run("parse", "ip-link", str(f), "-f", "json", timeout=120)
-    took = time.monotonic() - t0
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
     assert len(json.loads(p.stdout)["result"]) == 20_000
-    assert took < 20, took
 
 
 def _bomb(path: Path, lines: int) -> None:
