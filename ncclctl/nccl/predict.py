@@ -388,26 +388,31 @@ def _render_channels(p: Prediction) -> list[str]:
         out.append(f"{key.capitalize()} graph ({src}): {g['nchannels']} channels x {g['bw_intra']:g}/{g['bw_inter']:g} "
                    f"GB/s intra/inter, {g['type_intra']}/{g['type_inter']}, pattern {g['pattern']}, "
                    f"crossNic {g['crossnic']}")
-        lines = []
-        for ch in g["channels"]:
-            line = " ".join(str(d) for d in ch["gpus"])
-            if "net_in" in ch:
-                def end(e: dict) -> str:
-                    if e.get("name") is None:
-                        return f"dev {e['dev']} (no such NET: NCCL fails to connect)"
-                    return f"{e['name']} ({e['path']} to GPU{e['gpu']})"
-                line = f"{end(ch['net_in'])} -> GPU {line} -> {end(ch['net_out'])}"
-            else:
-                line = f"GPU {line}"
-            lines.append(line)
+        def end(e: dict) -> str:
+            if e.get("name") is None:
+                return f"dev {e['dev']} (no such NET: NCCL fails to connect)"
+            return f"{e['name']} ({e['path']} to GPU{e['gpu']})"
+
+        # (NET in, GPUs, NET out) per channel; printed in aligned columns
+        cols = [(end(ch["net_in"]) if "net_in" in ch else None, " ".join(str(d) for d in ch["gpus"]),
+                 end(ch["net_out"]) if "net_in" in ch else None) for ch in g["channels"]]
+        rows = []
         c = 0
-        while c < len(lines):  # identical consecutive channels on one line ("channels  0-31")
+        while c < len(cols):  # identical consecutive channels on one line ("channels  0-31")
             last = c
-            while last + 1 < len(lines) and lines[last + 1] == lines[c]:
+            while last + 1 < len(cols) and cols[last + 1] == cols[c]:
                 last += 1
-            label = f"channel {c:>2}" if last == c else f"channels {c:>2}-{last}"
-            out.append(f"  {label}: {lines[c]}")
+            rows.append((f"channel {c:>2}" if last == c else f"channels {c:>2}-{last}", cols[c]))
             c = last + 1
+        w_label = max((len(label) for label, _ in rows), default=0)
+        w_in = max((len(col[0]) for _, col in rows if col[0] is not None), default=0)
+        w_gpus = max((len(col[1]) for _, col in rows), default=0)
+        for label, (net_in, gpus, net_out) in rows:
+            head = f"  {label + ':':<{w_label + 1}} "
+            if net_in is None:
+                out.append(f"{head}GPU {gpus}")
+            else:
+                out.append(f"{head}{net_in:<{w_in}} -> GPU {gpus:<{w_gpus}} -> {net_out}")
     out.append(f"Channels after connect: {gd['channels']}" + (f" ({'; '.join(gd['channel_steps'])})"
                                                            if gd["channel_steps"] else ""))
     if gd["rail_aligned"]:
