@@ -189,7 +189,7 @@ def parse_nvidia_smi_fabric_csv(text: str, *, source: str = "nvidia-smi --query-
             rec["status"] = _STATUS.get(status.lower(), 999)
         clique = cell("fabric.cliqueid")
         if not _csv_absent(clique):
-            if not clique.isdigit() or int(clique) > 0xFFFFFFFF:
+            if not re.fullmatch(r"[0-9]{1,10}", clique) or int(clique) > 0xFFFFFFFF:
                 raise perr(source, no, f"fabric.cliqueId {clique!r} is not an unsigned 32-bit number", _CSV_FIX)
             rec["clique_id"] = int(clique)
         uuid = cell("fabric.clusteruuid").lower()

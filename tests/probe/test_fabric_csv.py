@@ -45,6 +45,8 @@ def test_parser_columns_by_header_in_any_order():
     (HEADER + "0, 00000008:01:00.0, " + UUID + ", 1, Sideways, Success\n", "unknown fabric.state 'Sideways'"),
     (HEADER + "0, 00000008:01:00.0, not-a-uuid, 1, Completed, Success\n", "is not a UUID"),
     (HEADER + "0, 00000008:01:00.0, " + UUID + ", -1, Completed, Success\n", "not an unsigned 32-bit"),
+    (HEADER + "0, 00000008:01:00.0, " + UUID + ", \u00b2, Completed, Success\n", "not an unsigned 32-bit"),
+    (HEADER + "0, 00000008:01:00.0, " + UUID + ", 4294967296, Completed, Success\n", "not an unsigned 32-bit"),
     (HEADER + "0, GPU0, " + UUID + ", 1, Completed, Success\n", "is not a PCI bus id"),
     (HEADER + "0, 00000008:01:00.0\n", "expected 6 comma-separated values"),
     ("index, fabric.state\n0, Completed\n", "no pci.bus_id column"),
@@ -118,3 +120,11 @@ def test_bad_recorded_csv_is_a_clear_error(tmp_path):
     r = run_cli("probe", "--root", str(root))
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert SLUG in r.stderr and ":2" in r.stderr and "fabric.cliqueId" in r.stderr
+
+
+def test_pasted_sample_with_its_prompt():
+    r = run_cli("parse", "fabric-csv", "fixtures/outputs/fabric-csv-gb200.txt", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    recs = json.loads(r.stdout)["result"]
+    assert [(x["bus_id"], x["state"], x["status"], x["clique_id"]) for x in recs] == [
+        (BUSES[0], 3, 0, 1), (BUSES[1], 2, None, 0), (BUSES[2], 3, 0, 1), (BUSES[3], 3, 0, 1)]
