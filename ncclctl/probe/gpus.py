@@ -73,8 +73,9 @@ class GpuReader(Reader):
                 )
             found.append(self._gpu(raw, index, bdf, dev, pci, switch_bdfs, where))
         found.sort(key=lambda g: g.index)
-        if any(g.fabric_state is None for g in found) and any(
-                _fabric_gap(raw.get("fabric")) for raw in doc.get("devices", []) if isinstance(raw, dict)):
+        gaps = {raw.get("index") for raw in doc.get("devices", [])
+                if isinstance(raw, dict) and "error" not in raw and _fabric_gap(raw.get("fabric"))}
+        if any(g.fabric_state is None and g.index in gaps for g in found):
             # NVML gave no fabric info (an NVML without nvmlDeviceGetGpuFabricInfo, or a recording made before it):
             # a recorded or live `nvidia-smi --query-gpu=...fabric...` fills what NVML left empty
             from ncclctl.parsers.smi_query import FABRIC_CSV_FIELDS, parse_nvidia_smi_fabric_csv  # noqa: PLC0415
@@ -82,8 +83,9 @@ class GpuReader(Reader):
             csv = self.optional_command(
                 ("nvidia-smi", "--query-gpu=" + ",".join(FABRIC_CSV_FIELDS), "--format=csv"),
                 parse_nvidia_smi_fabric_csv)
-            if csv:
-                return _with_smi_fabric(tuple(found), csv), nvswitches
+            if csv:  # only the GPUs NVML said nothing about: never a mix of NVML and nvidia-smi on one GPU
+                filled = {g.index: g for g in _with_smi_fabric(tuple(g for g in found if g.index in gaps), csv)}
+                return tuple(filled.get(g.index, g) for g in found), nvswitches
         return tuple(found), nvswitches
 
     def _nvml_path(self) -> str:

@@ -128,3 +128,18 @@ def test_pasted_sample_with_its_prompt():
     recs = json.loads(r.stdout)["result"]
     assert [(x["bus_id"], x["state"], x["status"], x["clique_id"]) for x in recs] == [
         (BUSES[0], 3, 0, 1), (BUSES[1], 2, None, 0), (BUSES[2], 3, 0, 1), (BUSES[3], 3, 0, 1)]
+
+
+def test_csv_fills_only_the_gpus_nvml_said_nothing_about(tmp_path):
+    root = _tray(tmp_path, "keep")
+    doc = json.loads((HOSTS / "gb200-nvl72" / "nvml.json").read_text())
+    doc["devices"][2]["fabric"] = {"error": "Unknown"}  # NVML failed on GPU2 only
+    (root / "nvml.json").write_text(json.dumps(doc))
+    (root / "cmd" / f"{SLUG}.txt").write_text(_csv([(i, b, UUID, "9", "Completed", "Success")
+                                                     for i, b in enumerate(BUSES)]))
+    n = probe(str(root))
+    assert [(g.fabric_source, g.fabric_clique_id) for g in n.gpus] == [
+        ("nvml", 1), ("nvml", 1), ("nvidia-smi", 9), ("nvml", 1)]
+    doc["devices"][2]["fabric"] = {"error": "NotSupported"}  # a GPU outside any fabric: nvidia-smi is not asked
+    (root / "nvml.json").write_text(json.dumps(doc))
+    assert probe(str(root)).gpus[2].fabric_source is None
