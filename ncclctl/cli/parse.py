@@ -21,6 +21,7 @@ class Kind(str, enum.Enum):
     iblinkinfo = "iblinkinfo"
     topo_m = "topo-m"
     p2p = "p2p"
+    fabric_csv = "fabric-csv"
     nvlink = "nvlink"
     lspci = "lspci"
     mlnx_qos = "mlnx_qos"
@@ -34,7 +35,8 @@ class Kind(str, enum.Enum):
 def parse_cmd(
     kind: Kind = typer.Argument(..., metavar="KIND", help="The command that produced FILE: ibstat, ibstatus, "
                                 "ibv_devinfo, ibdev2netdev, show_gids, ibnetdiscover, iblinkinfo, topo-m (nvidia-smi "
-                                "topo -m), p2p (nvidia-smi topo -p2p), nvlink (nvidia-smi nvlink --status), lspci "
+                                "topo -m), p2p (nvidia-smi topo -p2p), fabric-csv (nvidia-smi --query-gpu=index,pci.bus_id,"
+                                "fabric.clusterUuid,fabric.cliqueId,fabric.state,fabric.status --format=csv), nvlink (nvidia-smi nvlink --status), lspci "
                                 "(lspci -vvv), mlnx_qos, ip-link, lldpctl, dcb-app, dcb-pfc."),
     file: str = typer.Argument(..., metavar="FILE", help="The command's output, as captured or pasted (a shell "
                                "prompt and the command line at the top are fine); '-' reads standard input."),

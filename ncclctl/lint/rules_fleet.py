@@ -493,7 +493,8 @@ def fleet_net_count(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
     what="The hosts grouped into NVLink domains by (fabric cluster UUID, clique id), never by the clique id alone: a "
          "domain with more trays than the rack has (option max_trays, 18 for NVL72); a member whose IMEX node list "
          "leaves out another member of its domain (error) or lists a host of another domain (warning); members of "
-         "one domain on different driver versions (warning); a clique id shared by several cluster UUIDs, such as "
+         "one domain on different driver versions (warning on each member off the domain's majority, the versions "
+         "with their hosts in hostlist form; on a tie one warning on the domain's first host); a clique id shared by several cluster UUIDs, such as "
          "the default partition's 32766 (info: the domains are told apart by cluster UUID).",
     why="NCCL and the schedulers' topology plugins treat a domain as the set of hosts that can talk over NVLink. "
         "More members than trays means two racks were merged (hosts grouped by clique id alone); an IMEX node list "
@@ -556,15 +557,7 @@ def fleet_nvlink_domain(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
                 yield Hit(host, f"its IMEX node list names {len(foreign)} host(s) of another NVLink domain: "
                                 f"{', '.join(foreign[:6])}", severity=W, fix=fix,
                           evidence=tuple(f"{a}: in cluster {owner[a][0]} clique {owner[a][1]}" for a in foreign[:6]))
-        versions = {driver.get(h) for h in hosts if driver.get(h)}
-        if len(versions) > 1:
-            top = majority({h: driver[h] for h in hosts if driver.get(h)})
-            for h in hosts:
-                if top is not None and driver.get(h) not in (None, top[0]):
-                    yield Hit(h, f"driver {driver[h]} differs from its NVLink domain's {top[0]} ({name}): IMEX needs "
-                                 f"one driver version on every member", severity=W,
-                              fix=f"install driver {top[0]} on this tray",
-                              evidence=(f"{top[1]} of {len(hosts)} members run {top[0]}",))
+        yield from _domain_driver_split(name, hosts, driver)
     for clique, uuids in sorted(cliques.items()):
         if len(uuids) > 1:
             yield Hit(first[clique],
@@ -575,6 +568,37 @@ def fleet_nvlink_domain(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
                       fix="group by cluster UUID and clique id (ncclctl does); check topology generators (Slurm "
                           "blocks, Kubernetes clique labels) do the same",
                       evidence=tuple(f"cluster {u}" for u in sorted(uuids)[:6]))
+
+
+def _domain_driver_split(name: str, hosts: list[str], driver: dict[str, Any]) -> Iterator[Hit]:
+    """Members of one NVLink domain on different NVIDIA drivers: one warning per member off the domain's majority,
+    naming every version with its hosts in hostlist form; when two versions tie there is no telling which side is
+    wrong, so one warning on the domain's first host names the split."""
+    from ncclctl.names import hostlist
+
+    known = {h: driver[h] for h in hosts if driver.get(h)}
+    if len(set(known.values())) < 2:
+        return
+    groups: dict[str, list[str]] = {}
+    for h, v in known.items():
+        groups.setdefault(v, []).append(h)
+    split = "; ".join(f"{v} on {hostlist(hs)}" for v, hs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])))
+    evidence = tuple(f"driver {v}: {hostlist(hs)}" for v, hs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])))
+    top = majority(known)
+    if top is None:
+        yield Hit(hosts[0], f"NVLink domain {name} runs {len(groups)} NVIDIA driver versions with no majority "
+                            f"({split}): IMEX needs one driver version on every member",
+                  severity=W, fix="pick one driver version for the rack and install it (with its matching "
+                                  "nvidia-imex) on every tray of the domain, then restart nvidia-imex",
+                  evidence=evidence)
+        return
+    for h in hosts:
+        if known.get(h) not in (None, top[0]):
+            yield Hit(h, f"driver {known[h]} differs from its NVLink domain's majority {top[0]} ({top[1]} of "
+                         f"{len(known)} members; {name}): IMEX needs one driver version on every member",
+                      severity=W, fix=f"install driver {top[0]} (and its nvidia-imex) on this tray, then restart "
+                                      f"nvidia-imex on the domain's trays",
+                      evidence=evidence)
 
 
 #: GPU Feature Discovery's label for a node's NVLink clique (k8s-device-plugin internal/lm/fabric.go): the GPUs'

@@ -31,6 +31,9 @@ PARSE_KINDS: dict[str, ParseKind] = {
                             "fabric"),
     "topo-m": ParseKind("nvidia-smi topo -m", "ncclctl.parsers.smi_topo", "parse_nvidia_smi_topo"),
     "p2p": ParseKind("nvidia-smi topo -p2p r|w|n|a|p", "ncclctl.parsers.smi_topo", "parse_nvidia_smi_p2p"),
+    "fabric-csv": ParseKind("nvidia-smi --query-gpu=index,pci.bus_id,fabric.clusterUuid,fabric.cliqueId,"
+                            "fabric.state,fabric.status --format=csv", "ncclctl.parsers.smi_query",
+                            "parse_nvidia_smi_fabric_csv"),
     "nvlink": ParseKind("nvidia-smi nvlink --status", "ncclctl.parsers.nvlink", "parse_nvlink_status"),
     "lspci": ParseKind("sudo lspci -vvv", "ncclctl.parsers.lspci", "parse_lspci"),
     "mlnx_qos": ParseKind("mlnx_qos -i <netdev>", "ncclctl.parsers.mlnx_qos", "parse_mlnx_qos"),

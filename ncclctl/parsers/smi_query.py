@@ -28,7 +28,7 @@ import re
 from ncclctl.parsers._common import as_text, perr, split_lines, strip_ansi
 from ncclctl.record import record
 
-__all__ = ["SmiFabric", "parse_nvidia_smi_q_fabric"]
+__all__ = ["FABRIC_CSV_FIELDS", "SmiFabric", "parse_nvidia_smi_fabric_csv", "parse_nvidia_smi_q_fabric"]
 
 _FIX = "pass the output of `nvidia-smi -q` (or `nvidia-smi -q -d FABRIC`)"
 _GPU_RE = re.compile(r"^GPU (?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
@@ -120,4 +120,83 @@ def parse_nvidia_smi_q_fabric(text: str, *, source: str = "nvidia-smi -q") -> tu
         elif key == "clusteruuid":
             cur["cluster_uuid"] = low if re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", low) else None
     flush()
+    return tuple(out)
+
+
+#: The ``--query-gpu`` fields the probe asks for, in this order (names as ``nvidia-smi --help-query-gpu`` gives them).
+FABRIC_CSV_FIELDS = ("index", "pci.bus_id", "fabric.clusterUuid", "fabric.cliqueId", "fabric.state", "fabric.status")
+_CSV_FIX = ("pass the output of `nvidia-smi --query-gpu=" + ",".join(FABRIC_CSV_FIELDS) + " --format=csv` "
+            "(the header line names the columns; with `noheader` they must be in that order)")
+_UUID_RE = re.compile(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}")
+_BUS_RE = re.compile(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]")
+
+
+def _csv_absent(value: str) -> bool:
+    """nvidia-smi's CSV writes a value it cannot give as ``[N/A]``, ``[Not Supported]``, ``[Unknown Error]``..."""
+    low = value.lower()
+    return not low or low in ("n/a", "not supported") or (low.startswith("[") and low.endswith("]"))
+
+
+def parse_nvidia_smi_fabric_csv(text: str, *, source: str = "nvidia-smi --query-gpu") -> tuple[SmiFabric, ...]:
+    """``nvidia-smi --query-gpu=index,pci.bus_id,fabric.clusterUuid,fabric.cliqueId,fabric.state,fabric.status
+    --format=csv``: one :class:`SmiFabric` per GPU line (no health: the query does not ask for it).
+
+    Columns are found by the header (case-insensitive, a `` [unit]`` suffix ignored); without a header line
+    (``--format=csv,noheader``) the columns are taken in :data:`FABRIC_CSV_FIELDS` order. A value nvidia-smi cannot
+    give (``[N/A]``, ``[Not Supported]``) leaves the field None; the state and status words are mapped onto NVML's
+    values like the ``-q`` parser does."""
+    body = as_text(text, source, "nvidia-smi --query-gpu")
+    wanted = [f.lower() for f in FABRIC_CSV_FIELDS]
+    cols: dict[str, int] | None = None
+    out: list[SmiFabric] = []
+    for no, raw in enumerate(split_lines(body), 1):
+        line = strip_ansi(raw).strip()
+        if not line:
+            continue
+        cells = [c.strip() for c in line.split(",")]
+        names = [re.sub(r"\s*\[.*\]$", "", c).lower() for c in cells]
+        if cols is None and ("pci.bus_id" in names or "index" in names):
+            missing = [f for f, w in zip(FABRIC_CSV_FIELDS, wanted) if w not in names]
+            if "pci.bus_id" in missing:
+                raise perr(source, no, "the header has no pci.bus_id column (GPUs are matched by bus id)", _CSV_FIX)
+            cols = {w: names.index(w) for w in wanted if w in names}
+            continue
+        if cols is None:
+            if len(cells) != len(wanted):
+                raise perr(source, no, f"expected a header line or {len(wanted)} comma-separated values, "
+                                       f"got {len(cells)}", _CSV_FIX)
+            cols = {w: i for i, w in enumerate(wanted)}
+        if len(cells) <= max(cols.values()):
+            raise perr(source, no, f"expected {max(cols.values()) + 1} comma-separated values, got {len(cells)}",
+                       _CSV_FIX)
+
+        def cell(name: str) -> str:
+            i = cols.get(name) if cols is not None else None
+            return "" if i is None else cells[i]
+
+        bus = cell("pci.bus_id")
+        if not _BUS_RE.fullmatch(bus):
+            raise perr(source, no, f"pci.bus_id {bus!r} is not a PCI bus id (like 00000008:01:00.0)", _CSV_FIX)
+        rec: dict = {"bus_id": bus}
+        state = cell("fabric.state")
+        if not _csv_absent(state):
+            if state.lower() not in _STATES:
+                raise perr(source, no, f"unknown fabric.state {state!r} (Not Supported, Not Started, In Progress, "
+                                       f"Completed)", _CSV_FIX)
+            rec["state"] = _STATES[state.lower()]
+        status = cell("fabric.status")
+        if not _csv_absent(status):
+            rec["status"] = _STATUS.get(status.lower(), 999)
+        clique = cell("fabric.cliqueid")
+        if not _csv_absent(clique):
+            if not re.fullmatch(r"[0-9]{1,10}", clique) or int(clique) > 0xFFFFFFFF:
+                raise perr(source, no, f"fabric.cliqueId {clique!r} is not an unsigned 32-bit number", _CSV_FIX)
+            rec["clique_id"] = int(clique)
+        uuid = cell("fabric.clusteruuid").lower()
+        if not _csv_absent(uuid):
+            if not _UUID_RE.fullmatch(uuid):
+                raise perr(source, no, f"fabric.clusterUuid {uuid!r} is not a UUID "
+                                       f"(like 6c1a52e4-93b0-4d7e-a1f5-2b08c49e7d31)", _CSV_FIX)
+            rec["cluster_uuid"] = uuid
+        out.append(SmiFabric(**rec))
     return tuple(out)

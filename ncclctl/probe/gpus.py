@@ -73,6 +73,19 @@ class GpuReader(Reader):
                 )
             found.append(self._gpu(raw, index, bdf, dev, pci, switch_bdfs, where))
         found.sort(key=lambda g: g.index)
+        gaps = {raw.get("index") for raw in doc.get("devices", [])
+                if isinstance(raw, dict) and "error" not in raw and _fabric_gap(raw.get("fabric"))}
+        if any(g.fabric_state is None and g.index in gaps for g in found):
+            # NVML gave no fabric info (an NVML without nvmlDeviceGetGpuFabricInfo, or a recording made before it):
+            # a recorded or live `nvidia-smi --query-gpu=...fabric...` fills what NVML left empty
+            from ncclctl.parsers.smi_query import FABRIC_CSV_FIELDS, parse_nvidia_smi_fabric_csv  # noqa: PLC0415
+
+            csv = self.optional_command(
+                ("nvidia-smi", "--query-gpu=" + ",".join(FABRIC_CSV_FIELDS), "--format=csv"),
+                parse_nvidia_smi_fabric_csv)
+            if csv:  # only the GPUs NVML said nothing about: never a mix of NVML and nvidia-smi on one GPU
+                filled = {g.index: g for g in _with_smi_fabric(tuple(g for g in found if g.index in gaps), csv)}
+                return tuple(filled.get(g.index, g) for g in found), nvswitches
         return tuple(found), nvswitches
 
     def _nvml_path(self) -> str:
@@ -190,25 +203,17 @@ class GpuReader(Reader):
         from ncclctl.parsers.smi_query import parse_nvidia_smi_q_fabric  # noqa: PLC0415
 
         found = self.command(("nvidia-smi", "-q"), parse_nvidia_smi_q_fabric)
-        if not found:
+        if found:
+            gpus = _with_smi_fabric(gpus, found)
+        if all(g.fabric_state is not None and g.fabric_status is not None and g.fabric_clique_id is not None
+               and g.fabric_cluster_uuid is not None for g in gpus):
             return gpus
-        by_bdf = {}
-        for f in found:
-            try:
-                by_bdf[V.normalize_bdf(f.bus_id)] = f
-            except ValueError:
-                continue
-        out = []
-        for g in gpus:
-            rec = by_bdf.get(g.bdf)
-            if rec is None:
-                out.append(g)
-                continue
-            out.append(replace(g, fabric_state=rec.state, fabric_status=rec.status,
-                               fabric_cluster_uuid=rec.cluster_uuid, fabric_clique_id=rec.clique_id,
-                               fabric_health_mask=rec.health_mask, fabric_health_summary=rec.health_summary,
-                               fabric_source="nvidia-smi"))
-        return tuple(out)
+        # Still a gap: the query CSV (recorded, or run live) fills the fields nothing else gave.
+        from ncclctl.parsers.smi_query import FABRIC_CSV_FIELDS, parse_nvidia_smi_fabric_csv  # noqa: PLC0415
+
+        csv = self.optional_command(("nvidia-smi", "--query-gpu=" + ",".join(FABRIC_CSV_FIELDS), "--format=csv"),
+                                    parse_nvidia_smi_fabric_csv)
+        return _with_smi_fabric(gpus, csv) if csv else gpus
 
     def _fabric_info(self, raw: Any, index: int) -> dict[str, Any]:
         """The recorded ``fabric`` entry of one GPU, checked: integers where NVML returns integers, the cluster UUID
@@ -254,3 +259,33 @@ class GpuReader(Reader):
 
 def _int_or_none(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _with_smi_fabric(gpus: tuple[Gpu, ...], found: Any) -> tuple[Gpu, ...]:
+    """``gpus`` with the nvidia-smi fabric records (matched by bus id) filling the fabric fields still None; a GPU
+    that gained a field is marked ``fabric_source`` ``nvidia-smi``."""
+    from dataclasses import replace  # noqa: PLC0415
+
+    by_bdf = {}
+    for f in found:
+        try:
+            by_bdf[V.normalize_bdf(f.bus_id)] = f
+        except ValueError:
+            continue
+    pairs = (("fabric_state", "state"), ("fabric_status", "status"), ("fabric_cluster_uuid", "cluster_uuid"),
+             ("fabric_clique_id", "clique_id"), ("fabric_health_mask", "health_mask"),
+             ("fabric_health_summary", "health_summary"))
+    out = []
+    for g in gpus:
+        rec = by_bdf.get(g.bdf)
+        changes = {} if rec is None else {
+            mine: getattr(rec, theirs) for mine, theirs in pairs
+            if getattr(g, mine) is None and getattr(rec, theirs) is not None}
+        out.append(replace(g, **changes, fabric_source="nvidia-smi") if changes else g)
+    return tuple(out)
+
+
+def _fabric_gap(raw: Any) -> bool:
+    """NVML said nothing about this GPU's fabric: no ``fabric`` entry, or an error other than NotSupported (a GPU
+    outside any NVLink fabric answers NotSupported; asking nvidia-smi then would only add a command)."""
+    return raw is None or (is_error(raw) and str(raw.get("error")) != "NotSupported")

@@ -596,6 +596,9 @@ def _build() -> dict[str, Target]:
                 lambda: _files("outputs/p2p-*.txt"), need_line=True),
         _target("ibstatus", _parser(P + "ibstatus", "parse_ibstatus"),
                 lambda: _files("outputs/ibstatus-*.txt"), need_line=True),
+        _target("nvidia_smi_fabric_csv", _parser(P + "smi_query", "parse_nvidia_smi_fabric_csv"),
+                lambda: [b"".join(ln for ln in d.splitlines(True) if b"@" not in ln)  # the output, its prompt cut
+                         for d in _files("outputs/fabric-csv-*.txt")], need_line=True),
         _target("nvlink_status", _parser(P + "nvlink", "parse_nvlink_status"),
                 lambda: _files("outputs/nvlink-*.txt"), need_line=True),
         _target("lspci", _parser(P + "lspci", "parse_lspci"),
