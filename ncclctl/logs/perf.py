@@ -128,7 +128,7 @@ class Test:
     nthreads: int | None = None
     ngpus: int | None = None
     devices: list[dict[str, Any]] = field(default_factory=list)
-    rows: list[Row] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)  # all, up to TABLE_MAX; past it the first (acc.kept(): all kept)
     oob: int | None = None
     oob_failed: bool = False
     avg_busbw: float | None = None
@@ -835,6 +835,8 @@ class Result:
 
 def evaluate(tests: list[Test], *, hardware: dict[str, Hardware] | None, nodes: int | None,
              min_bytes: int) -> list[Result]:
+    """Each test's figures against its expectation. A huge table (:data:`TABLE_MAX`) gives the figures folded in
+    while reading when read with the same ``min_bytes`` (as ``perf check`` does), else those of its rows kept."""
     out = []
     for t in tests:
         name = name_test(t)
