@@ -107,3 +107,18 @@ def test_folded_figures_equal_those_of_the_whole_table(tmp_path: Path, monkeypat
     monkeypatch.setattr(perf, "TABLE_HEAD", 2)
     monkeypatch.setattr(perf, "RATIOS_MAX", 3)
     assert outcome() == whole
+
+
+def test_a_huge_json_document_keeps_a_bounded_table(tmp_path: Path) -> None:
+    """nccl-tests -J output: the document is read whole (up to 256 MiB), its results folded the same way."""
+    doc = json.loads((PERF / "all_reduce-h100-1node.json").read_text())
+    one = doc["results"][0]
+    n = 3 * perf.TABLE_MAX
+    doc["results"] = [dict(one, size=8 * (i + 1), count=2 * (i + 1)) for i in range(n)]
+    f = tmp_path / "rows.json"
+    f.write_text(json.dumps(doc))
+    p = run("perf", "check", str(f), "-f", "json")
+    assert "Traceback" not in p.stderr, p.stderr[-2000:]
+    res = json.loads(p.stdout)["results"][0]
+    assert res["json"] and res["rows"] == n and len(res["table"]) == perf.TABLE_MAX
+    assert res["table_omitted"] == n - perf.TABLE_MAX and res["table"][-1]["size"] == 8 * n
