@@ -55,7 +55,7 @@ def perf_check(
             options["PERF001"]["warn_efficiency"] = max(min_efficiency, options["PERF001"]["warn_efficiency"])
         if "-" in results and len(results) > 1:
             raise usage("stdin (-) can only be the one input")
-        tests, notes = perf.read_results(results)
+        tests, notes = perf.read_results(results, min_bytes=int(options["PERF001"]["min_bytes"]))
         hardware: dict[str, perf.Hardware] = {}
         if root is not None or model is not None:
             from ncclctl.cli.common import load_node

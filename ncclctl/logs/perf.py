@@ -128,7 +128,7 @@ class Test:
     nthreads: int | None = None
     ngpus: int | None = None
     devices: list[dict[str, Any]] = field(default_factory=list)
-    rows: list[Row] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)  # all, up to TABLE_MAX; past it the first (acc.kept(): all kept)
     oob: int | None = None
     oob_failed: bool = False
     avg_busbw: float | None = None
@@ -140,6 +140,17 @@ class Test:
     header_ev: Ev | None = None
     columns: list[str] = field(default_factory=list)
     json: bool = False
+    acc: "_Table | None" = field(default=None, repr=False, compare=False)
+
+    def add(self, row: Row, line: str = "") -> None:
+        """One more result row: counted and folded into what the rules use; kept in ``rows`` while the table is
+        small (:data:`TABLE_MAX`), else only the first and the largest (:class:`_Table`)."""
+        _table(self).add(self, row, line)
+
+    @property
+    def nrows(self) -> int:
+        """Result rows read (``rows`` holds them all, or :data:`TABLE_MAX` of them)."""
+        return _table(self).n
 
     @property
     def nranks(self) -> int | None:
@@ -158,6 +169,136 @@ class Test:
     @property
     def gpu_names(self) -> list[str]:
         return sorted({d["name"] for d in self.devices if d.get("name")})
+
+
+#: Result rows kept per test. A nccl-tests table has tens of rows (one per size; thousands with a fine ``-i``
+#: step); beyond this, the rows kept are the first :data:`TABLE_HEAD` and the :data:`TABLE_MAX` - TABLE_HEAD with
+#: the largest sizes (the earlier row first among equal sizes), in the file's order, and the rest is only counted
+#: and folded into the figures the rules use (docs/perf.md, "Huge tables").
+TABLE_MAX = 4096
+TABLE_HEAD = 2048
+
+#: Bus/algorithm bandwidth ratios kept exactly (two per row) for inferring the collective; beyond this, counted in
+#: buckets of 1e-4 (:func:`name_test`).
+RATIOS_MAX = 2 * TABLE_MAX
+
+
+class _Table:
+    """What a test's rows add up to, in bounded memory: the count, the first row with wrong results and their
+    count, the largest size, the largest size with a bus bandwidth, the best bus bandwidth from ``min_bytes`` up,
+    the busbw/algbw ratios (exact up to :data:`RATIOS_MAX`, then bucketed), and the rows kept (:data:`TABLE_MAX`).
+    Only the first wrong row and the largest row with a bus bandwidth keep their line (a finding quotes them)."""
+
+    __slots__ = ("n", "first_wrong", "wrong", "top", "top_bw", "min_bytes", "measured", "ratios", "buckets",
+                 "heap")
+
+    def __init__(self, min_bytes: int | None = None) -> None:
+        self.n = 0
+        self.first_wrong: Row | None = None
+        self.wrong = 0
+        self.top: Row | None = None
+        self.top_bw: Row | None = None
+        self.min_bytes = min_bytes
+        self.measured: float | None = None
+        self.ratios: list[float] = []
+        self.buckets: dict[int, int] | None = None
+        self.heap: list[tuple[int, int, Row]] | None = None  # (size, -line, row): the largest rows past the head
+
+    @property
+    def truncated(self) -> bool:
+        return self.heap is not None
+
+    def add(self, t: "Test", row: Row, line: str) -> None:
+        self.n += 1
+        if any(s is not None and s.wrong for s in (row.oop, row.ip)):
+            self.wrong += 1
+            if self.first_wrong is None:
+                row.text = line[:400]
+                self.first_wrong = row
+        if self.top is None or row.size > self.top.size:
+            self.top = row
+        bw = row.best_busbw()
+        if bw is not None:
+            if self.top_bw is None or row.size > self.top_bw.size:
+                row.text = line[:400]
+                if self.top_bw is not None and self.top_bw is not self.first_wrong:
+                    self.top_bw.text = ""
+                self.top_bw = row
+            if self.min_bytes is not None and row.size >= self.min_bytes and (self.measured is None
+                                                                             or bw > self.measured):
+                self.measured = bw
+        for s in (row.oop, row.ip):
+            if s is not None and s.algbw and s.busbw is not None and s.algbw > 0.05:
+                self._ratio(s.busbw / s.algbw)
+        self._keep(t, row)
+
+    def _ratio(self, r: float) -> None:
+        if self.buckets is None:
+            self.ratios.append(r)
+            if len(self.ratios) <= RATIOS_MAX:
+                return
+            self.buckets = {}
+            for x in self.ratios:
+                self._bucket(x)
+            self.ratios = []
+            return
+        self._bucket(r)
+
+    def _bucket(self, r: float) -> None:
+        k = -1 if r < 0 else 40_001 if r > 4 else round(r * 1e4)  # beyond 0-4 no collective's factor is near
+        assert self.buckets is not None
+        self.buckets[k] = self.buckets.get(k, 0) + 1
+
+    def median_ratio(self) -> float | None:
+        if self.buckets is None:
+            return sorted(self.ratios)[len(self.ratios) // 2] if self.ratios else None
+        total, at = sum(self.buckets.values()), 0
+        for k in sorted(self.buckets):
+            at += self.buckets[k]
+            if at > total // 2:
+                return k / 1e4
+        return None
+
+    def _keep(self, t: "Test", row: Row) -> None:
+        import heapq
+
+        if self.heap is None:
+            t.rows.append(row)
+            if len(t.rows) <= TABLE_MAX:
+                return
+            rest = t.rows[TABLE_HEAD:]
+            del t.rows[TABLE_HEAD:]
+            self.heap = []
+            for r in rest:
+                self._top(r, heapq)
+            return
+        self._top(row, heapq)
+
+    def _top(self, row: Row, heapq) -> None:
+        assert self.heap is not None
+        item = (row.size, -row.line, row)
+        if len(self.heap) < TABLE_MAX - TABLE_HEAD:
+            heapq.heappush(self.heap, item)
+        elif item[:2] > self.heap[0][:2]:
+            heapq.heapreplace(self.heap, item)
+
+    def kept(self, t: "Test") -> list[Row]:
+        """The rows kept, in the file's order."""
+        if self.heap is None:
+            return t.rows
+        return t.rows + [r for _s, _l, r in sorted(self.heap, key=lambda x: x[2].line)]
+
+
+def _table(t: "Test") -> _Table:
+    """The test's :class:`_Table`; built from ``rows`` for a test made without :meth:`Test.add`."""
+    acc = t.acc
+    if acc is None or (not acc.truncated and acc.n != len(t.rows)):
+        acc = _Table()
+        rows, t.rows = list(t.rows), []
+        t.acc = acc
+        for r in rows:
+            acc.add(t, r, r.text)
+    return acc
 
 
 _RANK = re.compile(r"^#?\s*Rank\s+(\d{1,9})(?:\s+Group\s+(\d{1,9}))?\s+Pid\s+(\d{1,9})\s+on\s+(\S+)\s+device\s+(\d{1,9})\s+\[([^\]]*)\]"
@@ -232,14 +373,13 @@ def _check_avg(value: float | None, source: str, line: int | None, column: int |
                          fix="give the unmodified output of the nccl-tests run (rerun the test if the file is damaged)")
 
 
-def parse_results(lines_iter, source: str) -> list[Test]:
+def parse_results(lines_iter, source: str, *, min_bytes: int | None = None) -> list[Test]:
     """Every nccl-tests result in a text stream (batches of lines, as :func:`ncclctl.inputs.iter_lines` gives)."""
     tests: list[Test] = []
     cur: Test | None = None
     pending_name: tuple[str, str] | None = None
     pending_version: str | None = None
     lineno = 0
-    cited: dict[int, list[Row | None]] = {}  # id(test) -> [its first wrong row, its largest row] (see _cite)
     for batch in lines_iter:
         for raw in batch:
             lineno += 1
@@ -262,7 +402,8 @@ def parse_results(lines_iter, source: str) -> list[Test]:
             m = _NTHREAD.search(body)
             if m and "minBytes" in body:
                 cur = Test(source=source, line=lineno, nthreads=int(m.group(1)), ngpus=int(m.group(2)),
-                           header_ev=Ev(source, lineno, line[:400]), tests_version=pending_version)
+                           header_ev=Ev(source, lineno, line[:400]), tests_version=pending_version,
+                           acc=_Table(min_bytes))
                 if pending_name:
                     cur.name, cur.named_by = pending_name
                 pending_name = None
@@ -271,18 +412,19 @@ def parse_results(lines_iter, source: str) -> list[Test]:
             pm = _PERFNAME.search(line)
             if pm and not line.lstrip().startswith(("#", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9")):
                 pending_name = (pm.group(1), "the command line")
-                if cur is not None and not cur.rows and cur.name is None:
+                if cur is not None and not cur.nrows and cur.name is None:
                     cur.name, cur.named_by = pending_name
                 continue
             if cur is None:
                 if _RANK.match(body) or body.split()[:2] == ["size", "count"]:
                     cur = Test(source=source, line=lineno, header_ev=Ev(source, lineno, line[:400]),
-                               tests_version=pending_version)
+                               tests_version=pending_version, acc=_Table(min_bytes))
                     if pending_name:
                         cur.name, cur.named_by = pending_name
                     tests.append(cur)
                 elif _is_row(body):
-                    cur = Test(source=source, line=lineno, header_ev=Ev(source, lineno, line[:400]))
+                    cur = Test(source=source, line=lineno, header_ev=Ev(source, lineno, line[:400]),
+                               acc=_Table(min_bytes))
                     tests.append(cur)
                 else:
                     if "Test NCCL failure" in line or "Test CUDA failure" in line:
@@ -290,7 +432,7 @@ def parse_results(lines_iter, source: str) -> list[Test]:
                     continue
             m = _RANK.match(body)
             if m:
-                if not cur.rows:
+                if not cur.nrows:
                     cur.devices.append({"rank": int(m.group(1)), "group": int(m.group(2) or 0), "pid": int(m.group(3)),
                                         "host": m.group(4), "device": int(m.group(5)), "bus": m.group(6),
                                         "name": m.group(7)})
@@ -314,27 +456,11 @@ def parse_results(lines_iter, source: str) -> list[Test]:
                 if cur.footer:  # a table after a footer without a new header: a second test (duplicated output)
                     nxt = Test(source=source, line=lineno, name=cur.name, named_by=cur.named_by,
                                columns=cur.columns, devices=list(cur.devices), nthreads=cur.nthreads, ngpus=cur.ngpus,
-                               header_ev=Ev(source, lineno, line[:400]))
+                               header_ev=Ev(source, lineno, line[:400]), acc=_Table(min_bytes))
                     tests.append(nxt)
                     cur = nxt
-                _cite(cited, cur, row, line)
-                cur.rows.append(row)
+                cur.add(row, line)
     return tests
-
-
-def _cite(cited: dict[int, list[Row | None]], test: Test, row: Row, line: str) -> None:
-    """Keep the line of ``row`` only where a finding may quote it: the first row with wrong results, and the
-    largest size with a bus bandwidth so far (:func:`evaluate`'s ``largest``). A table of millions of rows then
-    holds two lines, not one per row."""
-    first_wrong, top = cited.setdefault(id(test), [None, None])
-    if first_wrong is None and any(s is not None and s.wrong for s in (row.oop, row.ip)):
-        row.text = line[:400]
-        cited[id(test)][0] = row
-    if row.best_busbw() is not None and (top is None or row.size > top.size):
-        row.text = line[:400]
-        if top is not None and top is not cited[id(test)][0]:
-            top.text = ""
-        cited[id(test)][1] = row
 
 
 def _footer(cur: Test, body: str, ev: Ev) -> bool:
@@ -414,7 +540,7 @@ def _wrong(tok: str, columns: list[str]) -> float | None:
     return v
 
 
-def parse_json(text: str, source: str) -> list[Test]:
+def parse_json(text: str, source: str, *, min_bytes: int | None = None) -> list[Test]:
     """nccl-tests' ``-J`` output (JSON format version 3)."""
     from ncclctl.errors import InputError
 
@@ -426,7 +552,7 @@ def parse_json(text: str, source: str) -> list[Test]:
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise InputError("not nccl-tests JSON output (no 'results' list)", path=source,
                          fix="give the file written by 'all_reduce_perf -J FILE.json', or its text output")
-    t = Test(source=source, line=1, json=True)
+    t = Test(source=source, line=1, json=True, acc=_Table(min_bytes))
     args = doc.get("args")
     if isinstance(args, list) and args and isinstance(args[0], str):
         m = _PERFNAME.search(args[0])
@@ -459,7 +585,7 @@ def parse_json(text: str, source: str) -> list[Test]:
         if _implausible(row.oop) or _implausible(row.ip) or not (0 <= row.size < MAX_COUNT and 0 <= row.count < MAX_COUNT):
             line, column = _json_position(text, i)
             _check_row(row, source, line, column, where=f"results[{i}] ")
-        t.rows.append(row)
+        t.add(row)
     oob = doc.get("out_of_bounds")
     if isinstance(oob, dict) and isinstance(oob.get("count"), int):
         t.oob = oob["count"]
@@ -538,11 +664,9 @@ def name_test(t: Test) -> str | None:
     if t.name:
         return t.name
     n = t.nranks
-    ratios = [s.busbw / s.algbw for r in t.rows for s in (r.oop, r.ip)
-              if s is not None and s.algbw and s.busbw is not None and s.algbw > 0.05]
-    if not ratios or not n or n < 2:
+    ratio = _table(t).median_ratio()
+    if ratio is None or not n or n < 2:
         return None
-    ratio = sorted(ratios)[len(ratios) // 2]
     redop = t.rows[0].redop if t.rows else ""
     root = t.rows[0].root if t.rows else None
     rooted = root is not None and root >= 0
@@ -692,9 +816,9 @@ class Result:
 
     def doc(self) -> dict[str, Any]:
         t = self.test
-        return {"source": t.source, "line": t.line, "test": self.name, "named_by": t.named_by or None,
+        doc: dict[str, Any] = {"source": t.source, "line": t.line, "test": self.name, "named_by": t.named_by or None,
                 "nccl_tests_version": t.tests_version, "ranks": t.nranks, "hosts": t.hosts, "nodes": self.nodes,
-                "gpus": t.gpu_names, "rows": len(t.rows), "json": t.json,
+                "gpus": t.gpu_names, "rows": t.nrows, "json": t.json,
                 "largest_size": self.largest.size if self.largest else None,
                 "busbw_large": self.measured, "avg_busbw": t.avg_busbw,
                 "expected_busbw": self.expectation.busbw, "expected_why": self.expectation.why,
@@ -703,11 +827,16 @@ class Result:
                 "out_of_bounds": t.oob, "complete": t.footer and not t.errors,
                 "table": [{"size": r.size, "count": r.count, "type": r.dtype, "redop": r.redop, "root": r.root,
                            "out_of_place": r.oop.doc() if r.oop else None,
-                           "in_place": r.ip.doc() if r.ip else None} for r in t.rows]}
+                           "in_place": r.ip.doc() if r.ip else None} for r in _table(t).kept(t)]}
+        if _table(t).truncated:  # a huge table: the rows kept, and how many are only counted
+            doc["table_omitted"] = t.nrows - len(doc["table"])
+        return doc
 
 
 def evaluate(tests: list[Test], *, hardware: dict[str, Hardware] | None, nodes: int | None,
              min_bytes: int) -> list[Result]:
+    """Each test's figures against its expectation. A huge table (:data:`TABLE_MAX`) gives the figures folded in
+    while reading when read with the same ``min_bytes`` (as ``perf check`` does), else those of its rows kept."""
     out = []
     for t in tests:
         name = name_test(t)
@@ -717,12 +846,17 @@ def evaluate(tests: list[Test], *, hardware: dict[str, Hardware] | None, nodes: 
             hw = next((hardware[h] for h in t.hosts if h in hardware), None) or hardware.get("*")
         if hw is None:
             hw = hardware_from_names(t)
-        big = [r for r in t.rows if r.size >= min_bytes and r.best_busbw() is not None]
+        acc = _table(t)
         largest: Row | None = None
         measured = None
-        if big:  # only large messages say what the links give (small ones measure latency)
-            largest = max(big, key=lambda r: r.size)
-            measured = max(r.best_busbw() or 0.0 for r in big)
+        if acc.truncated and acc.min_bytes == min_bytes:  # a huge table: the figures folded in while reading
+            if acc.top_bw is not None and acc.top_bw.size >= min_bytes:
+                largest, measured = acc.top_bw, acc.measured
+        else:
+            big = [r for r in acc.kept(t) if r.size >= min_bytes and r.best_busbw() is not None]
+            if big:  # only large messages say what the links give (small ones measure latency)
+                largest = max(big, key=lambda r: r.size)
+                measured = max(r.best_busbw() or 0.0 for r in big)
         exp = expect(name, hw, nodes=n_nodes, ranks=t.nranks)
         eff = measured / exp.busbw if measured is not None and exp.busbw else None
         out.append(Result(t, name, n_nodes, largest, measured, exp, eff, hw))
@@ -762,12 +896,13 @@ def check(results: list[Result], *, options: dict[str, dict[str, Any]],
         label = f"{res.name or 'nccl-tests'} ({t.nranks or '?'} ranks" + (
             f" on {res.nodes} node{'s' if res.nodes != 1 else ''})" if res.nodes else ")")
         ev = t.header_ev or (Ev(t.source, t.line, "") if t.source else None)
-        wrong = [r for r in t.rows if any(s is not None and s.wrong for s in (r.oop, r.ip))]
-        if wrong or t.oob_failed:
-            rev = Ev(t.source, wrong[0].line, wrong[0].text) if wrong else t.avg_ev
-            add("PERF002", f"{label}: {len(wrong)} size{'s' if len(wrong) != 1 else ''} with wrong results"
-                + (f" (from {_size(wrong[0].size)})" if wrong else "") + (f"; out of bounds values {t.oob}"
-                                                                         if t.oob else ""), rev or ev)
+        acc = _table(t)
+        first, nwrong = acc.first_wrong, acc.wrong
+        if first is not None or t.oob_failed:
+            rev = Ev(t.source, first.line, first.text) if first is not None else t.avg_ev
+            add("PERF002", f"{label}: {nwrong} size{'s' if nwrong != 1 else ''} with wrong results"
+                + (f" (from {_size(first.size)})" if first is not None else "") + (f"; out of bounds values {t.oob}"
+                                                                                  if t.oob else ""), rev or ev)
         if t.avg_failed:
             add("PERF004", f"{label}: average bus bandwidth {t.avg_busbw} GB/s FAILED the test's own threshold",
                 t.avg_ev or ev)
@@ -793,8 +928,9 @@ def check(results: list[Result], *, options: dict[str, dict[str, Any]],
     return findings
 
 
-def read_results(paths: list[str], *, stdin=None) -> tuple[list[Test], list[str]]:
-    """Every nccl-tests result in the inputs (text or JSON), and notes."""
+def read_results(paths: list[str], *, stdin=None, min_bytes: int | None = None) -> tuple[list[Test], list[str]]:
+    """Every nccl-tests result in the inputs (text or JSON), and notes. ``min_bytes`` (PERF001's): the size from
+    which a huge table's best bus bandwidth is folded in while reading (:func:`evaluate` with the same value)."""
     from ncclctl.inputs import LineStream, iter_lines
     from ncclctl.logs.parse import expand_inputs
 
@@ -815,12 +951,12 @@ def read_results(paths: list[str], *, stdin=None) -> tuple[list[Test], list[str]
                 from ncclctl.errors import InputError
 
                 raise InputError("nccl-tests JSON output over 256 MiB", path=name, fix="give the text output instead")
-            tests += parse_json(text, name)
+            tests += parse_json(text, name, min_bytes=min_bytes)
         else:
             def chain(first=first, batches=batches):
                 yield first
                 yield from batches
-            found = parse_results(chain(), name)
+            found = parse_results(chain(), name, min_bytes=min_bytes)
             tests += found
             if not found:
                 notes.append(f"{name}: no nccl-tests result table")
@@ -842,10 +978,11 @@ def text(results: list[Result]) -> str:
         out.append(f"{head} ({'; '.join(bits)}): {t.source}:{t.line}")
         if r.largest is not None and r.measured is not None:
             out.append(f"  busbw at large sizes: {r.measured:g} GB/s (largest size {_size(r.largest.size)}, "
-                       f"{len(t.rows)} rows)" + (f"; avg busbw {t.avg_busbw:g}" if t.avg_busbw is not None else ""))
-        elif t.rows:
-            top = max(t.rows, key=lambda x: x.size)
-            out.append(f"  {len(t.rows)} rows up to {_size(top.size)}: no large message to judge the bandwidth by")
+                       f"{t.nrows} rows)" + (f"; avg busbw {t.avg_busbw:g}" if t.avg_busbw is not None else ""))
+        elif t.nrows:
+            top = _table(t).top
+            assert top is not None
+            out.append(f"  {t.nrows} rows up to {_size(top.size)}: no large message to judge the bandwidth by")
         else:
             out.append("  no result rows")
         if r.expectation.busbw is not None:

@@ -1,0 +1,124 @@
+"""``perf check`` of huge nccl-tests tables in bounded memory (issue 29, item 7: 3 M rows ran out of time at 2.9 GB).
+
+A table of more than ``TABLE_MAX`` rows keeps its first ``TABLE_HEAD`` rows and the rest of ``TABLE_MAX`` with the
+largest sizes; every other row is counted and folded into the figures the rules use while reading. The bound is
+asserted by counting the rows kept and by tracemalloc, not by time (growth at three sizes: bench/RESULTS.md).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "bench"))
+from growth import perf_rows  # noqa: E402
+
+from ncclctl.logs import perf  # noqa: E402
+
+PERF = REPO / "fixtures" / "logs" / "perf"
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.pop("NCCLCTL_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "ncclctl", *args], capture_output=True, text=True, timeout=300,
+                          env=env, cwd=REPO)
+
+
+def test_perf_check_of_a_huge_table_through_the_cli_keeps_a_bounded_table(tmp_path: Path) -> None:
+    n = 3 * perf.TABLE_MAX
+    f = tmp_path / "rows.txt"
+    perf_rows(f, n, wrong_at=n - 1000)
+    p = run("perf", "check", str(f), "-f", "json")
+    assert "Traceback" not in p.stderr, p.stderr[-2000:]
+    res = json.loads(p.stdout)["results"][0]
+    assert res["rows"] == n  # every row counted
+    table = res["table"]
+    assert len(table) == perf.TABLE_MAX and res["table_omitted"] == n - perf.TABLE_MAX
+    sizes = [r["size"] for r in table]
+    head = perf.TABLE_HEAD
+    assert sizes[:head] == [8 * (i + 1) for i in range(head)]  # the first rows
+    assert sizes[head:] == [8 * (i + 1) for i in range(n - (perf.TABLE_MAX - head), n)]  # the largest, in order
+    wrong = [x for x in json.loads(p.stdout)["findings"] if x["rule"] == "PERF002"]
+    assert len(wrong) == 1 and "1 size with wrong results" in wrong[0]["message"], wrong
+    assert any(str(8 * (n - 999)) in e for e in wrong[0]["evidence"]), wrong  # the wrong row's own line
+    t = run("perf", "check", str(f))
+    assert f"{n} rows up to {perf._size(8 * n)}" in t.stdout, t.stdout[:1000]
+
+
+def test_a_table_at_the_bound_is_listed_whole(tmp_path: Path) -> None:
+    f = tmp_path / "rows.txt"
+    perf_rows(f, perf.TABLE_MAX, wrong_at=7)
+    res = json.loads(run("perf", "check", str(f), "-f", "json").stdout)["results"][0]
+    assert res["rows"] == len(res["table"]) == perf.TABLE_MAX and "table_omitted" not in res
+
+
+def _read_held(path: Path) -> tuple[int, list[perf.Test]]:
+    gc.collect()
+    tracemalloc.start()
+    try:
+        tests, _ = perf.read_results([str(path)], min_bytes=64 << 20)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    return held, tests
+
+
+def test_memory_held_does_not_grow_with_the_rows(tmp_path: Path) -> None:
+    """Twice the rows, the same memory held (the rows kept are bounded, the rest folded in)."""
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    perf_rows(a, 2 * perf.TABLE_MAX)
+    perf_rows(b, 4 * perf.TABLE_MAX)
+    held_a, ta = _read_held(a)
+    held_b, tb = _read_held(b)
+    assert ta[0].nrows == 2 * perf.TABLE_MAX and tb[0].nrows == 4 * perf.TABLE_MAX
+    assert len(ta[0].acc.kept(ta[0])) == len(tb[0].acc.kept(tb[0])) == perf.TABLE_MAX
+    assert held_b < 8 << 20, held_b
+    assert held_b - held_a < 256 << 10, (held_a, held_b)  # not ~700 B x 8,192 more rows
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in PERF.iterdir() if p.suffix in (".txt", ".json")) + ["gen"])
+def test_folded_figures_equal_those_of_the_whole_table(tmp_path: Path, monkeypatch, name: str) -> None:
+    """With tiny bounds every table is huge: the findings, the figures and the collective inferred are those of
+    the whole table (the ratios' median in buckets of 1e-4 lands on the same collective)."""
+    path = PERF / name if name != "gen" else tmp_path / "rows.txt"
+    if name == "gen":
+        perf_rows(path, 3000, wrong_at=1500)
+
+    def outcome() -> tuple[list, list, str]:
+        tests, _ = perf.read_results([str(path)], min_bytes=1 << 20)
+        res = perf.evaluate(tests, hardware=None, nodes=None, min_bytes=1 << 20)
+        docs = [{k: v for k, v in r.doc().items() if k not in ("table", "table_omitted")} for r in res]
+        found = [(f.rule, f.severity, f.message, f.line, f.evidence) for f in perf.check(res, options={})]
+        return docs, found, perf.text(res)
+
+    whole = outcome()
+    monkeypatch.setattr(perf, "TABLE_MAX", 6)
+    monkeypatch.setattr(perf, "TABLE_HEAD", 2)
+    monkeypatch.setattr(perf, "RATIOS_MAX", 3)
+    assert outcome() == whole
+
+
+def test_a_huge_json_document_keeps_a_bounded_table(tmp_path: Path) -> None:
+    """nccl-tests -J output: the document is read whole (up to 256 MiB), its results folded the same way."""
+    doc = json.loads((PERF / "all_reduce-h100-1node.json").read_text())
+    one = doc["results"][0]
+    n = 3 * perf.TABLE_MAX
+    doc["results"] = [dict(one, size=8 * (i + 1), count=2 * (i + 1)) for i in range(n)]
+    f = tmp_path / "rows.json"
+    f.write_text(json.dumps(doc))
+    p = run("perf", "check", str(f), "-f", "json")
+    assert "Traceback" not in p.stderr, p.stderr[-2000:]
+    res = json.loads(p.stdout)["results"][0]
+    assert res["json"] and res["rows"] == n and len(res["table"]) == perf.TABLE_MAX
+    assert res["table_omitted"] == n - perf.TABLE_MAX and res["table"][-1]["size"] == 8 * n
