@@ -755,16 +755,24 @@ def known_variable(name: str, patterns: Iterable[str] = ()) -> VarInfo | Literal
     return None
 
 
-def _distance(a: str, b: str) -> int:
-    """Levenshtein distance with adjacent transpositions (a typo's edits)."""
+def _distance(a: str, b: str, limit: int | None = None) -> int:
+    """Levenshtein distance with adjacent transpositions (a typo's edits). With ``limit``, any distance above it
+    comes back as ``limit + 1`` as soon as two rows in a row are all above it (no later row can come back under)."""
     prev2: list[int] = []
     prev = list(range(len(b) + 1))
     for i, ca in enumerate(a, 1):
         cur = [i] + [0] * len(b)
         for j, cb in enumerate(b, 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                cur[j] = min(cur[j], prev2[j - 2] + 1)
+            v = prev[j - 1] + (ca != cb)
+            if prev[j] + 1 < v:
+                v = prev[j] + 1
+            if cur[j - 1] + 1 < v:
+                v = cur[j - 1] + 1
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb and prev2[j - 2] + 1 < v:
+                v = prev2[j - 2] + 1
+            cur[j] = v
+        if limit is not None and min(cur) > limit and min(prev) > limit:
+            return limit + 1
         prev2, prev = prev, cur
     return prev[-1]
 
@@ -785,14 +793,15 @@ def suggest_variable(name: str) -> str | None:
     best: tuple[float, str] | None = None
     for cand in current:
         cb = cand[5:]
-        if abs(len(cb) - len(body)) > 4:
+        gap = abs(len(cb) - len(body))
+        if gap > 3:
             continue
-        d = _distance(body, cb)
-        near = d <= (1 if len(cb) <= 4 else 2)
-        prefix = (body.startswith(cb) or cb.startswith(body)) and abs(len(cb) - len(body)) <= 3 and min(
-            len(cb), len(body)) >= 6
-        if not (near or prefix):
-            continue
+        prefix = (body.startswith(cb) or cb.startswith(body)) and min(len(cb), len(body)) >= 6
+        if not prefix:
+            # near: a couple of edits, so never more than two characters longer or shorter
+            limit = 1 if len(cb) <= 4 else 2
+            if gap > limit or _distance(body, cb, limit) > limit:
+                continue
         score = difflib.SequenceMatcher(None, body, cb).ratio()
         if best is None or score > best[0]:
             best = (score, cand)
