@@ -234,10 +234,20 @@ _WRAPPERS = ("sudo", "time", "command", "exec", "doas")
 ELISION_RE = re.compile(r"(?:\.{2,}|…+)")
 
 
+_STAGE_RE = re.compile(r"[|;&]+")
+#: the first word of each tool name, per ``tools`` tuple (a line without any of them invokes none)
+_FIRST_WORDS: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
 def _invokes(cmd: str, tools: tuple[str, ...]) -> bool:
     """Whether the shell command ``cmd`` runs one of ``tools`` (``"ibstat"``, ``"nvidia-smi topo"``): its first
     words (after sudo/time, and ``VAR=x`` assignments), or the first words of a pipeline stage."""
-    for stage in re.split(r"[|;&]+", cmd):
+    firsts = _FIRST_WORDS.get(tools)
+    if firsts is None:
+        firsts = _FIRST_WORDS[tools] = tuple({w for t in tools for w in t.split()[:1]})
+    if not any(first in cmd for first in firsts):
+        return False  # no tool's name anywhere in the line (most output lines): nothing to split
+    for stage in _STAGE_RE.split(cmd):
         words = stage.split()
         while words and (words[0] in _WRAPPERS or ("=" in words[0] and not words[0].startswith("-"))):
             words.pop(0)
@@ -278,11 +288,27 @@ def shell_line(line: str, tools: tuple[str, ...]) -> str | None:
     return None
 
 
+_CANDIDATES: dict[tuple[str, ...], re.Pattern[str]] = {}
+
+
+def _candidate_re(tools: tuple[str, ...]) -> re.Pattern[str]:
+    """What every line :func:`shell_line` answers for has (checked in C, line by line, before the Python): a start
+    that ``_PROMPT_RE``/``_XTRACE_RE`` can match (``(env)``, ``[who] $``, ``who@``, a sign, ``+``), or a tool's
+    first word anywhere (an echoed command)."""
+    pat = _CANDIDATES.get(tools)
+    if pat is None:
+        words = sorted({w for t in tools for w in t.split()[:1]})
+        alts = [r"^\s*(?:\(|\[[^\]\n]{1,120}\][ \t]?[#$%]|[\w.-]{1,64}@|[#$%+])"] + [re.escape(w) for w in words]
+        pat = _CANDIDATES[tools] = re.compile("|".join(alts))
+    return pat
+
+
 def paste_body(lines: list[str], tools: tuple[str, ...]) -> tuple[list[str], int]:
     """The tool's output in pasted text: lines up to the last prompt or echo that runs one of ``tools``, and from
     the next prompt on (another command's output), are blanked; so are bare prompts. Line numbers stay as they
     are. Returns the lines and how many were blanked (0 for a clean capture)."""
-    kinds = [shell_line(ln, tools) if ln else None for ln in lines]
+    maybe = _candidate_re(tools).search
+    kinds = [shell_line(ln, tools) if ln and maybe(ln) else None for ln in lines]
     if not any(kinds):
         return lines, 0
     out = list(lines)
