@@ -19,7 +19,7 @@ _NVLINK_REMOTE = {0: "gpu", 1: "cpu", 2: "nvswitch"}
 #: NVML answers that mean "this GPU or driver has no such feature", not "could not be read".
 _NVML_ABSENT = frozenset({"NotSupported", "FunctionNotFound"})
 #: Per-GPU NVML fields for features many GPUs do not have.
-_NVML_OPTIONAL = frozenset({"c2c", "fabric", "numa_node_id", "mig_mode", "platform"})
+_NVML_OPTIONAL = frozenset({"c2c", "fabric", "numa_node_id", "mig_mode", "platform", "inforom_image_version"})
 
 
 class GpuReader(Reader):
@@ -97,7 +97,7 @@ class GpuReader(Reader):
         optional features: C2C, fabric, NUMA id, MIG, NVLink details)."""
         fields: list[tuple[str, Any]] = [(k, raw.get(k)) for k in (
             "uuid", "name", "serial", "cuda_compute_capability", "persistence_mode", "mig_mode", "c2c", "fabric",
-            "numa_node_id", "platform")]
+            "numa_node_id", "platform", "vbios_version", "inforom_image_version")]
         pcie = raw.get("pcie")
         if isinstance(pcie, dict):
             fields += [(f"pcie {k}", v) for k, v in pcie.items()]
@@ -191,7 +191,18 @@ class GpuReader(Reader):
             fabric_health_summary=fabric.get("health_summary"),
             fabric_source="nvml" if fabric.get("state") is not None else None,
             platform=platform,
+            vbios_version=self._firmware(ok(raw.get("vbios_version")), index, "vbios_version"),
+            inforom_image_version=self._firmware(ok(raw.get("inforom_image_version")), index, "inforom_image_version"),
         )
+
+    def _firmware(self, value: Any, index: int, key: str) -> str | None:
+        """A recorded firmware version string (VBIOS, InfoROM image): printable, short, or an input error naming it."""
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.isprintable() or len(value) > 64:
+            raise InputError(f"GPU {index}: {key} must be a version string, not {str(value)[:80]!r}",
+                             path=self._nvml_path(), fix="see docs/fixture-format.md for the nvml.json layout")
+        return value.strip() or None
 
     def _smi_fabric(self, gpus: tuple[Gpu, ...]) -> tuple[Gpu, ...]:
         """Without NVML: the GPU fabric facts from a recorded (or live) ``nvidia-smi -q`` Fabric section, matched to
@@ -263,7 +274,8 @@ def _int_or_none(v: Any) -> int | None:
 
 def _with_smi_fabric(gpus: tuple[Gpu, ...], found: Any) -> tuple[Gpu, ...]:
     """``gpus`` with the nvidia-smi fabric records (matched by bus id) filling the fabric fields still None; a GPU
-    that gained a field is marked ``fabric_source`` ``nvidia-smi``."""
+    that gained a fabric field is marked ``fabric_source`` ``nvidia-smi``; the VBIOS/InfoROM versions of ``-q`` fill
+    those still None."""
     from dataclasses import replace  # noqa: PLC0415
 
     by_bdf = {}
@@ -281,7 +293,11 @@ def _with_smi_fabric(gpus: tuple[Gpu, ...], found: Any) -> tuple[Gpu, ...]:
         changes = {} if rec is None else {
             mine: getattr(rec, theirs) for mine, theirs in pairs
             if getattr(g, mine) is None and getattr(rec, theirs) is not None}
-        out.append(replace(g, **changes, fabric_source="nvidia-smi") if changes else g)
+        firmware = {} if rec is None else {  # the board's firmware is no fabric fact: fabric_source stays
+            k: getattr(rec, k) for k in ("vbios_version", "inforom_image_version")
+            if getattr(g, k) is None and getattr(rec, k) is not None}
+        g = replace(g, **changes, fabric_source="nvidia-smi") if changes else g
+        out.append(replace(g, **firmware) if firmware else g)
     return tuple(out)
 
 
