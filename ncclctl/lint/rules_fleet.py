@@ -576,8 +576,8 @@ def fleet_nvlink_domain(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
                                 f"{', '.join(foreign[:6])}", severity=W, fix=fix,
                           evidence=tuple(f"{a}: in cluster {owner[a][0]} clique {owner[a][1]}" for a in foreign[:6]))
         yield from _domain_driver_split(name, hosts, driver)
-        for key, label in (("vbios", "VBIOS"), ("inforom", "InfoROM image")):
-            yield from _domain_firmware_split(name, [(h, nv.get(key) or []) for h, nv in members], label)
+        for fw, label in (("vbios", "VBIOS"), ("inforom", "InfoROM image")):
+            yield from _domain_firmware_split(name, [(h, nv.get(fw) or []) for h, nv in members], label)
     for clique, uuids in sorted(cliques.items()):
         if len(uuids) > 1:
             yield Hit(first[clique],
