@@ -13,7 +13,7 @@ domain in the log differs from the one the host's snapshot records; a GPU of a r
 NCCL found without NVLS multicast ("NVLS multicast support is not available on dev N").
 
 LOG031 also reads NCCL's clique line ("MNNVL 1 cliqueId C cliqueSize S cliqueRank R nvlDomainSize D", mnnvl.cc;
-nvlDomainSize from 2.28): D > S without "Cross-clique P2P enabled" means ranks of the communicator share the NVLink
+nvlDomainSize in 2.30.7 and 2.32, not in older releases): D > S without "Cross-clique P2P enabled" means ranks of the communicator share the NVLink
 fabric (cluster UUID) in another clique, reached over the NICs; with a model, a clique id NCCL used that none of the
 host's registered GPUs reports (NCCL_MNNVL_CLIQUE_ID, or a re-registration since the snapshot).
 

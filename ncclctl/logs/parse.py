@@ -89,8 +89,8 @@ _RINGS_DONE = re.compile(r"^Connected all rings(?:, use ring PXN (\d{1,9}) GDR (
 _NVLS = re.compile(r"^NVLS multicast support is (not )?available on dev (\d{1,9})")
 _MNNVL = re.compile(r"^MNNVL busId 0x([0-9a-fA-F]{1,16}) fabric UUID ([0-9a-fA-F]{1,16})\.([0-9a-fA-F]{1,16}) "
                     r"cliqueId 0x([0-9a-fA-F]{1,8}) state (\d{1,3}) healthMask 0x([0-9a-fA-F]{1,8})")
-#: mnnvl.cc: "MNNVL %d cliqueId %x cliqueSize %d cliqueRank %d" (2.22-2.27; init.cc before, with a trailing space),
-#: " nvlDomainSize %d" added in 2.28.
+#: mnnvl.cc: "MNNVL %d cliqueId %x cliqueSize %d cliqueRank %d" (older releases; init.cc before mnnvl.cc existed, with
+#: a trailing space), " nvlDomainSize %d" added later (2.30.7's and 2.32's mnnvl.cc; the first release not checked).
 _MNNVL_CLIQUE = re.compile(r"^MNNVL (\d{1,3}) cliqueId ([0-9a-fA-F]{1,8}) cliqueSize (\d{1,9}) cliqueRank (-?\d{1,9})"
                            r"(?: nvlDomainSize (\d{1,9}))?\s*$")
 _GDR_HCA = re.compile(r"^NET/(\S+) ?: GPU Direct RDMA (Enabled|Disabled) for HCA (\d{1,9}) '([^']*)'(?: \((.*)\))?")

@@ -148,7 +148,7 @@ class Proc:
         #: in canonical form, clique id, fabric state, health mask, the line).
         self.mnnvl: list[tuple[str, str, int, int, int, Ev]] = EMPTY_LIST
         #: NCCL's "MNNVL M cliqueId C cliqueSize S cliqueRank R[ nvlDomainSize D]" lines (mnnvl.cc; nvlDomainSize
-        #: from 2.28): (M, clique id, clique size, clique rank, NVLink domain size or None, the line).
+        #: in 2.30.7 and 2.32, absent in older releases): (M, clique id, clique size, clique rank, NVLink domain size or None, the line).
         self.mnnvl_clique: list[tuple[int, int, int, int, int | None, Ev]] = EMPTY_LIST
         #: "Cross-clique P2P enabled: nvlDomainSize=D cliqueSize=S" (init.cc, 2.30+ with NCCL_MNNVL_CROSS_CLIQUE=1)
         self.cross_clique: Ev | None = None
