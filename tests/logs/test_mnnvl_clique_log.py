@@ -1,5 +1,5 @@
 """NCCL's MNNVL clique line ("MNNVL 1 cliqueId C cliqueSize S cliqueRank R nvlDomainSize D", mnnvl.cc; without
-nvlDomainSize before 2.28) read by the log parser and held by LOG031: ranks of one NVLink fabric in another clique
+nvlDomainSize in older releases) read by the log parser and held by LOG031: ranks of one NVLink fabric in another clique
 (D > S, no "Cross-clique P2P enabled"), and a clique id unlike the host's snapshot (--root / --inventory). Tmp
 copies of the authored healthy GB200 log with the line added after each rank's MNNVL busId line."""
 
@@ -44,7 +44,7 @@ def test_the_line_is_parsed_in_both_forms(tmp_path):
     mnnvl, clique, size, _rank, domain, ev = p.mnnvl_clique[0]
     assert (mnnvl, clique, size, domain) == (1, 0x7FFE, 4, 8) and "cliqueSize 4" in ev.text
     (q, *_) = [p for p in read_logs([_log(tmp_path, old=True)]).procs.values() if p.mnnvl_clique]
-    assert q.mnnvl_clique[0][4] is None  # 2.22-2.27: no nvlDomainSize
+    assert q.mnnvl_clique[0][4] is None  # older releases: no nvlDomainSize
 
 
 def test_one_clique_passes(tmp_path):
