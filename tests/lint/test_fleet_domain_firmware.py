@@ -62,6 +62,11 @@ def test_recorded_nvml_firmware_reaches_the_model(gb):
     assert {(g.vbios_version, g.inforom_image_version) for g in n.gpus} == {(NEW, ROM)}
     doc = json.loads(run_cli("probe", "--root", str(gb), "--format", "json").stdout)
     assert {g["vbios_version"] for g in doc["gpus"]} == {NEW}
+    facts = json.loads(run_cli("facts", "--root", str(gb)).stdout)
+    assert facts["gpu"]["nvlink_domain"]["vbios_versions"] == [NEW]
+    import jsonschema
+
+    jsonschema.validate(facts, json.loads((REPO / "schemas" / "facts.schema.json").read_text()))
     # a snapshot made before the fields existed: no entry, nothing unavailable
     assert all(g.vbios_version is None for g in probe(str(HOSTS / "gb200-nvl72")).gpus)
 
