@@ -237,7 +237,9 @@ class GpuReader(Reader):
         multi-node NVLink fabric (NVL72 compute trays reach the switch trays only), else ``unknown``; no version.
         Matched by GPU UUID where both sides have one, else by index: nvidia-smi numbers GPUs in PCI bus order, as
         the PCI view does (an assumption checked against no GPU here: a UUID that disagrees leaves the GPU alone).
-        ``only``: the GPU indices to fill (the NVML-silent ones); GPUs with NVLinks already are never touched."""
+        ``only``: the GPU indices to fill (the NVML-silent ones); GPUs with NVLinks already are never touched.
+        The layout is that of public pastes from H100 and HGX B300 hosts (``Link N: 53.125 GB/s`` per NVLink5 link);
+        on a GB200 NVL72 compute tray it is an assumption (same GPU generation, no public paste found)."""
         targets = {g.index for g in gpus if not g.nvlinks and (only is None or g.index in only)}
         if not targets:
             return gpus
