@@ -176,6 +176,18 @@ def test_odd_tray_named_with_its_gpu_against_the_majority():
     assert "nvfwupd" in h.fix and NEW in h.fix
 
 
+def test_inforom_split_is_said_the_same_way():
+    nodes = [fw_tray(1, t) for t in range(1, 4)]
+    odd = nodes[2]
+    nodes[2] = dataclasses.replace(odd, gpus=tuple(dataclasses.replace(g, inforom_image_version="G548.0201.00.04")
+                                                   if g.index == 1 else g for g in odd.gpus))
+    (h,) = hits(nodes)
+    assert h.subject == "r1t03"
+    assert f"GPU InfoROM image G548.0201.00.04 on GPU 1 differs from its NVLink domain's majority {ROM} (2 of 3" \
+        in h.message
+    assert h.evidence == (f"InfoROM image {ROM}: r1t[01-03]", "InfoROM image G548.0201.00.04: r1t03")
+
+
 def test_tie_is_one_warning_on_the_domain():
     (h,) = hits([fw_tray(1, 1), fw_tray(1, 2, vbios={0: OLD, 1: OLD, 2: OLD, 3: OLD})])
     assert h.subject == "r1t01"
