@@ -71,6 +71,15 @@ def test_recorded_nvml_firmware_reaches_the_model(gb):
     assert all(g.vbios_version is None for g in probe(str(HOSTS / "gb200-nvl72")).gpus)
 
 
+def test_snapshot_keeps_the_firmware(gb, tmp_path):
+    from ncclctl.probe.snapshot import snapshot
+
+    _set_nvml(gb, lambda d: d.update(vbios_version=NEW, inforom_image_version=ROM))
+    out = tmp_path / "snap"
+    node = snapshot(str(out), root=str(gb)).node
+    assert probe(str(out)) == node and {g.vbios_version for g in node.gpus} == {NEW}
+
+
 def test_nvml_errors_are_reported_per_gpu(gb):
     _set_nvml(gb, lambda d: d.update(vbios_version={"error": "NoPermission"},
                                      inforom_image_version={"error": "NotSupported"}))

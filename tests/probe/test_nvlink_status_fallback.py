@@ -56,6 +56,18 @@ def test_without_nvml_the_recorded_status_gives_the_links(gb):
     assert n.gpus[2].nvlinks[5].active is False and n.gpus[2].nvlinks[5].version is None
 
 
+def test_snapshot_records_the_status_and_probes_identically(gb, tmp_path):
+    from ncclctl.probe.snapshot import snapshot
+
+    _silence_nvml_links(gb)
+    (gb / SLUG).write_text(_status(_uuids(gb), inactive={(3, 17)}))
+    out = tmp_path / "snap"
+    result = snapshot(str(out), root=str(gb))
+    assert (out / SLUG).read_text() == (gb / SLUG).read_text()  # the fallback's output is kept in the snapshot
+    assert probe(str(out)) == result.node == probe(str(gb))
+    assert [len(g.active_nvlinks) for g in result.node.gpus] == [18, 18, 18, 17]
+
+
 def test_without_nvml_or_status_nothing_is_invented(gb):
     (gb / "nvml.json").unlink()
     n = probe(str(gb))
