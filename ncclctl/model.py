@@ -208,6 +208,10 @@ class Gpu:
     #: Where the fabric facts come from: ``nvml``, or ``nvidia-smi`` (a recorded ``nvidia-smi -q`` when NVML is absent).
     fabric_source: str | None = None
     platform: GpuPlatform | None = None
+    #: The board's firmware: VBIOS version (``nvmlDeviceGetVbiosVersion``; nvidia-smi -q "VBIOS Version") and InfoROM
+    #: image version (``nvmlDeviceGetInforomImageVersion``; "Inforom Version" / "Image Version").
+    vbios_version: str | None = None
+    inforom_image_version: str | None = None
 
     @property
     def active_nvlinks(self) -> tuple[NvLink, ...]:

@@ -199,18 +199,20 @@ def fabric_order(
     backup: bool = BACKUP_OPTION,
     follow: bool = FOLLOW_OPTION,
 ) -> None:
-    """A host order for NCCL rings that keeps neighbours under one leaf group; crossings vs lower bound and naive."""
+    """A host order for NCCL rings that keeps neighbours under one leaf group; crossings vs lower bound and naive.
+    With --inventory, the hosts of each multi-node NVLink domain (GB200/GB300 NVL72) stay together."""
     from ncclctl.fabric import order as fo
     from ncclctl.fabric.cost import CostParams, parse_size
 
     size = parse_size(message_size)
     lay = _layout(fabric_file, inventory, rails)
+    nvlink = _nvlink_domains(inventory) if inventory is not None else None
     slots = slots or fo.default_slots(lay)
     params = CostParams(message_bytes=size, hop_latency_us=hop_latency, ranks_per_host=slots,
                         oversubscription=oversubscription)
     # the sorted-name comparison and the cost model only where they are printed (text, json, the -o note)
     o = fo.plan_order(lay, slots=slots, params=params,
-                      compare=fmt.value in ("text", "json") or output is not None)
+                      compare=fmt.value in ("text", "json") or output is not None, nvlink=nvlink)
     text = fo.render_order(o, lay, fmt.value)
     problems = [f for f in lay.findings if f.severity.value == "error"]
     if problems:
@@ -219,6 +221,21 @@ def fabric_order(
     if output is not None:
         note(f"{len(o.hosts)} hosts, ring crossings {o.crossings} (lower bound {o.lower_bound}, "
              f"sorted names {o.naive_crossings})")
+
+
+def _nvlink_domains(inventory: str) -> dict[str, str] | None:
+    """host -> the name ``fleet blocks`` gives its multi-node NVLink domain (hosts grouped by fabric cluster UUID and
+    clique id, from the inventory's models or snapshots); None when no host reports one."""
+    from ncclctl.fabric.slurm import block_names
+    from ncclctl.inventory import load_inventory
+    from ncclctl.lint.rules_fleet import FleetCtx, nvlink_domains, nvlink_facts
+
+    hosts = [(h.name, {"nvlink": nvlink_facts(h.load_node())}) for h in load_inventory(inventory).hosts]
+    domains = {k: [h for h, _ in v] for k, v in nvlink_domains(FleetCtx(hosts=hosts)).items()}
+    if not domains:
+        return None
+    names = block_names(domains)
+    return {h: names[k] for k, members in domains.items() for h in members}
 
 
 @fabric_app.command("plan")

@@ -39,6 +39,8 @@ class Order:
     #: not in the order, named in the outputs' comments
     outside: list[str] = field(default_factory=list)
     unnamed: list[str] = field(default_factory=list)
+    #: multi-node NVLink domains (GB200/GB300 NVL72) kept whole: (domain name, its hosts in ring order), in ring order
+    domains: list[tuple[str, list[str]]] = field(default_factory=list)
 
 
 def crossings(order: list[str], host_group: dict[str, int]) -> int:
@@ -57,10 +59,11 @@ def default_slots(lay: Layout) -> int:
 
 
 def plan_order(lay: Layout, *, slots: int | None = None, params: CostParams | None = None,
-               compare: bool = True) -> Order:
+               compare: bool = True, nvlink: dict[str, str] | None = None) -> Order:
     """The ring order of ``lay``'s hosts. ``compare=False``: the order alone, for outputs that print neither the
     sorted-name comparison nor the cost model (hostfile, Slurm): ``naive`` is then empty, ``naive_crossings`` -1,
-    and the cost fields are empty (at 32,768 nodes the two cost models are a fifth of the run)."""
+    and the cost fields are empty (at 32,768 nodes the two cost models are a fifth of the run). ``nvlink``: host ->
+    its multi-node NVLink domain's name: each domain's hosts are kept together (:func:`by_nvlink_domain`)."""
     segments: list[tuple[str, list[str]]] = []
     order: list[str] = []
     for grp in lay.groups:
@@ -69,6 +72,9 @@ def plan_order(lay: Layout, *, slots: int | None = None, params: CostParams | No
         hosts = grp.hosts if not odd else sorted(grp.hosts, key=lambda h: (h in odd, odd.get(h, ()), natural_key(h)))
         segments.append((grp.name, hosts))
         order.extend(hosts)
+    domains: list[tuple[str, list[str]]] = []
+    if nvlink and any(h in nvlink for h in order):
+        order, segments, domains = by_nvlink_domain(order, segments, nvlink)
     naive = sorted(order, key=natural_key) if compare else []
     hg = lay.host_group
     occupied = len(lay.groups)
@@ -78,7 +84,8 @@ def plan_order(lay: Layout, *, slots: int | None = None, params: CostParams | No
                    naive_crossings=crossings(naive, hg) if compare else -1,
                    lower_bound=occupied if occupied > 1 else 0, segments=segments, excluded=list(lay.unplaced),
                    slots=slots, outside=sorted(lay.outside, key=natural_key),
-                   unnamed=[f"{u['likely'] or 'unnamed'} ({u['group']} port {u['port']})" for u in lay.unnamed])
+                   unnamed=[f"{u['likely'] or 'unnamed'} ({u['group']} port {u['port']})" for u in lay.unnamed],
+                   domains=domains)
     if not compare:
         return result
     params = params or CostParams(ranks_per_host=slots)
@@ -87,6 +94,38 @@ def plan_order(lay: Layout, *, slots: int | None = None, params: CostParams | No
     result.naive_cost = ring_cost(naive, lay, params, capacity)
     result.params = params_doc(params, capacity, lay.expected_rate)
     return result
+
+
+def by_nvlink_domain(order: list[str], segments: list[tuple[str, list[str]]], nvlink: dict[str, str]
+                     ) -> tuple[list[str], list[tuple[str, list[str]]], list[tuple[str, list[str]]]]:
+    """The leaf-group ``order`` with each multi-node NVLink domain's hosts together (GB200/GB300 NVL72: NCCL uses
+    MNNVL only inside a domain, so a job's ranks of one rack should be contiguous): domains in the order of their
+    first host in ``order``, hosts inside a domain in their leaf-group order (so the ring still crosses the spine
+    once per leaf group inside a domain), hosts of no domain last in their own order. Returns the order, its
+    segments (``<domain>_<leaf group>``, or the group alone for hosts of no domain) and the domains with their
+    hosts."""
+    group_of = {h: name for name, hosts in segments for h in hosts}
+    rank: dict[str, int] = {}
+    for h in order:
+        d = nvlink.get(h)
+        if d is not None:
+            rank.setdefault(d, len(rank))
+    new = [order[i] for i in sorted(range(len(order)), key=lambda i: (rank.get(nvlink.get(order[i], ""), len(rank)), i))]
+    segs: list[tuple[str, list[str]]] = []
+    doms: list[tuple[str, list[str]]] = []
+    for h in new:
+        d = nvlink.get(h)
+        name = f"{d}_{group_of[h]}" if d is not None else group_of[h]
+        if segs and segs[-1][0] == name:
+            segs[-1][1].append(h)
+        else:
+            segs.append((name, [h]))
+        if d is not None:
+            if doms and doms[-1][0] == d:
+                doms[-1][1].append(h)
+            else:
+                doms.append((d, [h]))
+    return new, segs, doms
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -99,9 +138,10 @@ def hostfile(o: Order) -> str:
 
 
 def _header(o: Order, lay: Layout, what: str) -> list[str]:
+    where = (f"{len(o.segments)} leaf group segment(s) of {len(o.domains)} NVLink domain(s), hosts of a domain "
+             f"together" if o.domains else f"{len(o.segments)} leaf group(s), one switch/block per group")
     return [f"# Slurm topology.conf ({what}) written by ncclctl fabric order from {lay.graph.source}",
-            f"# {len(o.hosts)} hosts in {len(o.segments)} leaf group(s), one switch/block per group; "
-            f"ring crossings {o.crossings} (lower bound {o.lower_bound})"]
+            f"# {len(o.hosts)} hosts in {where}; ring crossings {o.crossings} (lower bound {o.lower_bound})"]
 
 
 def _left_out(o: Order) -> list[str]:
@@ -130,10 +170,14 @@ def slurm_block(o: Order, lay: Layout) -> str:
     """topology/block: one block per group; BlockSizes is the smallest block (Slurm needs every block to have at
     least the base block size)."""
     lines = _header(o, lay, "topology/block")
-    for name, hosts in o.segments:
+    blocks = o.segments
+    if o.domains:  # one block per NVLink domain (as fleet blocks writes them); hosts of no domain per leaf group
+        in_domain = {h for _, hosts in o.domains for h in hosts}
+        blocks = o.domains + [(n, hs) for n, hs in o.segments if not in_domain.intersection(hs)]
+    for name, hosts in blocks:
         lines.append(f"BlockName={name} Nodes={compress(hosts)}")
-    if o.segments:
-        lines.append(f"BlockSizes={min(len(h) for _, h in o.segments)}")
+    if blocks:
+        lines.append(f"BlockSizes={min(len(h) for _, h in blocks)}")
     lines += _left_out(o)
     return "\n".join(lines) + "\n"
 
@@ -149,6 +193,7 @@ def order_doc(o: Order, lay: Layout) -> dict:
         "slots": o.slots,
         "order": o.hosts,
         "groups": [{"name": name, "hosts": hosts} for name, hosts in o.segments],
+        "nvlink_domains": [{"name": name, "hosts": hosts} for name, hosts in o.domains],
         "excluded": o.excluded,
         "not_in_layout": o.outside,
         "unnamed": o.unnamed,
@@ -184,9 +229,15 @@ def order_text(o: Order, lay: Layout) -> str:
     ]
     p = o.params
     over = p["oversubscription"]
-    lines = [f"ring order: {len(o.hosts)} hosts in {len(o.segments)} leaf group(s), {lay.rails} rails, "
+    where = (f"{len(o.segments)} leaf group segment(s) of {len(o.domains)} NVLink domain(s)" if o.domains
+             else f"{len(o.segments)} leaf group(s)")
+    lines = [f"ring order: {len(o.hosts)} hosts in {where}, {lay.rails} rails, "
              f"{o.slots} slots per host (fabric: {lay.graph.source})",
              f"{'':24} {'this order':>12} {'sorted names':>14}"]
+    if o.domains:
+        lines.insert(1, f"NVLink domains kept whole: {len(o.domains)} ("
+                        + "; ".join(f"{name}: {compress(hosts)}" for name, hosts in o.domains[:6])
+                        + ("; ..." if len(o.domains) > 6 else "") + "): MNNVL works only inside a domain")
     lines += [f"{name:24} {a:>12} {b:>14}".rstrip() for name, a, b in rows]
     ratio = over["leaf_down_up_ratio"]
     lines.append(f"cost model: {p['message_bytes']} B all-reduce, {p['hop_latency_us']:g} us per hop, links "

@@ -68,7 +68,19 @@ def nvlink_facts(node) -> dict[str, Any] | None:
         "domain": [pair[0], pair[1]],
         "addresses": sorted({*(imex.local_addresses or () if imex else ()), node.hostname}),
         "imex_nodes": None if imex is None or imex.nodes is None else list(imex.nodes),
+        "vbios": _firmware_of(nvlink_domain_gpus(node), "vbios_version"),
+        "inforom": _firmware_of(nvlink_domain_gpus(node), "inforom_image_version"),
     }
+
+
+def _firmware_of(gpus, attr: str) -> list[list[Any]]:
+    """[[version, [GPU indices]], ...] of the GPUs that report ``attr`` (sorted; JSON-shaped for the facts file)."""
+    by: dict[str, list[int]] = {}
+    for g in gpus:
+        value = getattr(g, attr, None)
+        if value:
+            by.setdefault(value, []).append(g.index)
+    return [[v, sorted(ix)] for v, ix in sorted(by.items())]
 
 
 def nvlink_domains(fctx: "FleetCtx") -> dict[tuple[str, int], list[tuple[str, dict[str, Any]]]]:
@@ -494,17 +506,23 @@ def fleet_net_count(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
          "domain with more trays than the rack has (option max_trays, 18 for NVL72); a member whose IMEX node list "
          "leaves out another member of its domain (error) or lists a host of another domain (warning); members of "
          "one domain on different driver versions (warning on each member off the domain's majority, the versions "
-         "with their hosts in hostlist form; on a tie one warning on the domain's first host); a clique id shared by several cluster UUIDs, such as "
+         "with their hosts in hostlist form; on a tie one warning on the domain's first host); members of one "
+         "domain whose GPUs run different VBIOS (or InfoROM image) versions (warning, the same way: the odd trays "
+         "with their GPUs, every version with its trays); a clique id shared by several cluster UUIDs, such as "
          "the default partition's 32766 (info: the domains are told apart by cluster UUID).",
     why="NCCL and the schedulers' topology plugins treat a domain as the set of hosts that can talk over NVLink. "
         "More members than trays means two racks were merged (hosts grouped by clique id alone); an IMEX node list "
         "that misses a member makes every job that includes both fail MNNVL; one with a host of another rack makes "
-        "IMEX wait for a peer it can never reach; IMEX requires the same driver on every member.",
+        "IMEX wait for a peer it can never reach; IMEX requires the same driver on every member. An NVL72 rack is "
+        "qualified and updated as one firmware bundle (compute trays, NVLink switch trays): a tray whose GPUs run "
+        "another VBIOS, typically a board swapped in a repair, is outside the tested combination.",
     detect="Per host, the (cluster UUID, clique id) most of its COMPLETED GPUs report (NVML fabric info), its LOCAL "
-           "IPv4 addresses and host name, its IMEX node list and its driver version (fleet facts).",
+           "IPv4 addresses and host name, its IMEX node list, its driver version and its GPUs' VBIOS and InfoROM "
+           "image versions (NVML nvmlDeviceGetVbiosVersion / nvmlDeviceGetInforomImageVersion, else nvidia-smi -q) "
+           "(fleet facts).",
     fix="Write the same node list, exactly the domain's trays, into /etc/nvidia-imex/nodes_config.cfg on every "
         "member and restart nvidia-imex; re-register a tray that landed in another domain (NMX-M partition); "
-        "upgrade the members to one driver.",
+        "upgrade the members to one driver; flash the odd trays with the rack's firmware bundle (nvfwupd).",
     options=(Option("max_trays", int, 18, "most compute trays one NVLink domain may hold (NVL72: 18)"),),
 )
 def fleet_nvlink_domain(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
@@ -558,6 +576,8 @@ def fleet_nvlink_domain(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
                                 f"{', '.join(foreign[:6])}", severity=W, fix=fix,
                           evidence=tuple(f"{a}: in cluster {owner[a][0]} clique {owner[a][1]}" for a in foreign[:6]))
         yield from _domain_driver_split(name, hosts, driver)
+        for fw, label in (("vbios", "VBIOS"), ("inforom", "InfoROM image")):
+            yield from _domain_firmware_split(name, [(h, nv.get(fw) or []) for h, nv in members], label)
     for clique, uuids in sorted(cliques.items()):
         if len(uuids) > 1:
             yield Hit(first[clique],
@@ -599,6 +619,47 @@ def _domain_driver_split(name: str, hosts: list[str], driver: dict[str, Any]) ->
                       severity=W, fix=f"install driver {top[0]} (and its nvidia-imex) on this tray, then restart "
                                       f"nvidia-imex on the domain's trays",
                       evidence=evidence)
+
+
+def _domain_firmware_split(name: str, members: list[tuple[str, list]], label: str) -> Iterator[Hit]:
+    """Members of one NVLink domain whose GPUs run different firmware (``label``: VBIOS, InfoROM image): one warning
+    per member with a version off the domain's majority (by trays), naming its GPUs and every version with its trays
+    in hostlist form; on a tie one warning on the domain's first host. ``members``: (host, [[version, [GPU
+    indices]], ...]) as :func:`nvlink_facts` gives them; hosts that report no version are left out."""
+    from ncclctl.names import hostlist
+
+    groups: dict[str, list[str]] = {}
+    for h, versions in members:
+        for v, _ in versions:
+            groups.setdefault(str(v), []).append(h)
+    if len(groups) < 2:
+        return
+    ranked = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    evidence = tuple(f"{label} {v}: {hostlist(hs)}" for v, hs in ranked)
+    fix_all = (f"flash every tray of the domain with the rack's firmware bundle (nvfwupd with the compute tray's "
+               f"package, or the rack firmware update of Base Command Manager / Mission Control), then check "
+               f"nvidia-smi -q shows one {label} version on all of them")
+    if len(ranked[0][1]) == len(ranked[1][1]):
+        split = "; ".join(f"{v} on {hostlist(hs)}" for v, hs in ranked)
+        first = next(h for h, versions in members if versions)  # the first member that reports a version
+        yield Hit(first, f"NVLink domain {name} runs {len(groups)} GPU {label} versions with no majority "
+                                 f"({split}): one rack runs one firmware bundle", severity=W, fix=fix_all,
+                  evidence=evidence)
+        return
+    top = ranked[0][0]
+    known = sum(1 for _, versions in members if versions)
+    count = sum(1 for _, versions in members if versions and {str(v) for v, _ in versions} == {top})
+    for h, versions in members:
+        odd = [(str(v), ix) for v, ix in versions if str(v) != top]
+        if not odd:
+            continue
+        gpus = "; ".join(f"{v} on GPU {','.join(str(i) for i in ix)}" for v, ix in odd)
+        yield Hit(h, f"GPU {label} {gpus} differs from its NVLink domain's majority {top} ({count} of {known} "
+                     f"members; {name}): one rack runs one firmware bundle",
+                  severity=W, fix=f"flash this tray with the rack's firmware bundle (nvfwupd with the compute tray's "
+                                  f"package) so its GPUs run {label} {top}, then power-cycle the tray; if {top} is "
+                                  f"the older one, {fix_all}",
+                  evidence=evidence)
 
 
 #: GPU Feature Discovery's label for a node's NVLink clique (k8s-device-plugin internal/lm/fabric.go): the GPUs'

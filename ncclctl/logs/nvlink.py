@@ -12,7 +12,12 @@ the job's hosts in more than one NVLink domain (MNNVL and NVLS only inside each,
 domain in the log differs from the one the host's snapshot records; a GPU of a registered multi-node domain that
 NCCL found without NVLS multicast ("NVLS multicast support is not available on dev N").
 
-Only the lines the parser already reads are used (WARN lines, the MNNVL busId lines, the NVLS line per member).
+LOG031 also reads NCCL's clique line ("MNNVL 1 cliqueId C cliqueSize S cliqueRank R nvlDomainSize D", mnnvl.cc;
+nvlDomainSize in 2.30.7 and 2.32, not in older releases): D > S without "Cross-clique P2P enabled" means ranks of the communicator share the NVLink
+fabric (cluster UUID) in another clique, reached over the NICs; with a model, a clique id NCCL used that none of the
+host's registered GPUs reports (NCCL_MNNVL_CLIQUE_ID, or a re-registration since the snapshot).
+
+Only the lines the parser reads are used (WARN lines, the MNNVL busId and clique lines, the NVLS line per member).
 """
 
 from __future__ import annotations
@@ -168,3 +173,44 @@ def nvlink_domains(ck: Checker) -> None:
                [m.first], hosts=[host], severity=Severity.WARNING,
                fix="check the NVLink partition's multicast on the switch trays (NMX-M / NVLSM) and the tray's fabric "
                    "registration (nvidia-smi -q -d FABRIC); NVLS needs every rank's GPU in one partition")
+    _clique_lines(ck)
+
+
+def _clique_lines(ck: Checker) -> None:
+    """LOG031 from NCCL's "MNNVL 1 cliqueId .. cliqueSize .. cliqueRank .. nvlDomainSize .." lines: ranks of one NVLink
+    fabric in other cliques (one finding for the job, its hosts in hostlist form); a clique id unlike the host's
+    registered GPUs' (with a model; one finding per host)."""
+    from ncclctl.model import FABRIC_STATE_COMPLETED
+
+    split: dict[str, tuple[int, int, int, Any]] = {}
+    warned: set[str] = set()
+    for p in ck.ls.procs.values():
+        node = _node(ck, p.host)
+        for mnnvl, clique, size, _rank, domain, ev in p.mnnvl_clique:
+            if mnnvl and domain is not None and domain > size and p.cross_clique is None:
+                split.setdefault(p.host, (clique, size, domain, ev))
+            if node is None or not mnnvl:
+                continue
+            registered = sorted({g.fabric_clique_id for g in node.gpus
+                                 if g.fabric_state == FABRIC_STATE_COMPLETED and g.fabric_clique_id is not None
+                                 and g.fabric_cluster_uuid and g.fabric_cluster_uuid.strip("0-")})
+            if registered and clique not in registered and p.host not in warned:
+                warned.add(p.host)
+                ck.add("LOG031", f"{p.host}: NCCL used NVLink clique {clique} (cliqueId 0x{clique:x}), the host's "
+                                 f"snapshot registers its GPUs in clique {', '.join(map(str, registered))}: "
+                                 f"NCCL_MNNVL_CLIQUE_ID overrides the registration in the job's environment, or the "
+                                 f"tray was re-registered since the snapshot",
+                       [ev], hosts=[p.host], severity=Severity.WARNING,
+                       fix="drop NCCL_MNNVL_CLIQUE_ID from the job unless the override is meant, or take a fresh "
+                           "snapshot (ncclctl snapshot) and update the tray's IMEX list, Slurm block and clique label")
+    if split:
+        from ncclctl.logs.show import hostlist
+
+        clique, size, domain, _ev = next(iter(split.values()))
+        ck.add("LOG031", f"the communicator's NVLink domain holds {domain} ranks but NCCL's clique {clique} only "
+                         f"{size} (on {hostlist(split)}): {domain - size} rank(s) share the NVLink fabric (cluster "
+                         f"UUID) in another clique (partition), and NCCL reaches them over the NICs",
+               [ev for _c, _s, _d, ev in list(split.values())[:3]], hosts=sorted(split), severity=Severity.WARNING,
+               fix="put the domain's trays into one NVLink partition (NMX-M; a tray back from a repair comes up in the "
+                   "default partition 32766); with NCCL 2.30+ NCCL_MNNVL_CROSS_CLIQUE=1 uses NVLink across the "
+                   "cliques of one fabric (without NVLS multicast)")

@@ -89,6 +89,10 @@ _RINGS_DONE = re.compile(r"^Connected all rings(?:, use ring PXN (\d{1,9}) GDR (
 _NVLS = re.compile(r"^NVLS multicast support is (not )?available on dev (\d{1,9})")
 _MNNVL = re.compile(r"^MNNVL busId 0x([0-9a-fA-F]{1,16}) fabric UUID ([0-9a-fA-F]{1,16})\.([0-9a-fA-F]{1,16}) "
                     r"cliqueId 0x([0-9a-fA-F]{1,8}) state (\d{1,3}) healthMask 0x([0-9a-fA-F]{1,8})")
+#: mnnvl.cc: "MNNVL %d cliqueId %x cliqueSize %d cliqueRank %d" (older releases; init.cc before mnnvl.cc existed, with
+#: a trailing space), " nvlDomainSize %d" added later (2.30.7's and 2.32's mnnvl.cc; the first release not checked).
+_MNNVL_CLIQUE = re.compile(r"^MNNVL (\d{1,3}) cliqueId ([0-9a-fA-F]{1,8}) cliqueSize (\d{1,9}) cliqueRank (-?\d{1,9})"
+                           r"(?: nvlDomainSize (\d{1,9}))?\s*$")
 _GDR_HCA = re.compile(r"^NET/(\S+) ?: GPU Direct RDMA (Enabled|Disabled) for HCA (\d{1,9}) '([^']*)'(?: \((.*)\))?")
 _GDR_GPU = re.compile(r"^(?:NET/\S+ ?: )?GPU Direct RDMA (Enabled|Disabled) for GPU (\S+) / HCA (\S+) "
                       r"\(distance (\d{1,9}) ([<>]=?) (-?\d{1,9})\)")
@@ -469,6 +473,9 @@ class Parser:
             if msg.startswith("Could not open XML topology file"):
                 proc.topo_open = proc.topo_open or ev
                 return True
+            if msg.startswith("Cross-clique P2P enabled"):
+                proc.cross_clique = proc.cross_clique or ev
+                return True
             if msg.startswith("Channel "):
                 m = _RINGLIST.match(msg)
                 if m:
@@ -641,6 +648,11 @@ class Parser:
             if m:
                 own(proc, "mnnvl").append((m.group(1).lower(), mnnvl_uuid(m.group(2), m.group(3)), int(m.group(4), 16),
                                    int(m.group(5)), int(m.group(6), 16), ev))
+                return True
+            m = _MNNVL_CLIQUE.match(msg)
+            if m:
+                own(proc, "mnnvl_clique").append((int(m.group(1)), int(m.group(2), 16), int(m.group(3)),
+                                                  int(m.group(4)), int(m.group(5)) if m.group(5) else None, ev))
                 return True
             return False
         if c0 == "L":

@@ -104,7 +104,8 @@ class Proc:
     __slots__ = ("host", "pid", "first", "version", "version_ev", "cuda_driver", "bootstrap", "bootstrap_ev", "ib",
                  "ib_net", "ib_ev", "ib_ro", "oob", "ib_none", "socket", "socket_ev", "network", "network_ev",
                  "plugin", "plugins_missing", "topo_open", "shm_fallback", "hints", "settings", "gdr_hca", "dmabuf",
-                 "virtual", "warns", "warn_counts", "error_trace", "devs", "members", "mnnvl")
+                 "virtual", "warns", "warn_counts", "error_trace", "devs", "members", "mnnvl", "mnnvl_clique",
+                 "cross_clique")
 
     def __init__(self, host: str, pid: int | None, ev: Ev) -> None:
         self.host = host
@@ -146,6 +147,11 @@ class Proc:
         #: NCCL's "MNNVL busId ... fabric UUID ... cliqueId ... state ... healthMask ..." lines: (int64 bus id in hex, cluster UUID
         #: in canonical form, clique id, fabric state, health mask, the line).
         self.mnnvl: list[tuple[str, str, int, int, int, Ev]] = EMPTY_LIST
+        #: NCCL's "MNNVL M cliqueId C cliqueSize S cliqueRank R[ nvlDomainSize D]" lines (mnnvl.cc; nvlDomainSize
+        #: in 2.30.7 and 2.32, absent in older releases): (M, clique id, clique size, clique rank, NVLink domain size or None, the line).
+        self.mnnvl_clique: list[tuple[int, int, int, int, int | None, Ev]] = EMPTY_LIST
+        #: "Cross-clique P2P enabled: nvlDomainSize=D cliqueSize=S" (init.cc, 2.30+ with NCCL_MNNVL_CROSS_CLIQUE=1)
+        self.cross_clique: Ev | None = None
 
     @property
     def key(self) -> str:

@@ -486,7 +486,7 @@ def dumps(doc: dict) -> bytes:
 
 def _nvlink_domain(node: Node) -> dict[str, Any] | None:
     """The node's multi-node NVLink domain facts (GB200/GB300 NVL): cluster UUIDs, cliques, fabric states, health
-    masks of its GPUs, and IMEX; None on a node whose GPUs report no such domain."""
+    masks and VBIOS versions of its GPUs, and IMEX; None on a node whose GPUs report no such domain."""
     from ncclctl.model import FABRIC_STATE_NAMES, nvlink_domain_gpus  # noqa: PLC0415
 
     gpus = nvlink_domain_gpus(node)
@@ -507,5 +507,6 @@ def _nvlink_domain(node: Node) -> dict[str, Any] | None:
         "fabric_states": sorted({FABRIC_STATE_NAMES.get(g.fabric_state, str(g.fabric_state))
                                  for g in gpus if g.fabric_state is not None}),
         "health_masks": sorted({f"0x{g.fabric_health_mask:x}" for g in gpus if g.fabric_health_mask is not None}),
+        "vbios_versions": sorted({g.vbios_version for g in gpus if g.vbios_version}),
         "imex": imex_doc,
     }

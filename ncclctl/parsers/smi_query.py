@@ -19,6 +19,14 @@ Configuration and Partition Assigned, all ``N/A`` on a GPU outside a multi-node 
 The text is mapped back onto NVML's values (nvml.h), so the model holds the same numbers as from NVML: the state
 enum, status 0 for Success, and a health mask rebuilt field by field (Bandwidth Full -> DEGRADED_BW FALSE,
 Degraded -> TRUE; True/False -> TRUE/FALSE; N/A -> NOT_SUPPORTED). Fields the output leaves out stay None.
+
+The GPU's firmware lines of the same output are kept too (the probe's fallback for ``nvmlDeviceGetVbiosVersion`` and
+``nvmlDeviceGetInforomImageVersion``)::
+
+    GPU 00000008:01:00.0
+        VBIOS Version                         : 97.00.B9.00.76
+        Inforom Version
+            Image Version                     : G548.0201.00.06
 """
 
 from __future__ import annotations
@@ -59,6 +67,14 @@ class SmiFabric:
     cluster_uuid: str | None = None
     health_mask: int | None = None
     health_summary: int | None = None
+    vbios_version: str | None = None
+    inforom_image_version: str | None = None
+
+
+def _version(value: str) -> str | None:
+    """A firmware version as nvidia-smi prints it; ``N/A``, ``[Not Supported]`` and odd text give None."""
+    return value if value and len(value) <= 64 and re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._-]*", value) and \
+        value.lower() not in ("n/a",) else None
 
 
 def parse_nvidia_smi_q_fabric(text: str, *, source: str = "nvidia-smi -q") -> tuple[SmiFabric, ...]:
@@ -67,6 +83,7 @@ def parse_nvidia_smi_q_fabric(text: str, *, source: str = "nvidia-smi -q") -> tu
     cur: dict | None = None
     fabric_indent: int | None = None
     in_health = False
+    inforom_indent: int | None = None
 
     def flush() -> None:
         if cur is not None and len(cur) > 1:
@@ -77,14 +94,19 @@ def parse_nvidia_smi_q_fabric(text: str, *, source: str = "nvidia-smi -q") -> tu
         m = _GPU_RE.match(line)
         if m:
             flush()
-            cur, fabric_indent, in_health = {"bus_id": m.group("bus")}, None, False
+            cur, fabric_indent, in_health, inforom_indent = {"bus_id": m.group("bus")}, None, False, None
             continue
         if cur is None or not line.strip():
             continue
         indent = len(line) - len(line.lstrip())
+        if inforom_indent is not None and indent <= inforom_indent:
+            inforom_indent = None
         sec = _SECTION_RE.match(line)
         if sec and ":" not in line:
             name = sec.group("name").strip().lower()
+            if name == "inforom version" and fabric_indent is None:
+                inforom_indent = indent
+                continue
             if name == "fabric":
                 fabric_indent, in_health = indent, False
             elif fabric_indent is not None and indent > fabric_indent and name == "health":
@@ -93,6 +115,11 @@ def parse_nvidia_smi_q_fabric(text: str, *, source: str = "nvidia-smi -q") -> tu
                 fabric_indent, in_health = None, False
             continue
         if fabric_indent is None:
+            kv = _KV_RE.match(line)
+            if kv and kv.group("key").strip().lower() == "vbios version" and inforom_indent is None:
+                cur["vbios_version"] = _version(kv.group("value").strip())
+            elif kv and inforom_indent is not None and kv.group("key").strip().lower() == "image version":
+                cur["inforom_image_version"] = _version(kv.group("value").strip())
             continue
         kv = _KV_RE.match(line)
         if not kv:

@@ -19,7 +19,7 @@ _NVLINK_REMOTE = {0: "gpu", 1: "cpu", 2: "nvswitch"}
 #: NVML answers that mean "this GPU or driver has no such feature", not "could not be read".
 _NVML_ABSENT = frozenset({"NotSupported", "FunctionNotFound"})
 #: Per-GPU NVML fields for features many GPUs do not have.
-_NVML_OPTIONAL = frozenset({"c2c", "fabric", "numa_node_id", "mig_mode", "platform"})
+_NVML_OPTIONAL = frozenset({"c2c", "fabric", "numa_node_id", "mig_mode", "platform", "inforom_image_version"})
 
 
 class GpuReader(Reader):
@@ -46,7 +46,7 @@ class GpuReader(Reader):
                 Gpu(index=i, bdf=d.bdf, name=f"NVIDIA {d.device}", numa_node=d.numa_node, source="pci")
                 for i, d in enumerate(sorted(pci_gpus, key=lambda d: d.bdf))
             )
-            return self._smi_fabric(gpus), nvswitches
+            return self._smi_nvlinks(self._smi_fabric(gpus), bool(nvswitches)), nvswitches
         where = "nvml.json" if not self.host.live else "NVML"
         found: list[Gpu] = []
         for raw in doc.get("devices", []):
@@ -73,6 +73,10 @@ class GpuReader(Reader):
                 )
             found.append(self._gpu(raw, index, bdf, dev, pci, switch_bdfs, where))
         found.sort(key=lambda g: g.index)
+        silent = {raw["index"] for raw in doc.get("devices", []) if isinstance(raw, dict) and "error" not in raw
+                  and _nvlinks_silent(raw.get("nvlinks"))}
+        if silent:
+            found = list(self._smi_nvlinks(tuple(found), bool(nvswitches), silent))
         gaps = {raw.get("index") for raw in doc.get("devices", [])
                 if isinstance(raw, dict) and "error" not in raw and _fabric_gap(raw.get("fabric"))}
         if any(g.fabric_state is None and g.index in gaps for g in found):
@@ -97,7 +101,7 @@ class GpuReader(Reader):
         optional features: C2C, fabric, NUMA id, MIG, NVLink details)."""
         fields: list[tuple[str, Any]] = [(k, raw.get(k)) for k in (
             "uuid", "name", "serial", "cuda_compute_capability", "persistence_mode", "mig_mode", "c2c", "fabric",
-            "numa_node_id", "platform")]
+            "numa_node_id", "platform", "vbios_version", "inforom_image_version")]
         pcie = raw.get("pcie")
         if isinstance(pcie, dict):
             fields += [(f"pcie {k}", v) for k, v in pcie.items()]
@@ -191,7 +195,18 @@ class GpuReader(Reader):
             fabric_health_summary=fabric.get("health_summary"),
             fabric_source="nvml" if fabric.get("state") is not None else None,
             platform=platform,
+            vbios_version=self._firmware(ok(raw.get("vbios_version")), index, "vbios_version"),
+            inforom_image_version=self._firmware(ok(raw.get("inforom_image_version")), index, "inforom_image_version"),
         )
+
+    def _firmware(self, value: Any, index: int, key: str) -> str | None:
+        """A recorded firmware version string (VBIOS, InfoROM image): printable, short, or an input error naming it."""
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.isprintable() or len(value) > 64:
+            raise InputError(f"GPU {index}: {key} must be a version string, not {str(value)[:80]!r}",
+                             path=self._nvml_path(), fix="see docs/fixture-format.md for the nvml.json layout")
+        return value.strip() or None
 
     def _smi_fabric(self, gpus: tuple[Gpu, ...]) -> tuple[Gpu, ...]:
         """Without NVML: the GPU fabric facts from a recorded (or live) ``nvidia-smi -q`` Fabric section, matched to
@@ -214,6 +229,43 @@ class GpuReader(Reader):
         csv = self.optional_command(("nvidia-smi", "--query-gpu=" + ",".join(FABRIC_CSV_FIELDS), "--format=csv"),
                                     parse_nvidia_smi_fabric_csv)
         return _with_smi_fabric(gpus, csv) if csv else gpus
+
+    def _smi_nvlinks(self, gpus: tuple[Gpu, ...], switched: bool, only: set[int] | None = None) -> tuple[Gpu, ...]:
+        """The NVLinks NVML did not give (no NVML; or NVML answered no link's state), from a recorded (or live)
+        ``nvidia-smi nvlink --status``: each link's index and whether it is up (``<inactive>`` or a speed). The far
+        end is not in that output: ``nvswitch`` on a host with NVSwitches on its PCI bus or a GPU registered with a
+        multi-node NVLink fabric (NVL72 compute trays reach the switch trays only), else ``unknown``; no version.
+        Matched by GPU UUID where both sides have one, else by index: nvidia-smi numbers GPUs in PCI bus order, as
+        the PCI view does (an assumption checked against no GPU here: a UUID that disagrees leaves the GPU alone).
+        ``only``: the GPU indices to fill (the NVML-silent ones); GPUs with NVLinks already are never touched.
+        The layout is that of public pastes from H100 and HGX B300 hosts (``Link N: 53.125 GB/s`` per NVLink5 link);
+        on a GB200 NVL72 compute tray it is an assumption (same GPU generation, no public paste found)."""
+        targets = {g.index for g in gpus if not g.nvlinks and (only is None or g.index in only)}
+        if not targets:
+            return gpus
+        from dataclasses import replace  # noqa: PLC0415
+
+        from ncclctl.parsers.nvlink import parse_nvlink_status  # noqa: PLC0415
+
+        status = self.optional_command(("nvidia-smi", "nvlink", "--status"), parse_nvlink_status)
+        if status is None or not status.gpus:
+            return gpus
+        by_uuid = {s.uuid: s for s in status.gpus if s.uuid}
+        by_index = {s.index: s for s in status.gpus}
+        out = []
+        for g in gpus:
+            smi = None
+            if g.index in targets:
+                smi = by_uuid.get(g.uuid) if g.uuid and g.uuid in by_uuid else by_index.get(g.index)
+                if smi is not None and g.uuid and smi.uuid and smi.uuid != g.uuid:
+                    smi = None  # index order differs from NVML's: not this GPU
+            if smi is None or not smi.links:
+                out.append(g)
+                continue
+            remote = "nvswitch" if switched or (g.fabric_cluster_uuid and g.fabric_clique_id is not None) else "unknown"
+            out.append(replace(g, nvlinks=tuple(NvLink(link=lk.link, active=lk.active, remote_type=remote)
+                                                for lk in sorted(smi.links, key=lambda lk: lk.link))))
+        return tuple(out)
 
     def _fabric_info(self, raw: Any, index: int) -> dict[str, Any]:
         """The recorded ``fabric`` entry of one GPU, checked: integers where NVML returns integers, the cluster UUID
@@ -263,7 +315,8 @@ def _int_or_none(v: Any) -> int | None:
 
 def _with_smi_fabric(gpus: tuple[Gpu, ...], found: Any) -> tuple[Gpu, ...]:
     """``gpus`` with the nvidia-smi fabric records (matched by bus id) filling the fabric fields still None; a GPU
-    that gained a field is marked ``fabric_source`` ``nvidia-smi``."""
+    that gained a fabric field is marked ``fabric_source`` ``nvidia-smi``; the VBIOS/InfoROM versions of ``-q`` fill
+    those still None."""
     from dataclasses import replace  # noqa: PLC0415
 
     by_bdf = {}
@@ -281,8 +334,18 @@ def _with_smi_fabric(gpus: tuple[Gpu, ...], found: Any) -> tuple[Gpu, ...]:
         changes = {} if rec is None else {
             mine: getattr(rec, theirs) for mine, theirs in pairs
             if getattr(g, mine) is None and getattr(rec, theirs) is not None}
-        out.append(replace(g, **changes, fabric_source="nvidia-smi") if changes else g)
+        firmware = {} if rec is None else {  # the board's firmware is no fabric fact: fabric_source stays
+            k: getattr(rec, k) for k in ("vbios_version", "inforom_image_version")
+            if getattr(g, k) is None and getattr(rec, k) is not None}
+        g = replace(g, **changes, fabric_source="nvidia-smi") if changes else g
+        out.append(replace(g, **firmware) if firmware else g)
     return tuple(out)
+
+
+def _nvlinks_silent(raw: Any) -> bool:
+    """NVML listed NVLinks for this GPU but answered no link's state (NoPermission, Unknown, GpuIsLost...): the
+    links exist and NVML says nothing about them."""
+    return isinstance(raw, list) and bool(raw) and all(isinstance(e, dict) and is_error(e.get("state")) for e in raw)
 
 
 def _fabric_gap(raw: Any) -> bool:

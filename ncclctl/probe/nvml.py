@@ -90,6 +90,9 @@ class LiveNvml:
         dev["uuid"] = q(nv.nvmlDeviceGetUUID, h)
         dev["name"] = q(nv.nvmlDeviceGetName, h)
         dev["serial"] = q(nv.nvmlDeviceGetSerial, h)
+        dev["vbios_version"] = _text(q(nv.nvmlDeviceGetVbiosVersion, h))
+        if hasattr(nv, "nvmlDeviceGetInforomImageVersion"):
+            dev["inforom_image_version"] = _text(q(nv.nvmlDeviceGetInforomImageVersion, h))
         pci = q(nv.nvmlDeviceGetPciInfo, h)
         if is_error(pci):
             dev["pci"] = pci
@@ -232,6 +235,11 @@ def format_uuid(raw: bytes) -> str:
     """16 bytes as the canonical 8-4-4-4-12 lowercase hex (how nvidia-smi prints the fabric ClusterUUID)."""
     h = raw.hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def _text(value: Any) -> Any:
+    """A string answer as str (pynvml gives bytes before 11.5), an ``{"error": ...}`` answer as it is."""
+    return value if is_error(value) else _s(value)
 
 
 def _s(value: Any) -> str:

@@ -16,7 +16,7 @@ GRADED: dict[str, str] = {
     "GDR001": "warning when DMA-BUF cannot be confirmed",
     "GPU003": "warning when only pending",
     "GPU005": "info when pynvml is missing or the capture has no NVML data",
-    "FLT012": "warning for a foreign IMEX node or a driver split; info for a shared clique id",
+    "FLT012": "warning for a foreign IMEX node, a driver or a GPU firmware split; info for a shared clique id",
     "FLT013": "warning for a label missing on a domain host or set on a host without a domain",
     "NVL002": "error for ROUTE_UNHEALTHY, INCORRECT_CONFIGURATION, no partition or summary UNHEALTHY",
     "NVL004": "warning for a domain not UP or peers not READY",

@@ -322,7 +322,9 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
      "From the ranks' 'MNNVL busId ... fabric UUID ... cliqueId ...' lines (COMPLETED registrations): the job's "
      "hosts in more than one NVLink domain (cluster UUID, clique id; never the clique id alone); a rank's domain "
      "in the log unlike the one the host's snapshot records (--root/--inventory); a GPU registered in a "
-     "multi-node domain for which NCCL printed 'NVLS multicast support is not available'.",
+     "multi-node domain for which NCCL printed 'NVLS multicast support is not available'; from NCCL's 'MNNVL 1 "
+     "cliqueId C cliqueSize S cliqueRank R nvlDomainSize D' line: D > S without 'Cross-clique P2P enabled' (ranks "
+     "of one NVLink fabric in another clique, over the NICs), a clique id none of the host's registered GPUs reports.",
      "Place the job inside one domain (Slurm topology/block: ncclctl fleet blocks; Kubernetes affinity on "
      "nvidia.com/gpu.clique); re-register a tray that came back in another partition and update its IMEX list, "
      "block and label; take a fresh snapshot when the log and the snapshot disagree; check the partition's "

@@ -94,7 +94,7 @@ def test_cli_probe_text_json_and_facts():
     assert {g["fabric_clique_id"] for g in doc["gpus"]} == {32766}
     facts = json.loads(run_cli("facts", "--root", str(HOSTS / "gb200-nvl72-no-imex-channel")).stdout)
     dom = facts["gpu"]["nvlink_domain"]
-    assert dom["clique_ids"] == [1] and dom["health_masks"] == ["0xaa"]
+    assert dom["clique_ids"] == [1] and dom["health_masks"] == ["0xaa"] and dom["vbios_versions"] == []
     assert dom["imex"] == {"service": "active", "nodes": 18, "in_node_list": True, "channels": None,
                            "domain_state": "UP"}
     facts = json.loads(run_cli("facts", "--root", str(HOSTS / "dgx-h100")).stdout)
