@@ -15,6 +15,7 @@ from typing import Any, Iterable
 
 from ncclctl.errors import NcclctlError
 from ncclctl.findings import Finding, Severity
+from ncclctl.logs.parse import GIT_SETTING
 from ncclctl.logs.records import Comm, Ev, LogSet, Member, Proc
 from ncclctl.logs.show import busid_text, hostlist, member_nics, network_of, ranges
 
@@ -27,14 +28,14 @@ VIRTUAL_IFACES = ("lo", "docker", "virbr", "veth", "br-", "cni", "flannel", "tun
 #: WARN classes that stop NCCL (errors) and those that do not (warnings); others belong to their own rules.
 ERROR_WARNS = {"ib-completion", "ibv", "socket", "cuda", "version-mismatch", "bootstrap", "ib-open", "ib-mismatch",
                "no-interface", "ring", "duplicate-gpu", "no-net-plugin", "no-algorithm", "nvls-bind", "shm-space",
-               "gpu-oom"}
+               "gpu-oom", "driver-old", "dmabuf", "kernel-smem"}
 SOFT_WARNS = {"no-verbs", "nvls", "topo-open", "other", "gdr", "attn", "ras", "proxy", "gin", "ib-other", "socket-other",
               "cuda-other", "nvml", "topology", "registration", "collnet", "memory", "usage", "setting", "mismatch",
               "timeout"}
 #: WARN classes with a rule of their own (cause, evidence and fix of that class): LOG014 leaves them alone.
 OWN_RULE_WARNS = {"no-interface": "LOG018", "duplicate-gpu": "LOG019", "no-net-plugin": "LOG020",
                   "no-algorithm": "LOG021", "topo-open": "LOG023", "nvls-bind": "LOG024", "shm-space": "LOG025",
-                  "gpu-oom": "LOG026"}
+                  "gpu-oom": "LOG026", "driver-old": "LOG032", "dmabuf": "LOG033"}
 
 #: Settings that name local things (an interface, a device list, a file): differences between hosts are normal.
 LOCAL_SETTINGS = {"NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_DEBUG_FILE", "NCCL_TOPO_FILE", "NCCL_TOPO_DUMP_FILE",
@@ -130,12 +131,13 @@ class Checker:
 
     # ------------------------------------------------------------------ run
     def run(self) -> list[Finding]:
+        from ncclctl.logs.classes import failure_classes
         from ncclctl.logs.nvlink import mnnvl_not_working, nvlink_domains
 
         mnnvl_not_working(self)  # LOG030: first, a cause the generic error rules (LOG013, LOG014) then leave alone
         for fn in (self.gdr, self.socket, self.interfaces, self.versions, self.nic_mismatch, self.channels,
                    self.settings, self.graph_file, self.topology, self.nic_underused, self.nic_rails, self.paths,
-                   self.causes, self.hints, self.diagnostics, self.init_incomplete, self.errors, self.slow_init,
+                   self.causes, lambda: failure_classes(self), self.hints, self.diagnostics, self.init_incomplete, self.errors, self.slow_init,
                    self.shm, self.fewer_channels, self.mnnvl):
             fn()
         nvlink_domains(self)  # LOG031
@@ -362,6 +364,18 @@ class Checker:
             if len(bare) > 1:
                 self.add("LOG004", "the log shows several NCCL versions: " + ", ".join(sorted(bare)),
                          list(bare.values()))
+        if len(vs) == 1:  # one release: the same build? ("NCCL git version <branch> <revision>", 2.29+)
+            gits: dict[str, list[Proc]] = {}
+            for p in self.ls.procs.values():
+                g = p.settings.get(GIT_SETTING)
+                if g is not None and "unknown" not in g[0]:
+                    gits.setdefault(g[0], []).append(p)
+            if len(gits) > 1:
+                parts = [f"{g} on {hostlist({p.host for p in ps})}" for g, ps in sorted(gits.items(),
+                                                                                   key=lambda kv: -len(kv[1]))]
+                self.add("LOG004", f"NCCL {next(iter(vs))} is built from different git revisions: " + "; ".join(parts),
+                         [ps[0].settings[GIT_SETTING][1] for ps in gits.values()][:4],
+                         hosts={p.host for ps in gits.values() for p in ps})
         mism = [(p, ev) for p in self.ls.procs.values() for k, ev in p.warns if k == "version-mismatch"]
         if mism:
             self.add("LOG004", f"{hostlist({p.host for p, _ in mism})}: NCCL reports a version mismatch between "
@@ -402,7 +416,7 @@ class Checker:
         procs = [p for p in self.ls.procs.values() if p.settings]
         if len(procs) < 2:
             return
-        names = sorted({k for p in procs for k in p.settings})
+        names = sorted({k for p in procs for k in p.settings} - {GIT_SETTING})  # LOG004 compares builds
         for name in names:
             vals: dict[str, list[Proc]] = {}
             for p in procs:
@@ -639,12 +653,16 @@ class Checker:
                 # "Connection closed by remote peer"; the cause is the other finding
                 sev = W
                 msg += f" (most likely a consequence of {', '.join(sorted(set(causes)))} on another rank)"
-            self.add("LOG014", msg, [ev for _, ev in items[:3]], severity=sev, hosts=hosts)
+            self.add("LOG014", msg, [ev for _, ev in items[:3]], severity=sev, hosts=hosts, fix=_kind_fix(kind, text))
         explained = any(f.rule in _CAUSE_RULES and f.severity == E for f in self.findings)
-        if self.ls.app_errors and not explained:
-            first = self.ls.app_errors[0]
-            self.add("LOG014", f"the application reports NCCL errors ({len(self.ls.app_errors)} line"
-                     f"{'s' if len(self.ls.app_errors) != 1 else ''}): {first.text[:200]}", self.ls.app_errors[:3])
+        named = {"LOG034", "LOG035"} & {f.rule for f in self.findings}  # their lines have a rule of their own
+        app = [ev for ev in self.ls.app_errors if not named or not _named_app_error(ev.text)]
+        if app and not explained:
+            first = app[0]
+            self.add("LOG014", f"the application reports NCCL errors ({len(app)} line"
+                     f"{'s' if len(app) != 1 else ''}): {first.text[:200]}", app[:3],
+                     fix="Run with NCCL_DEBUG=WARN (or INFO) so that NCCL's own WARN line, which names the failing "
+                     "call, is in the log; then check that line's class with 'ncclctl log check'.")
 
     # LOG018-LOG023: one rule per class of failure NCCL names, each with its own cause and fix --------------------
     def causes(self) -> None:
@@ -880,7 +898,7 @@ class Checker:
 #: Rules that name the cause of a failure: with one of them at error, the application's own error lines are its
 #: evidence, not a finding of their own.
 _CAUSE_RULES = {"LOG008", "LOG018", "LOG019", "LOG020", "LOG021", "LOG024", "LOG025", "LOG026", "LOG027",
-                "LOG030"}
+                "LOG030", "LOG032", "LOG033"}
 
 
 def _parse_version(text: str | None):
@@ -995,9 +1013,60 @@ def _hint(kind: str, text: str) -> str:
             return ("the driver refuses a CUDA memory call NCCL makes at init (cudaMemPool/cuMem: vGPU with UVM off, "
                     "an old or CI driver): enable UVM / upgrade the driver, or NCCL_CUMEM_ENABLE=0")
         return "a CUDA error inside NCCL: check the driver and XID errors in dmesg"
+    if kind == "kernel-smem":
+        return ("NCCL's kernels need more shared memory per block than this GPU offers: the NCCL build does not "
+                "support this GPU's architecture (a release older than the GPU)")
     if kind == "bootstrap":
         return "ranks of different jobs or attempts met at one bootstrap root (stale MASTER_PORT?)"
     return _FAMILY_HINTS.get(kind, "")
+
+
+def _named_app_error(text: str) -> bool:
+    from ncclctl.logs.classes import _REMOTE, _WATCHDOG
+
+    return _WATCHDOG in text or any(x in text for x in _REMOTE)
+
+
+#: The fix of each WARN class LOG014 reports (its hint names the cause): (class, fix).
+_KIND_FIXES = {
+    "ibv": "Check the port and its addressing: 'ibstat'/'ibv_devinfo' (port ACTIVE), 'show_gids' for the RoCE v2 "
+           "GID of the port's IP (unset NCCL_IB_GID_INDEX or set it to that index), routes between the NICs' subnets; "
+           "in containers use the host network or an RDMA network plugin; 'ncclctl lint' checks NCCL_IB_*.",
+    "socket": "Check NCCL_SOCKET_IFNAME names the same routable interface on every host, that the ports between "
+              "hosts are open (no firewall), and that no peer process died first (its log has the first error).",
+    "socket-other": "Check NCCL_SOCKET_IFNAME, firewalls, and the peer's log for the first error.",
+    "cuda": "Read the CUDA error: driver/XID errors in dmesg ('nvidia-smi -q', 'dmesg | grep -i xid'), the driver "
+            "against the CUDA NCCL was built with, GPU memory in use by other processes.",
+    "bootstrap": "Give each job (and each retry) its own MASTER_PORT / NCCL bootstrap root, and stop stale ranks.",
+    "ib-open": "Check the device exists and is usable in this host or container (/dev/infiniband passed in, "
+               "'ibv_devinfo'), or leave it out with NCCL_IB_HCA.",
+    "ib-mismatch": "Give every node the same NIC types and NCCL_IB_HCA list, or split the job by NIC type.",
+    "kernel-smem": "Use an NCCL release built for this GPU's architecture (the framework's bundled NCCL may be older "
+                   "than the GPU); NCCL_DEBUG=INFO prints the CUDA architectures the library was built for.",
+    "ring": "Check that every rank runs the same NCCL and sees the same topology; NCCL_GRAPH_FILE/NCCL_RINGS if set.",
+}
+
+
+def _kind_fix(kind: str, text: str) -> str | None:
+    import re
+
+    if kind == "ib-completion":
+        ve = re.search(r"vendor err (\d+)", text)
+        st = re.search(r"(?:with error |status=)(\d+)", text)
+        code = int(st.group(1)) if st else None
+        if code == 12 or (ve and ve.group(1) == "129"):
+            return ("Test the NIC pair below NCCL (ib_write_bw between the two hosts on the same devices and GID); "
+                    "check link state and errors (ibstat, perfquery), NCCL_IB_GID_INDEX on RoCE, routes between "
+                    "rails (NCCL_CROSS_NIC=0 on rail-only fabrics); raise NCCL_IB_TIMEOUT only for a congested "
+                    "fabric.")
+        if code == 4 or (ve and ve.group(1) == "81"):
+            return ("Confirm with NCCL_NET_GDR_LEVEL=LOC (GPUDirect RDMA off): if that works, disable ACS on the PCIe "
+                    "switches (or set the IOMMU to passthrough); 'ncclctl lint' checks ACS and the IOMMU.")
+        if code == 10:
+            return ("A remote access error: the peer's memory registration was refused or changed; check both "
+                    "hosts' peer-memory/DMA-BUF support (LOG001) and that they run the same NCCL.")
+        return "Read the status code (ibv_wc_status) and run ib_write_bw between the two hosts on these devices."
+    return _KIND_FIXES.get(kind)
 
 
 #: Where to look for a WARN of a family no class names (ncclctl.logs.parse.WARN_FAMILIES).
