@@ -31,7 +31,7 @@ ERROR_WARNS = {"ib-completion", "ibv", "socket", "cuda", "version-mismatch", "bo
                "gpu-oom", "driver-old", "dmabuf", "kernel-smem"}
 SOFT_WARNS = {"no-verbs", "nvls", "topo-open", "other", "gdr", "attn", "ras", "proxy", "gin", "ib-other", "socket-other",
               "cuda-other", "nvml", "topology", "registration", "collnet", "memory", "usage", "setting", "mismatch",
-              "timeout"}
+              "timeout", "mnnvl", "gdrcopy", "symmetric", "system-call", "plugin", "abort", "internal"}
 #: WARN classes with a rule of their own (cause, evidence and fix of that class): LOG014 leaves them alone.
 OWN_RULE_WARNS = {"no-interface": "LOG018", "duplicate-gpu": "LOG019", "no-net-plugin": "LOG020",
                   "no-algorithm": "LOG021", "topo-open": "LOG023", "nvls-bind": "LOG024", "shm-space": "LOG025",
@@ -1086,6 +1086,19 @@ _FAMILY_HINTS = {
     "setting": "an NCCL_* setting NCCL refuses or ignores: 'ncclctl lint' checks the environment",
     "mismatch": "ranks that disagree (versions, settings, topologies): compare the hosts' 'ncclctl facts'",
     "timeout": "a timeout: a peer that stopped, or a network that drops traffic",
+    "mnnvl": "a GPU's multi-node NVLink fabric state or health (LOG029 decodes the MNNVL lines): 'nvidia-smi -q -d "
+             "FABRIC' on that host",
+    "gdrcopy": "GDRCopy (CPU access to GPU memory): the gdrdrv module and libgdrapi version; NCCL_GDRCOPY_ENABLE=0 to "
+               "rule it out",
+    "symmetric": "symmetric memory, windows and RMA (2.27+): the registration of the buffers; disable the feature "
+                 "(NCCL_WIN_ENABLE=0) to rule it out",
+    "system-call": "a system call or thread NCCL made failed (the errno text in the line): limits (ulimit -n/-u), "
+                   "the container's permissions, the kernel",
+    "plugin": "a plugin (profiler, tuner, env) failed: NCCL continues without it",
+    "abort": "the communicator was aborted or destroyed after an earlier error: the first error in the log is the "
+             "cause",
+    "internal": "an internal consistency check of NCCL failed: an NCCL bug or corrupted state; report it upstream "
+                "with the full log and the NCCL version",
 }
 
 

@@ -183,3 +183,36 @@ def test_git_revisions_differ_for_one_release(tmp_path, same):
 def test_explain_documents_each_rule(rule):
     res = run_cli("explain", rule)
     assert res.returncode == 0 and rule in res.stdout and "fix" in res.stdout.lower()
+
+
+def test_every_family_is_a_warning_with_where_to_look():
+    from ncclctl.logs.check import _FAMILY_HINTS, SOFT_WARNS
+    from ncclctl.logs.parse import WARN_FAMILIES
+
+    for _needle, fam in WARN_FAMILIES:
+        assert fam in SOFT_WARNS, fam
+        assert fam in _FAMILY_HINTS or fam in ("nvls",), fam
+
+
+def test_log_coverage_counts_listed_and_unclassified_formats(capsys):
+    import importlib.util
+    import sys
+
+    from conftest import REPO
+
+    spec = importlib.util.spec_from_file_location("nccl_extract", REPO / "tools" / "nccl_extract.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["nccl_extract"] = mod
+    spec.loader.exec_module(mod)
+    found = {"version": "test", "formats": [], "hints": [],
+             "log_formats": {"%s": ["WARN"], "Zq xv wu": ["WARN"], "Call to bind failed: %s": ["WARN"]}}
+    mod._log_coverage(found, listing=False)
+    out = capsys.readouterr().out
+    assert "other: 1 listed on purpose" in out and "1 unclassified" in out, out
+
+
+def test_a_warn_of_a_new_family_says_where_to_look(tmp_path):
+    rc, fs = _check(tmp_path, "gpu-a:9:10 [0] misc/gdrwrap.cc:250 NCCL WARN gdr_pin_buffer(addr 7f00, size 4096) "
+                    "failed: -22\n")
+    assert [(f["rule"], f["severity"]) for f in fs] == [("LOG014", "warning")], fs
+    assert "GDRCopy" in fs[0]["message"]
