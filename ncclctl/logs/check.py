@@ -31,7 +31,7 @@ ERROR_WARNS = {"ib-completion", "ibv", "socket", "cuda", "version-mismatch", "bo
                "gpu-oom", "driver-old", "dmabuf", "kernel-smem"}
 SOFT_WARNS = {"no-verbs", "nvls", "topo-open", "other", "gdr", "attn", "ras", "proxy", "gin", "ib-other", "socket-other",
               "cuda-other", "nvml", "topology", "registration", "collnet", "memory", "usage", "setting", "mismatch",
-              "timeout", "mnnvl", "gdrcopy", "symmetric", "system-call", "plugin", "abort", "internal"}
+              "timeout", "mnnvl", "gdrcopy", "symmetric", "system-call", "plugin", "abort", "internal", "ofi"}
 #: WARN classes with a rule of their own (cause, evidence and fix of that class): LOG014 leaves them alone.
 OWN_RULE_WARNS = {"no-interface": "LOG018", "duplicate-gpu": "LOG019", "no-net-plugin": "LOG020",
                   "no-algorithm": "LOG021", "topo-open": "LOG023", "nvls-bind": "LOG024", "shm-space": "LOG025",
@@ -1095,6 +1095,9 @@ _FAMILY_HINTS = {
     "system-call": "a system call or thread NCCL made failed (the errno text in the line): limits (ulimit -n/-u), "
                    "the container's permissions, the kernel",
     "plugin": "a plugin (profiler, tuner, env) failed: NCCL continues without it",
+    "ofi": "the AWS OFI plugin (aws-ofi-nccl on libfabric/EFA): the EFA devices in the container "
+           "(/dev/infiniband/uverbs*), a security group that allows all traffic between the nodes, matching plugin and "
+           "EFA installer versions ('fi_info -p efa')",
     "abort": "the communicator was aborted or destroyed after an earlier error: the first error in the log is the "
              "cause",
     "internal": "an internal consistency check of NCCL failed: an NCCL bug or corrupted state; report it upstream "

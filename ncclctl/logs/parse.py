@@ -202,6 +202,8 @@ def version_of_code(code: int) -> str:
 #: The part of NCCL a WARN comes from, for WARN wordings no class above names (most of NCCL 2.32.3's 717 WARN
 #: formats): reported as a warning of that family with where to look, never as an error of its own.
 WARN_FAMILIES: tuple[tuple[str, str], ...] = (
+    # network plugins' own prefixes first: aws-ofi-nccl (EFA/libfabric, "NET/OFI ..."), Google's FastSocket
+    ("NET/OFI", "ofi"), ("FastSocket", "socket-other"),
     ("RAS", "ras"), ("Proxy", "proxy"), ("proxy", "proxy"), ("GIN", "gin"), ("gin", "gin"),
     ("ibv", "ib-other"), ("NET/IB", "ib-other"), ("IB ", "ib-other"),
     ("ocket", "socket-other"), ("onnect", "socket-other"),

@@ -216,3 +216,23 @@ def test_a_warn_of_a_new_family_says_where_to_look(tmp_path):
                     "failed: -22\n")
     assert [(f["rule"], f["severity"]) for f in fs] == [("LOG014", "warning")], fs
     assert "GDRCopy" in fs[0]["message"]
+
+
+def test_plugin_prefixes_are_their_family(tmp_path):
+    rc, fs = _check(tmp_path, "ip-10-0-0-5:79:90 [0] nccl_net_ofi_rdma.c:5720 NCCL WARN NET/OFI Couldn't open a fabric "
+                    "access domain. RC: -22, ERROR: Invalid argument\n")
+    assert [(f["rule"], f["severity"]) for f in fs] == [("LOG014", "warning")], fs
+    assert "EFA" in fs[0]["message"]
+
+
+def test_launcher_prefixes_name_the_hosts(tmp_path):
+    pre = ["(RayTrainWorker pid=615, ip=10.0.0.7) ", "[rank0]:", "0: ", "[1,0]<stdout>:", "2026-01-01T00:00:00.000Z ",
+           "[2026-01-01 00:00:00] ", "nodeX: ", "> ", "stdout: "]
+    text = "".join(f"{p}node{i}:{600 + i}:{700 + i} [0] NCCL INFO NCCL version 2.30.7+cuda12.9\n"
+                   for i, p in enumerate(pre))
+    (tmp_path / "pre.log").write_text(text)
+    res = run_cli("log", "show", str(tmp_path / "pre.log"), "--format", "json")
+    assert res.returncode == 0 and "Traceback" not in res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["hosts"] == len(pre) and doc["processes"] == len(pre), doc
+    assert sorted(p["host"] for p in doc["process_list"]) == sorted(f"node{i}" for i in range(len(pre)))
