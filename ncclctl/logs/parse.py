@@ -229,7 +229,7 @@ WARN_FAMILIES: tuple[tuple[str, str], ...] = (
     ("ncryption", "setting"), ("pre-shared key", "setting"), ("prefix", "setting"), ("token", "setting"),
     ("locality", "setting"), ("truncated", "mismatch"), ("does not match", "mismatch"), ("disagree", "mismatch"),
     ("revoked", "abort"), ("fatal error", "abort"), ("estroy", "abort"), ("cleanup comm", "abort"),
-    ("roup", "usage"), ("ommunicator", "usage"), ("ncclComm", "usage"), ("NULL", "usage"), ("pointer", "usage"),
+    ("creation failed", "internal"), ("roup", "usage"), ("ommunicator", "usage"), ("ncclComm", "usage"), ("NULL", "usage"), ("pointer", "usage"),
     ("argument", "usage"), ("aligned", "usage"), ("ncclRedOp", "usage"), ("recv to self", "usage"),
     ("usage", "usage"), ("rank", "usage"), ("equeue", "internal"), ("opId", "internal"), ("Inactive op", "internal"),
     ("loop", "internal"), ("bugs", "internal"), ("orrupted", "internal"), ("not empty", "internal"),
