@@ -31,7 +31,8 @@ ERROR_WARNS = {"ib-completion", "ibv", "socket", "cuda", "version-mismatch", "bo
                "gpu-oom", "driver-old", "dmabuf", "kernel-smem"}
 SOFT_WARNS = {"no-verbs", "nvls", "topo-open", "other", "gdr", "attn", "ras", "proxy", "gin", "ib-other", "socket-other",
               "cuda-other", "nvml", "topology", "registration", "collnet", "memory", "usage", "setting", "mismatch",
-              "timeout", "mnnvl", "gdrcopy", "symmetric", "system-call", "plugin", "abort", "internal", "ofi"}
+              "timeout", "mnnvl", "gdrcopy", "symmetric", "system-call", "plugin", "abort", "internal", "ofi", "graph-fallback", "ib-async",
+              "kernel-smem-info"}
 #: WARN classes with a rule of their own (cause, evidence and fix of that class): LOG014 leaves them alone.
 OWN_RULE_WARNS = {"no-interface": "LOG018", "duplicate-gpu": "LOG019", "no-net-plugin": "LOG020",
                   "no-algorithm": "LOG021", "topo-open": "LOG023", "nvls-bind": "LOG024", "shm-space": "LOG025",
@@ -1013,6 +1014,18 @@ def _hint(kind: str, text: str) -> str:
             return ("the driver refuses a CUDA memory call NCCL makes at init (cudaMemPool/cuMem: vGPU with UVM off, "
                     "an old or CI driver): enable UVM / upgrade the driver, or NCCL_CUMEM_ENABLE=0")
         return "a CUDA error inside NCCL: check the driver and XID errors in dmesg"
+    if kind == "graph-fallback":
+        return ("NCCL's graph search found no path for this pattern and falls back to a simple order: rings/trees "
+                "that ignore the topology, often several times slower; a topology NCCL misreads (VM, a NIC or GPU "
+                "missing, NIC fusion) or a search bug of the release")
+    if kind == "ib-async":
+        if "fatal" in text.lower():
+            return "the HCA reported a fatal event on a queue: the NIC or its firmware failed (dmesg, mlxlink)"
+        return ("the HCA reported a port event (port error, LID/GID change, client reregistration): the link "
+                "flapped or the subnet manager re-registered the port while the job ran")
+    if kind == "kernel-smem-info":
+        return ("NCCL's kernels need more shared memory per block than this GPU offers: the NCCL build does not "
+                "support this GPU's architecture (a release older than the GPU)")
     if kind == "kernel-smem":
         return ("NCCL's kernels need more shared memory per block than this GPU offers: the NCCL build does not "
                 "support this GPU's architecture (a release older than the GPU)")
@@ -1043,6 +1056,13 @@ _KIND_FIXES = {
     "ib-mismatch": "Give every node the same NIC types and NCCL_IB_HCA list, or split the job by NIC type.",
     "kernel-smem": "Use an NCCL release built for this GPU's architecture (the framework's bundled NCCL may be older "
                    "than the GPU); NCCL_DEBUG=INFO prints the CUDA architectures the library was built for.",
+    "graph-fallback": "Compare NCCL's topology with the node (NCCL_TOPO_DUMP_FILE, 'ncclctl topo predict --root'); "
+                      "with NIC fusion on 2.26 try NCCL_NET_MERGE_LEVEL=LOC or upgrade NCCL (2.27+ keeps NET/0); "
+                      "check every NIC and GPU is visible to the job.",
+    "ib-async": "Check the port's link: cable and switch port, error counters (ibstat, perfquery, mlxlink), the "
+                "subnet manager's log; move the job off the node while the link flaps.",
+    "kernel-smem-info": "Use an NCCL release built for this GPU's architecture (upgrade the framework's bundled NCCL, "
+                        "e.g. a newer PyTorch wheel).",
     "ring": "Check that every rank runs the same NCCL and sees the same topology; NCCL_GRAPH_FILE/NCCL_RINGS if set.",
 }
 

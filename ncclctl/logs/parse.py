@@ -154,6 +154,10 @@ WARN_KINDS: tuple[tuple[str, str], ...] = (
     # NCCL's kernels need more shared memory than the GPU gives a block: a build without this GPU's architecture
     ("exceeds device/fn maxSharedMem", "kernel-smem"),
     ("not backwards compatible", "version-mismatch"),
+    # the graph search found no path for a pattern and uses a simple order (much slower rings/trees)
+    ("falling back to simple order", "graph-fallback"),
+    # the HCA's asynchronous events (port error, LID/GID change, client reregistration, fatal QP/CQ events)
+    ("Got async event", "ib-async"), ("async fatal event", "ib-async"), ("async error event", "ib-async"),
     ("Call to ibv_", "ibv"),
     ("Got completion", "ib-completion"),
     ("Unable to open device", "ib-open"),
@@ -583,6 +587,10 @@ class Parser:
         if c0 == "c" or c0 == "n" or c0 == "[":
             if msg.startswith("cuMem host allocations do not appear to be working"):
                 proc.shm_fallback = proc.shm_fallback or ev
+                return True
+            if msg.startswith("ncclMaxSharedMem") and "exceeds" in msg:  # 2.25: kernels beyond the GPU's limit
+                own(proc, "warns").append(("kernel-smem-info", ev))
+                own(proc, "warn_counts")["kernel-smem-info"] = proc.warn_counts.get("kernel-smem-info", 0) + 1
                 return True
             if msg.startswith("cudaDriverVersion"):
                 try:

@@ -236,3 +236,16 @@ def test_launcher_prefixes_name_the_hosts(tmp_path):
     doc = json.loads(res.stdout)
     assert doc["hosts"] == len(pre) and doc["processes"] == len(pre), doc
     assert sorted(p["host"] for p in doc["process_list"]) == sorted(f"node{i}" for i in range(len(pre)))
+
+
+@pytest.mark.parametrize("line, words, fix", [
+    ("node1:5:9 [3] graph/search.cc:1120 NCCL WARN Could not find a path for pattern 4, falling back to simple order",
+     "slower", "NCCL_NET_MERGE_LEVEL"),
+    ("node1:5:9 [3] transport/net_ib.cc:95 NCCL WARN NET/IB : Got async event : port error", "flapped", "perfquery"),
+    ("node1:5:5 [1] NCCL INFO ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856", "architecture",
+     "NCCL release"),
+])
+def test_soft_classes_have_their_own_cause_and_fix(tmp_path, line, words, fix):
+    rc, fs = _check(tmp_path, line + "\n")
+    [f] = [f for f in fs if f["rule"] == "LOG014"]
+    assert f["severity"] == "warning" and words in f["message"] and fix in f["fix"], f
