@@ -401,6 +401,11 @@ def _log_coverage(found: dict, *, listing: bool) -> int:
     own = sum(n for k, n in count.items() if k in OWN_RULE_WARNS)
     fam = sum(n for k, n in count.items() if k in families)
     named = len(warns) - own - fam - count["other"]
+    import hashlib
+
+    from ncclctl.logs.warn_listed import LISTED
+
+    listed = [f for f in warns if kinds[f] == "other" and hashlib.sha1(f.encode()).hexdigest()[:12] in LISTED]
     hints = [f for f in found.get("hints", []) if not f.startswith("HINT: To confirm")]
     hint_cls = Counter(_hint_class(f[5:].strip())[0] for f in hints)
     diags = [f for f in found["formats"] if "NCCL DIAG" in f]
@@ -408,6 +413,8 @@ def _log_coverage(found: dict, *, listing: bool) -> int:
     print(f"WARN/ATTN formats: {len(warns)}: {own} in a class with a rule of its own, {named} in a named class "
           f"(LOG014 with its hint), {fam} in a family of NCCL's code (LOG014 warning, where to look), "
           f"{count['other']} other (LOG014 warning, the line itself)")
+    print(f"other: {len(listed)} listed on purpose (ncclctl/logs/warn_listed.py), "
+          f"{count['other'] - len(listed)} unclassified")
     print("classes: " + ", ".join(f"{k}={n}" for k, n in count.most_common()))
     print(f"HINT strings: {len(hints)}: " + ", ".join(f"{k}={n}" for k, n in hint_cls.most_common()))
     print(f"DIAG strings: {len(diags)} (read by LOG028 by their [OK]/[INFO]/[WARN]/[FAIL] tag)")

@@ -15,6 +15,7 @@ from typing import Any, Iterable
 
 from ncclctl.errors import NcclctlError
 from ncclctl.findings import Finding, Severity
+from ncclctl.logs.parse import GIT_SETTING
 from ncclctl.logs.records import Comm, Ev, LogSet, Member, Proc
 from ncclctl.logs.show import busid_text, hostlist, member_nics, network_of, ranges
 
@@ -27,14 +28,15 @@ VIRTUAL_IFACES = ("lo", "docker", "virbr", "veth", "br-", "cni", "flannel", "tun
 #: WARN classes that stop NCCL (errors) and those that do not (warnings); others belong to their own rules.
 ERROR_WARNS = {"ib-completion", "ibv", "socket", "cuda", "version-mismatch", "bootstrap", "ib-open", "ib-mismatch",
                "no-interface", "ring", "duplicate-gpu", "no-net-plugin", "no-algorithm", "nvls-bind", "shm-space",
-               "gpu-oom"}
+               "gpu-oom", "driver-old", "dmabuf", "kernel-smem"}
 SOFT_WARNS = {"no-verbs", "nvls", "topo-open", "other", "gdr", "attn", "ras", "proxy", "gin", "ib-other", "socket-other",
               "cuda-other", "nvml", "topology", "registration", "collnet", "memory", "usage", "setting", "mismatch",
-              "timeout"}
+              "timeout", "mnnvl", "gdrcopy", "symmetric", "system-call", "plugin", "abort", "internal", "ofi", "graph-fallback", "ib-async",
+              "kernel-smem-info"}
 #: WARN classes with a rule of their own (cause, evidence and fix of that class): LOG014 leaves them alone.
 OWN_RULE_WARNS = {"no-interface": "LOG018", "duplicate-gpu": "LOG019", "no-net-plugin": "LOG020",
                   "no-algorithm": "LOG021", "topo-open": "LOG023", "nvls-bind": "LOG024", "shm-space": "LOG025",
-                  "gpu-oom": "LOG026"}
+                  "gpu-oom": "LOG026", "driver-old": "LOG032", "dmabuf": "LOG033"}
 
 #: Settings that name local things (an interface, a device list, a file): differences between hosts are normal.
 LOCAL_SETTINGS = {"NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_DEBUG_FILE", "NCCL_TOPO_FILE", "NCCL_TOPO_DUMP_FILE",
@@ -130,12 +132,13 @@ class Checker:
 
     # ------------------------------------------------------------------ run
     def run(self) -> list[Finding]:
+        from ncclctl.logs.classes import failure_classes
         from ncclctl.logs.nvlink import mnnvl_not_working, nvlink_domains
 
         mnnvl_not_working(self)  # LOG030: first, a cause the generic error rules (LOG013, LOG014) then leave alone
         for fn in (self.gdr, self.socket, self.interfaces, self.versions, self.nic_mismatch, self.channels,
                    self.settings, self.graph_file, self.topology, self.nic_underused, self.nic_rails, self.paths,
-                   self.causes, self.hints, self.diagnostics, self.init_incomplete, self.errors, self.slow_init,
+                   self.causes, lambda: failure_classes(self), self.hints, self.diagnostics, self.init_incomplete, self.errors, self.slow_init,
                    self.shm, self.fewer_channels, self.mnnvl):
             fn()
         nvlink_domains(self)  # LOG031
@@ -362,6 +365,18 @@ class Checker:
             if len(bare) > 1:
                 self.add("LOG004", "the log shows several NCCL versions: " + ", ".join(sorted(bare)),
                          list(bare.values()))
+        if len(vs) == 1:  # one release: the same build? ("NCCL git version <branch> <revision>", 2.29+)
+            gits: dict[str, list[Proc]] = {}
+            for p in self.ls.procs.values():
+                g = p.settings.get(GIT_SETTING)
+                if g is not None and "unknown" not in g[0]:
+                    gits.setdefault(g[0], []).append(p)
+            if len(gits) > 1:
+                parts = [f"{g} on {hostlist({p.host for p in ps})}" for g, ps in sorted(gits.items(),
+                                                                                   key=lambda kv: -len(kv[1]))]
+                self.add("LOG004", f"NCCL {next(iter(vs))} is built from different git revisions: " + "; ".join(parts),
+                         [ps[0].settings[GIT_SETTING][1] for ps in gits.values()][:4],
+                         hosts={p.host for ps in gits.values() for p in ps})
         mism = [(p, ev) for p in self.ls.procs.values() for k, ev in p.warns if k == "version-mismatch"]
         if mism:
             self.add("LOG004", f"{hostlist({p.host for p, _ in mism})}: NCCL reports a version mismatch between "
@@ -402,7 +417,7 @@ class Checker:
         procs = [p for p in self.ls.procs.values() if p.settings]
         if len(procs) < 2:
             return
-        names = sorted({k for p in procs for k in p.settings})
+        names = sorted({k for p in procs for k in p.settings} - {GIT_SETTING})  # LOG004 compares builds
         for name in names:
             vals: dict[str, list[Proc]] = {}
             for p in procs:
@@ -639,12 +654,16 @@ class Checker:
                 # "Connection closed by remote peer"; the cause is the other finding
                 sev = W
                 msg += f" (most likely a consequence of {', '.join(sorted(set(causes)))} on another rank)"
-            self.add("LOG014", msg, [ev for _, ev in items[:3]], severity=sev, hosts=hosts)
+            self.add("LOG014", msg, [ev for _, ev in items[:3]], severity=sev, hosts=hosts, fix=_kind_fix(kind, text))
         explained = any(f.rule in _CAUSE_RULES and f.severity == E for f in self.findings)
-        if self.ls.app_errors and not explained:
-            first = self.ls.app_errors[0]
-            self.add("LOG014", f"the application reports NCCL errors ({len(self.ls.app_errors)} line"
-                     f"{'s' if len(self.ls.app_errors) != 1 else ''}): {first.text[:200]}", self.ls.app_errors[:3])
+        named = {"LOG034", "LOG035"} & {f.rule for f in self.findings}  # their lines have a rule of their own
+        app = [ev for ev in self.ls.app_errors if not named or not _named_app_error(ev.text)]
+        if app and not explained:
+            first = app[0]
+            self.add("LOG014", f"the application reports NCCL errors ({len(app)} line"
+                     f"{'s' if len(app) != 1 else ''}): {first.text[:200]}", app[:3],
+                     fix="Run with NCCL_DEBUG=WARN (or INFO) so that NCCL's own WARN line, which names the failing "
+                     "call, is in the log; then check that line's class with 'ncclctl log check'.")
 
     # LOG018-LOG023: one rule per class of failure NCCL names, each with its own cause and fix --------------------
     def causes(self) -> None:
@@ -880,7 +899,7 @@ class Checker:
 #: Rules that name the cause of a failure: with one of them at error, the application's own error lines are its
 #: evidence, not a finding of their own.
 _CAUSE_RULES = {"LOG008", "LOG018", "LOG019", "LOG020", "LOG021", "LOG024", "LOG025", "LOG026", "LOG027",
-                "LOG030"}
+                "LOG030", "LOG032", "LOG033"}
 
 
 def _parse_version(text: str | None):
@@ -995,9 +1014,79 @@ def _hint(kind: str, text: str) -> str:
             return ("the driver refuses a CUDA memory call NCCL makes at init (cudaMemPool/cuMem: vGPU with UVM off, "
                     "an old or CI driver): enable UVM / upgrade the driver, or NCCL_CUMEM_ENABLE=0")
         return "a CUDA error inside NCCL: check the driver and XID errors in dmesg"
+    if kind == "graph-fallback":
+        return ("NCCL's graph search found no path for this pattern and falls back to a simple order: rings/trees "
+                "that ignore the topology, often several times slower; a topology NCCL misreads (VM, a NIC or GPU "
+                "missing, NIC fusion) or a search bug of the release")
+    if kind == "ib-async":
+        if "fatal" in text.lower():
+            return "the HCA reported a fatal event on a queue: the NIC or its firmware failed (dmesg, mlxlink)"
+        return ("the HCA reported a port event (port error, LID/GID change, client reregistration): the link "
+                "flapped or the subnet manager re-registered the port while the job ran")
+    if kind == "kernel-smem-info":
+        return ("NCCL's kernels need more shared memory per block than this GPU offers: the NCCL build does not "
+                "support this GPU's architecture (a release older than the GPU)")
+    if kind == "kernel-smem":
+        return ("NCCL's kernels need more shared memory per block than this GPU offers: the NCCL build does not "
+                "support this GPU's architecture (a release older than the GPU)")
     if kind == "bootstrap":
         return "ranks of different jobs or attempts met at one bootstrap root (stale MASTER_PORT?)"
     return _FAMILY_HINTS.get(kind, "")
+
+
+def _named_app_error(text: str) -> bool:
+    from ncclctl.logs.classes import _REMOTE, _WATCHDOG
+
+    return _WATCHDOG in text or any(x in text for x in _REMOTE)
+
+
+#: The fix of each WARN class LOG014 reports (its hint names the cause): (class, fix).
+_KIND_FIXES = {
+    "ibv": "Check the port and its addressing: 'ibstat'/'ibv_devinfo' (port ACTIVE), 'show_gids' for the RoCE v2 "
+           "GID of the port's IP (unset NCCL_IB_GID_INDEX or set it to that index), routes between the NICs' subnets; "
+           "in containers use the host network or an RDMA network plugin; 'ncclctl lint' checks NCCL_IB_*.",
+    "socket": "Check NCCL_SOCKET_IFNAME names the same routable interface on every host, that the ports between "
+              "hosts are open (no firewall), and that no peer process died first (its log has the first error).",
+    "socket-other": "Check NCCL_SOCKET_IFNAME, firewalls, and the peer's log for the first error.",
+    "cuda": "Read the CUDA error: driver/XID errors in dmesg ('nvidia-smi -q', 'dmesg | grep -i xid'), the driver "
+            "against the CUDA NCCL was built with, GPU memory in use by other processes.",
+    "bootstrap": "Give each job (and each retry) its own MASTER_PORT / NCCL bootstrap root, and stop stale ranks.",
+    "ib-open": "Check the device exists and is usable in this host or container (/dev/infiniband passed in, "
+               "'ibv_devinfo'), or leave it out with NCCL_IB_HCA.",
+    "ib-mismatch": "Give every node the same NIC types and NCCL_IB_HCA list, or split the job by NIC type.",
+    "kernel-smem": "Use an NCCL release built for this GPU's architecture (the framework's bundled NCCL may be older "
+                   "than the GPU); NCCL_DEBUG=INFO prints the CUDA architectures the library was built for.",
+    "graph-fallback": "Compare NCCL's topology with the node (NCCL_TOPO_DUMP_FILE, 'ncclctl topo predict --root'); "
+                      "with NIC fusion on 2.26 try NCCL_NET_MERGE_LEVEL=LOC or upgrade NCCL (2.27+ keeps NET/0); "
+                      "check every NIC and GPU is visible to the job.",
+    "ib-async": "Check the port's link: cable and switch port, error counters (ibstat, perfquery, mlxlink), the "
+                "subnet manager's log; move the job off the node while the link flaps.",
+    "kernel-smem-info": "Use an NCCL release built for this GPU's architecture (upgrade the framework's bundled NCCL, "
+                        "e.g. a newer PyTorch wheel).",
+    "ring": "Check that every rank runs the same NCCL and sees the same topology; NCCL_GRAPH_FILE/NCCL_RINGS if set.",
+}
+
+
+def _kind_fix(kind: str, text: str) -> str | None:
+    import re
+
+    if kind == "ib-completion":
+        ve = re.search(r"vendor err (\d+)", text)
+        st = re.search(r"(?:with error |status=)(\d+)", text)
+        code = int(st.group(1)) if st else None
+        if code == 12 or (ve and ve.group(1) == "129"):
+            return ("Test the NIC pair below NCCL (ib_write_bw between the two hosts on the same devices and GID); "
+                    "check link state and errors (ibstat, perfquery), NCCL_IB_GID_INDEX on RoCE, routes between "
+                    "rails (NCCL_CROSS_NIC=0 on rail-only fabrics); raise NCCL_IB_TIMEOUT only for a congested "
+                    "fabric.")
+        if code == 4 or (ve and ve.group(1) == "81"):
+            return ("Confirm with NCCL_NET_GDR_LEVEL=LOC (GPUDirect RDMA off): if that works, disable ACS on the PCIe "
+                    "switches (or set the IOMMU to passthrough); 'ncclctl lint' checks ACS and the IOMMU.")
+        if code == 10:
+            return ("A remote access error: the peer's memory registration was refused or changed; check both "
+                    "hosts' peer-memory/DMA-BUF support (LOG001) and that they run the same NCCL.")
+        return "Read the status code (ibv_wc_status) and run ib_write_bw between the two hosts on these devices."
+    return _KIND_FIXES.get(kind)
 
 
 #: Where to look for a WARN of a family no class names (ncclctl.logs.parse.WARN_FAMILIES).
@@ -1017,6 +1106,22 @@ _FAMILY_HINTS = {
     "setting": "an NCCL_* setting NCCL refuses or ignores: 'ncclctl lint' checks the environment",
     "mismatch": "ranks that disagree (versions, settings, topologies): compare the hosts' 'ncclctl facts'",
     "timeout": "a timeout: a peer that stopped, or a network that drops traffic",
+    "mnnvl": "a GPU's multi-node NVLink fabric state or health (LOG029 decodes the MNNVL lines): 'nvidia-smi -q -d "
+             "FABRIC' on that host",
+    "gdrcopy": "GDRCopy (CPU access to GPU memory): the gdrdrv module and libgdrapi version; NCCL_GDRCOPY_ENABLE=0 to "
+               "rule it out",
+    "symmetric": "symmetric memory, windows and RMA (2.27+): the registration of the buffers; disable the feature "
+                 "(NCCL_WIN_ENABLE=0) to rule it out",
+    "system-call": "a system call or thread NCCL made failed (the errno text in the line): limits (ulimit -n/-u), "
+                   "the container's permissions, the kernel",
+    "plugin": "a plugin (profiler, tuner, env) failed: NCCL continues without it",
+    "ofi": "the AWS OFI plugin (aws-ofi-nccl on libfabric/EFA): the EFA devices in the container "
+           "(/dev/infiniband/uverbs*), a security group that allows all traffic between the nodes, matching plugin and "
+           "EFA installer versions ('fi_info -p efa')",
+    "abort": "the communicator was aborted or destroyed after an earlier error: the first error in the log is the "
+             "cause",
+    "internal": "an internal consistency check of NCCL failed: an NCCL bug or corrupted state; report it upstream "
+                "with the full log and the NCCL version",
 }
 
 

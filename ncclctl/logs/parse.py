@@ -101,6 +101,10 @@ _NIC = re.compile(r"\[(\d{1,9})\](\S+)")
 _IFACE = re.compile(r"(?:\[(\d{1,9})\])?([^\s:\[\]]+):(\S*?)<\d+>")
 _SET = re.compile(r"^(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.*)$")
 _TOPO_VM = re.compile(r"^Topology detection ?: network path .* is not a PCI device")
+#: RAS client report: a communicator group's row (group, comms, nodes, ranks per node, ranks per comm, ranks in
+#: group, status, errors) and the head of a block of its Errors/Warnings sections.
+_RAS_ROW = re.compile(r"^\d+\s+\d+\s+\d+\s+\d+\s+\d+\s+\d+\s+([A-Z]+(?:,[A-Z]+)*)\s+([A-Z]+(?:,[A-Z]+)*)$")
+_RAS_BLOCK = re.compile(r"^#\d+(?:-\d+)?\s+\(\w+\)\s+[A-Z]")
 _VENDOR_ERR = re.compile(r"vendor err (\d{1,9})")
 _IB_STATUS = re.compile(r"(?:with error |status=)(\d{1,9})")
 
@@ -110,6 +114,9 @@ _APP_ERRORS = ("unhandled system error", "NCCL error", "ncclSystemError", "ncclI
                "ncclUnhandledCudaError", "ncclRemoteError", "Test NCCL failure", "NCCL communicator was aborted",
                "Watchdog caught collective operation timeout")
 
+#: The key under which a process's "NCCL git version" (2.29+) is kept in its settings (not an NCCL_* variable).
+GIT_SETTING = "NCCL git version"
+
 #: WARN wordings, most specific first: (what the text contains, kind).
 WARN_KINDS: tuple[tuple[str, str], ...] = (
     # NCCL <= 2.29: "Duplicate GPU detected : rank A and rank B both on CUDA device X"; 2.30+: "Multiple Ranks are
@@ -117,10 +124,12 @@ WARN_KINDS: tuple[tuple[str, str], ...] = (
     ("Failed to bind NVLink SHARP", "nvls-bind"),
     ("failed to extend /dev/shm", "shm-space"),
     ("Error while creating shared memory segment", "shm-space"),
+    ("No space left on device", "shm-space"),  # the proxy's accept and posix_fallocate of a /dev/shm segment
     ("Cuda failure 'out of memory'", "gpu-oom"),
     ("Cuda failure 2 'out of memory'", "gpu-oom"),
     ("Failed to CUDA calloc", "gpu-oom"),
     ("is neither AF_INET", "no-interface"),
+    (" : no interface found", "no-interface"),  # "<transport> : no interface found" (2.32's socket plugins)
     ("Duplicate GPU detected", "duplicate-gpu"),
     ("Multiple Ranks are using the same GPU", "duplicate-gpu"),
     ("Failed to initialize any NET plugin", "no-net-plugin"),
@@ -136,6 +145,23 @@ WARN_KINDS: tuple[tuple[str, str], ...] = (
     ("XML Import Channel", "graph-import"),
     ("Could not open XML graph file", "graph-open"),
     ("Could not open XML topology file", "topo-open"),
+    # the IB plugin registering GPU memory through DMA-BUF (2.13+): the kernel/OFED or the driver lacks it
+    ("ibv_reg_dmabuf_mr", "dmabuf"),
+    ("mlx5dv_reg_dmabuf_mr", "dmabuf"),
+    # the CUDA driver older than the CUDA runtime NCCL was built with (cudaErrorInsufficientDriver, 35) or lacking
+    # an entry point NCCL calls (cudaErrorNotSupported by the driver, 801 'API call is not supported ...')
+    ("driver version is insufficient", "driver-old"),
+    ("not supported in the installed CUDA driver", "driver-old"),
+    # the IB/MLX5/GDRCopy wrapper used after its library failed to load: a consequence of 'Failed to open
+    # libibverbs' (sockets are used), not an error of its own
+    ("lib wrapper not initialized", "lib-absent"),
+    # NCCL's kernels need more shared memory than the GPU gives a block: a build without this GPU's architecture
+    ("exceeds device/fn maxSharedMem", "kernel-smem"),
+    ("not backwards compatible", "version-mismatch"),
+    # the graph search found no path for a pattern and uses a simple order (much slower rings/trees)
+    ("falling back to simple order", "graph-fallback"),
+    # the HCA's asynchronous events (port error, LID/GID change, client reregistration, fatal QP/CQ events)
+    ("Got async event", "ib-async"), ("async fatal event", "ib-async"), ("async error event", "ib-async"),
     ("Call to ibv_", "ibv"),
     ("Got completion", "ib-completion"),
     ("Unable to open device", "ib-open"),
@@ -162,10 +188,14 @@ WARN_KINDS: tuple[tuple[str, str], ...] = (
 #: read wherever they appear, since the WARN itself is often not in the log that was kept.
 BARE_NEEDLES = ("Failed to bind NVLink SHARP", "Duplicate GPU detected", "Multiple Ranks are using the same GPU",
                 "is neither AF_INET", "failed to extend /dev/shm", "Error while creating shared memory segment",
-                "Failed to initialize any NET plugin", "no socket interface found", "algorithm/protocol")
+                "Failed to initialize any NET plugin", "no socket interface found", "algorithm/protocol",
+                "Got completion from peer", "driver version is insufficient", "ibv_reg_dmabuf_mr")
 #: The classes such a line is kept for (each has a rule of its own in ncclctl.logs.check).
 BARE_KINDS = frozenset({"nvls-bind", "duplicate-gpu", "no-interface", "shm-space", "no-net-plugin", "no-algorithm",
                         "gpu-oom"})
+#: Classes whose wording, quoted without NCCL's prefix ("NET/IBP:Got completion ...", a title, a grep), is read as a
+#: WARN of the file's process: the wording alone names the class.
+BARE_WARN_KINDS = frozenset({"ib-completion", "driver-old", "dmabuf"})
 _LIBRARY_CODE = re.compile(r"nccl-library=(\d{4,6})\b")
 
 
@@ -180,6 +210,8 @@ def version_of_code(code: int) -> str:
 #: The part of NCCL a WARN comes from, for WARN wordings no class above names (most of NCCL 2.32.3's 717 WARN
 #: formats): reported as a warning of that family with where to look, never as an error of its own.
 WARN_FAMILIES: tuple[tuple[str, str], ...] = (
+    # network plugins' own prefixes first: aws-ofi-nccl (EFA/libfabric, "NET/OFI ..."), Google's FastSocket
+    ("NET/OFI", "ofi"), ("FastSocket", "socket-other"),
     ("RAS", "ras"), ("Proxy", "proxy"), ("proxy", "proxy"), ("GIN", "gin"), ("gin", "gin"),
     ("ibv", "ib-other"), ("NET/IB", "ib-other"), ("IB ", "ib-other"),
     ("ocket", "socket-other"), ("onnect", "socket-other"),
@@ -190,6 +222,36 @@ WARN_FAMILIES: tuple[tuple[str, str], ...] = (
     ("lloc", "memory"), ("emory", "memory"), ("MemManager", "memory"),
     ("nvalid", "usage"), ("not allowed", "usage"), ("not supported", "usage"), ("unknown", "usage"),
     ("NCCL_", "setting"), ("ismatch", "mismatch"), ("imeout", "timeout"), ("imed out", "timeout"),
+    # the families of the formats no needle above reaches (NCCL 2.32.3's library: tools/nccl_extract.py
+    # --log-coverage counts them; the few left, listed by identifier, are in ncclctl.logs.warn_listed)
+    ("MNNVL", "mnnvl"), ("ulticast", "nvls"), ("MLX5", "ib-other"), ("mtu", "ib-other"), ("FLID", "ib-other"),
+    ("DOCA", "gin"), ("doca_", "gin"), ("gdr_", "gdrcopy"), ("GDRCOPY", "gdrcopy"), ("DMA-BUF", "memory"),
+    ("Window", "symmetric"), ("window", "symmetric"), ("CFT", "symmetric"), ("RMA", "symmetric"),
+    ("ymmetric", "symmetric"), ("lsa", "symmetric"), ("LSA", "symmetric"), ("MCBase", "symmetric"),
+    ("TOPO", "topology"), ("ould not find", "topology"), ("rail", "topology"), ("plane", "topology"),
+    ("MLOPart", "topology"), ("hops", "topology"), ("BusId", "topology"), ("numa", "topology"),
+    ("Attribute", "topology"), ("intermediate GPU", "topology"), ("transport for", "topology"),
+    ("Net :", "socket-other"), ("Service thread", "proxy"), ("Call to ", "system-call"),
+    ("Thread ", "system-call"), ("join thread", "system-call"), ("thread failed", "system-call"), ("sched_", "system-call"),
+    ("close failed", "system-call"), ("dlsym", "system-call"), ("dlvsym", "system-call"), ("Dlsym", "system-call"),
+    ("andom", "system-call"), ("rofiler", "plugin"), ("PARAM", "setting"), ("TLS", "setting"),
+    ("ncryption", "setting"), ("pre-shared key", "setting"), ("prefix", "setting"), ("token", "setting"),
+    ("locality", "setting"), ("truncated", "mismatch"), ("does not match", "mismatch"), ("disagree", "mismatch"),
+    ("revoked", "abort"), ("fatal error", "abort"), ("estroy", "abort"), ("cleanup comm", "abort"),
+    ("creation failed", "internal"), ("roup", "usage"), ("ommunicator", "usage"), ("ncclComm", "usage"), ("NULL", "usage"), ("pointer", "usage"),
+    ("argument", "usage"), ("aligned", "usage"), ("ncclRedOp", "usage"), ("recv to self", "usage"),
+    ("usage", "usage"), ("rank", "usage"), ("equeue", "internal"), ("opId", "internal"), ("Inactive op", "internal"),
+    ("loop", "internal"), ("bugs", "internal"), ("orrupted", "internal"), ("not empty", "internal"),
+    ("Unknown", "internal"), ("Unexpected", "internal"), ("Internal error", "internal"), ("too many", "internal"),
+    ("too long", "internal"), ("ran out of", "internal"), ("out of range", "internal"), ("exceed", "internal"),
+    ("Not enough space", "internal"), ("pool", "internal"), ("Couldn't find", "internal"), ("not found", "internal"),
+    ("expected", "internal"), ("state", "internal"), ("failed to", "internal"), ("already exists", "internal"),
+    ("Device object", "internal"), ("Dev comm", "internal"), ("creation failed", "internal"),
+    ("requires", "setting"), ("initialized", "internal"), ("bootstrapS", "socket-other"),
+    ("bootstrapR", "socket-other"), ("bootstrapC", "socket-other"), ("libnvidia-ml", "nvml"), ("MC team", "nvls"),
+    ("sharp resources", "collnet"), ("netName", "setting"), ("algSelection", "setting"), ("Diagnostics", "cuda-other"),
+    ("cudaIpc", "cuda-other"), ("StreamPlan", "cuda-other"), ("Could not map", "memory"), ("host buffers", "internal"),
+    ("parent comm", "usage"), ("job", "internal"), ("Retrieve", "internal"),
 )
 
 
@@ -225,6 +287,8 @@ class Parser:
         self._last_graph: dict[tuple[str, int | None, int | None], dict[str, Any]] = {}
         self._vias: dict[tuple[str, str | None], tuple] = {}
         self._source_procs: dict[str, set[Proc]] = {}
+        self._ras_on = False  # inside the text report of NCCL's RAS client (ncclctl.logs.parse._ras)
+        self._ras_sec = ""
 
     # ------------------------------------------------------------------ helpers
     def _proc(self, host: str, pid: int | None, ev: Ev) -> Proc:
@@ -265,6 +329,8 @@ class Parser:
                     if line.startswith("NCCL "):
                         k = -1
                     else:
+                        if (self._ras_on or line.startswith("Job summary")) and self._ras(line, name, lineno):
+                            continue
                         if "NCCL" in line or "nccl" in line:
                             self._other(line, name, lineno)
                         elif any(x in line for x in BARE_NEEDLES):
@@ -338,8 +404,36 @@ class Parser:
             p = self._anon[name] = self._proc("", None, ev)
         return p
 
+    def _ras(self, line: str, name: str, lineno: int) -> bool:
+        """A line of the RAS client's text report ("Job summary", the communicator groups' table with their Status
+        and Errors, and the blocks of its Errors/Warnings sections: "#G-C (hash) WORDS" and indented details)."""
+        out = self.out
+        self._ras_on = True
+        st = line.strip()
+        if st in ("Errors", "Warnings"):
+            self._ras_sec = st
+            return True
+        m = _RAS_ROW.match(st)
+        if m:
+            out.ras_rows += 1
+            if (m.group(1), m.group(2)) != ("RUNNING", "OK"):
+                out.ras.append(["row", st, [], self._ev(name, lineno, line)])
+            return True
+        m = _RAS_BLOCK.match(st)
+        if m and self._ras_sec:
+            out.ras.append([self._ras_sec, st, [], self._ev(name, lineno, line)])
+            return True
+        if line[:2] == "  " and st and out.ras and out.ras[-1][0] != "row" and self._ras_sec:
+            if len(out.ras[-1][2]) < 12:
+                out.ras[-1][2].append(st[:200])
+            return True
+        return st in ("Job summary", "Communicators...") or st.startswith(("Communicators", "Group ", "#  in group",
+                                                                              "(total)", "Nodes ", "=="))
+
     def _version_line(self, line: str, name: str, lineno: int) -> None:
         out = self.out
+        if "compiled with CUDA" in line:  # the RAS client's report starts with the library's version
+            self._ras_on = True
         m = _VERSION.search(line)
         if m:
             out.bare_versions.append(self._ev(name, lineno, line))
@@ -399,6 +493,11 @@ class Parser:
         """An NCCL WARN's wording repeated by a framework ("Last error:" and what follows): kept (with no host or
         process: the framework's line names neither) when its class has a rule of its own."""
         kind = warn_kind(line)
+        if kind in BARE_WARN_KINDS:
+            self._warn(("", None, None, None), strip_launcher(line), "", name, lineno, line)
+            if not counted:
+                self.out.nccl_lines += 1
+            return
         if kind not in BARE_KINDS:
             if not counted:
                 self._bare(line, name, lineno)
@@ -438,9 +537,9 @@ class Parser:
         if dev is not None:
             own(proc, "devs").add(dev)
         kind = warn_kind(msg)
-        if "nvls.cc" in loc and kind in ("cuda", "gpu-oom", "other"):
+        if "nvls.cc" in loc and kind in ("cuda", "gpu-oom", "other", "internal"):
             kind = "nvls-bind"  # "transport/nvls.cc:158 NCCL WARN Cuda failure 1 'invalid argument'"
-        elif "shmutils" in loc and kind == "other":
+        elif "shmutils" in loc and kind in ("other", "internal", "memory"):
             kind = "shm-space"
         if attn and not any(needle in msg for needle, _k in WARN_KINDS):
             kind = "attn"  # NCCL 2.32's ATTN level: worth attention, not an error (unless a class names it)
@@ -497,6 +596,10 @@ class Parser:
             if msg.startswith("cuMem host allocations do not appear to be working"):
                 proc.shm_fallback = proc.shm_fallback or ev
                 return True
+            if msg.startswith("ncclMaxSharedMem") and "exceeds" in msg:  # 2.25: kernels beyond the GPU's limit
+                own(proc, "warns").append(("kernel-smem-info", ev))
+                own(proc, "warn_counts")["kernel-smem-info"] = proc.warn_counts.get("kernel-smem-info", 0) + 1
+                return True
             if msg.startswith("cudaDriverVersion"):
                 try:
                     proc.cuda_driver = int(msg.split()[1])
@@ -516,6 +619,12 @@ class Parser:
                 return True
             return False
         if c0 == "N":
+            if msg.startswith("NCCL git version"):  # 2.29+: "NCCL git version <branch> <revision>"
+                parts = msg.split()
+                if len(parts) >= 5:
+                    own(proc, "settings")[GIT_SETTING] = (" ".join(parts[3:5]), ev)
+                    return True
+                return False
             if msg.startswith("NCCL version"):
                 m = _VERSION.match(msg)
                 if m:

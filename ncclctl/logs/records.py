@@ -277,6 +277,10 @@ class LogSet:
     #: NCCL 2.32's diagnostics (NCCL_RUN_DIAGNOSTICS / NCCL_RUN_RAS_DIAGNOSTICS): (status, text, line), status the
     #: bracketed tag ("OK", "INFO", "WARN", "FAIL", "ERROR") or "" for the section and summary lines
     diags: list[tuple[str, str, Ev]] = field(default_factory=list)
+    #: the text report of NCCL's RAS client (ncclras, or 'STATUS' on port 28028): [section, header, details, line]
+    #: per communicator group row that is not RUNNING/OK ("row") and per block of its Errors/Warnings sections
+    ras: list[list[Any]] = field(default_factory=list)
+    ras_rows: int = 0
     nccl_tests: bool = False
 
     @property

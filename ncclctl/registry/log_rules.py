@@ -334,6 +334,57 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
      "NVLink SHARP.",
      _DETECT + _MODEL + "The MNNVL busId lines (LOG029's), NCCL's 'NVLS multicast support is (not) available "
      "on dev N' line per rank, and with a model each GPU's NVML fabric registration.", _CHECK, None),
+    ("LOG032", "log-driver-too-old", E, "the CUDA driver is older than the CUDA NCCL was built for",
+     "NCCL's 'Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'' (cudaErrorInsufficientDriver) "
+     "or 'API call is not supported in the installed CUDA driver', also quoted without NCCL's prefix; the message "
+     "gives the driver's CUDA version ('cudaDriverVersion') and the CUDA NCCL was built with ('NCCL version X+cudaY') "
+     "when the log prints them.",
+     "Install a driver that supports the CUDA version NCCL and the framework were built with (the CUDA release notes' "
+     "minimum driver table), or use the framework/NCCL build for the installed driver's CUDA (a cu118 wheel on an "
+     "11.x driver); in containers, the CUDA forward-compatibility package only helps on data-centre GPUs.",
+     "NCCL cannot initialise its CUDA calls at all: every rank fails at the first communicator.",
+     _DETECT + "The WARN's wording (cudawrap.cc and CUDA checks) and the INFO lines 'cudaDriverVersion N' and "
+     "'NCCL version X+cudaY.Z'.", _CHECK, None),
+    ("LOG033", "log-dmabuf-unsupported", E, "GPU memory registration through DMA-BUF refused",
+     "'Call to ibv_reg_dmabuf_mr failed with error Operation not supported' (or the MLX5 variant): NCCL's IB plugin "
+     "asked the NIC to register GPU memory through DMA-BUF and the kernel, rdma-core/OFED or the GPU driver does not "
+     "support it.",
+     "Set NCCL_DMABUF_ENABLE=0 so NCCL uses nvidia-peermem for GPUDirect RDMA (load it: modprobe nvidia_peermem), or "
+     "upgrade to a kernel (5.12+), rdma-core/OFED and open GPU kernel modules with DMA-BUF support; newer NCCL "
+     "releases fall back by themselves.",
+     "The connection's setup fails (an error that stops the job) instead of falling back to another GPUDirect path.",
+     _DETECT + "The WARN of the verbs wrapper naming ibv_reg_dmabuf_mr / mlx5dv_reg_dmabuf_mr.", _CHECK, None),
+    ("LOG034", "log-remote-error", E, "a peer process exited or the network between nodes failed",
+     "The framework reports ncclRemoteError ('remote process exited or there was a network error', 'A call failed "
+     "possibly due to a network error or a remote process exiting prematurely'): the rank whose log this is saw a "
+     "peer stop or the fabric drop the connection; the socket line after 'Last error:' is evidence, not the cause.",
+     "Find the first error in time across all ranks' logs (the rank that died first, or its NCCL WARN); check the "
+     "nodes' fabric: 'ibstat' link state and error counters, 'ncclctl fleet lint' for a node unlike the others, and "
+     "dmesg for Xid/OOM kills on the peer's host.",
+     "A remote error is the symptom every surviving rank reports: retrying or changing this rank's settings does not "
+     "help while the failing node or link stays in the job.",
+     _DETECT + "The application's error lines (PyTorch's DistBackendError/ncclRemoteError wording).", _CHECK, None),
+    ("LOG035", "log-collective-timeout", E, "a collective timed out in the framework's watchdog",
+     "'Watchdog caught collective operation timeout: WorkNCCL(SeqNum=..., OpType=...)' (PyTorch): a collective "
+     "started after initialisation and did not finish within the timeout: a rank stopped calling collectives "
+     "(an exception, a data-loader stall, a different code path), or a transfer stalled on the network.",
+     "Ask NCCL which ranks are behind while the job hangs: NCCL_RAS (on by default since 2.24) with 'ncclras' (or "
+     "'echo STATUS | nc localhost 28028') on any node; enable PyTorch's flight recorder (TORCH_NCCL_TRACE_BUFFER_SIZE) "
+     "and compare the ranks' last sequence numbers; then check that rank's host and logs.",
+     "The timeout fires on every rank waiting for the slow one: the rank that stopped is the one to look at, and "
+     "this log line does not name it.",
+     _DETECT + "The application's watchdog lines.", _CHECK, None),
+    ("LOG036", "log-ras-report", E, "NCCL's RAS report lists errors or warnings",
+     "The text report of NCCL's RAS client ('ncclras', 2.24+) read as an input: communicator groups whose Status is "
+     "not RUNNING or whose Errors column is not OK (INCOMPLETE, MISMATCH, ERROR), and the blocks of its Errors and "
+     "Warnings sections (missing ranks, ranks whose operation counts differ, dead or aborted ranks), with their "
+     "detail lines; a report with every group RUNNING and OK is said so (info).",
+     "Go to the ranks and processes the block names (host, process id, GPU): a rank missing or behind the others is "
+     "where the job stopped; check that host's application log, dmesg (Xid, OOM) and its NICs.",
+     "RAS collects every rank's state through its own network: its report names the outliers a hung job has.",
+     _DETECT + "The RAS client's report: the 'NCCL version ... compiled with CUDA' header, the communicator "
+     "table's rows, the '#group-comm (hash) WORDS' blocks and their indented lines.", _CHECK,
+     "warning for the Warnings section; info for an all-OK report"),
     ("PERF001", "perf-busbw-low", E, "bus bandwidth below what the hardware gives",
      "A collective's bus bandwidth at large sizes is below min_efficiency of the expected value for the "
      "hardware (NVLink generation inside a node; NICs x rate x efficiency across nodes; PCIe for PCIe-only "

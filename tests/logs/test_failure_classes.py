@@ -235,7 +235,7 @@ def test_the_default_plugin_search_ending_the_line_with_a_period_is_not_a_findin
     ("proxyProgress: Proxy Call to rank 1 failed (Connect)", "proxy", "proxy"),
     ("MemManager: Failed to copy to CPU backup: out of space", "memory", "memory"),
     ("Comm config netName (IB) does not match the parent (Socket)", "socket-other", "socket"),
-    ("Group creation failed: 3 vs 4", "other", ""),
+    ("Group creation failed: 3 vs 4", "internal", "internal consistency check"),  # 'other' before issue 27 item 1
 ])
 def test_warns_no_class_names_are_warnings_of_their_family(tmp_path, line, family, words):
     log = tmp_path / "w.log"
