@@ -43,7 +43,7 @@ def _progress():
 def fleet_lint(
     snapshots: Optional[List[str]] = typer.Argument(None, metavar="SNAPSHOT...", help="Snapshot folders, .tar.gz snapshots or node-model JSON files."),
     inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help="Cluster inventory YAML (see 'ncclctl schema inventory') naming each host's snapshot or model.", metavar="FILE"),
-    facts: bool = typer.Option(False, "--facts", help="The arguments are 'ncclctl facts' documents (Ansible's ncclctl.fact fetched per host, or its JSON fact cache): files, or folders searched for them. The node findings are those each host recorded; the fleet rules compare the hosts."),
+    facts: bool = typer.Option(False, "--facts", help="The arguments are 'ncclctl facts' documents (Ansible's ncclctl.fact fetched per host, or its JSON fact cache) or the nodes' 'ncclctl lint --format prom' textfiles (HOST.prom): files, or folders searched for them. The node findings are those each host recorded; the fleet rules compare the hosts on what the sources hold (a textfile has no RoCE addresses nor NVLink domain: said in a note)."),
     config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
     expect: Optional[str] = typer.Option(None, "--expect", help="Also compare every host with this expected-state profile.", metavar="FILE"),
     fmt: FleetFormat = format_option(FleetFormat.text, "Output format: text, json, sarif, junit, prom (a node_exporter textfile with a host label, docs/operations.md section 5)."),
@@ -57,11 +57,12 @@ def fleet_lint(
     output: Optional[str] = OUTPUT_OPTION,
 ) -> None:
     """Lint every node of a fleet and compare them: MTU, firmware, driver, NCCL settings, GPU/NIC counts, rails.
-    With --facts, read what each host's 'ncclctl facts' recorded instead of probing snapshots.
+    With --facts, read what each host's 'ncclctl facts' (or 'ncclctl lint --format prom') recorded instead of
+    probing snapshots.
 
     Exit codes: 0 clean, 1 findings at or above --fail-on on some host, 3 invalid input (including a host
-    whose snapshot cannot be read; the others are still linted and reported), 4 a host past --host-timeout
-    (and none unreadable).
+    whose snapshot, facts document or textfile cannot be read; the others are still linted and reported), 4 a
+    host past --host-timeout (and none unreadable).
     """
     from ncclctl import report
     from ncclctl.findings import Severity

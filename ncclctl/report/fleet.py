@@ -35,6 +35,8 @@ class FleetResult:
     hosts: list[HostResult]
     #: Findings about the fleet as a whole (subject :data:`FLEET`): counted, reported, never any host's.
     fleet: list[Finding] = field(default_factory=list)
+    #: What the run could not look at, one line each (hosts whose sources lack facts some fleet rules need).
+    notes: list[str] = field(default_factory=list)
 
     def findings(self) -> list[Finding]:
         return [f for h in self.hosts for f in h.findings] + list(self.fleet)

@@ -40,6 +40,7 @@ def fleet_json(result: FleetResult, *, fail_on: Severity, fields: tuple[tuple[st
         "ok": s["failing"] == 0 and s["unreadable"] == 0 and not fails(result.fleet, fail_on),
         "summary": s,
         "fleet_findings": [f.to_dict() for f in sorted(result.fleet, key=sort_key)],
+        "notes": list(result.notes),
         "hosts": [{
             "host": h.host,
             "source": h.source,

@@ -100,6 +100,7 @@ def fleet_text(result: FleetResult, fail_on: Severity, *, show_info: bool = Fals
             lines.append(f"{h.host}: error: cannot load {loc or h.source}: {e.get('message')}"
                          + (f" (fix: {e['fix']})" if e.get("fix") else ""))
     lines += group_lines(group(visible(sorted(result.fleet, key=sort_key), show_info)))
+    lines += [f"note: {n}" for n in result.notes]
     faults: dict[tuple, tuple[Group, list[str]]] = {}
     for h in result.hosts:
         if h.error is not None:
