@@ -482,6 +482,44 @@ def _absent_notes(skipped: dict[tuple[str, ...], dict[str, set[str]]]) -> list[s
     return lines
 
 
+def account_for(result: FleetResult, names: list[str], inventory: str) -> None:
+    """Hold the hosts read against the inventory's ``names``: each named host no source spoke for is added as a
+    silent host (an error, exit 3); hosts read that the inventory does not name get one note. A name matches a
+    host exactly, or by its short name (``gpu001`` and ``gpu001.cluster.local``)."""
+    from ncclctl.errors import ExitCode
+    from ncclctl.names import hostlist, natural_key
+    from ncclctl.report.fleet import SILENT
+
+    def short(n: str) -> str:
+        return n.split(".", 1)[0]
+
+    read = [h.host.split("@", 1)[0] for h in result.hosts]
+    for h in result.hosts:  # an unreadable file is named by its path: DEST/HOST/etc/ansible/... or HOST.prom
+        if h.error is not None and h.source:
+            parts = h.source.replace("\\", "/").split("/")
+            read += parts + [os.path.splitext(parts[-1])[0]]
+    exact = set(read)
+    shorts = {short(n) for n in read}
+    wanted = set(names)
+    wanted_short = {short(n) for n in names}
+    silent = [n for n in names if n not in exact and short(n) not in shorts]
+    for n in sorted(silent, key=natural_key):
+        result.hosts.append(HostResult(host=n, source=inventory, error={
+            "error": SILENT, "message": f"named by the inventory ({inventory}), no facts document or textfile: "
+                                        f"facts not collected",
+            "path": None, "line": None, "column": None,
+            "fix": "run the facts play (or the textfile timer) on the host / check the host (down, unreachable, "
+                   "ncclctl not installed)",
+            "exit_code": int(ExitCode.INVALID_INPUT)}))
+    extra = sorted({h.host for h in result.hosts if h.error is None
+                    and h.host.split("@", 1)[0] not in wanted and short(h.host.split("@", 1)[0]) not in wanted_short},
+                   key=natural_key)
+    if extra:
+        result.notes.append(f"{hostlist(extra)}: not named by the inventory ({inventory}), but facts were read for "
+                            f"{'it' if len(extra) == 1 else 'them'}: linted and compared; add "
+                            f"{'it' if len(extra) == 1 else 'them'} to the inventory, or remove the stale facts")
+
+
 def exit_code(result: FleetResult, fail_on: Severity) -> int:
     """``fleet lint``'s exit status: 3 when a host could not be read, else 4 when a host ran past its deadline,
     else 1 when a finding reaches ``fail_on``, else 0."""

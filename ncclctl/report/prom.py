@@ -14,7 +14,8 @@ files):
 * ``ncclctl_last_run_timestamp_seconds{command}``: when the run ended (Unix time; ``SOURCE_DATE_EPOCH`` when set).
 * ``ncclctl_ok{command}``: 1 when no finding reached ``--fail-on``.
 * ``ncclctl_rules_run{command}``: how many rules ran (commands that run a rule set).
-* ``ncclctl_fleet_hosts{command,state}`` (fleet lint): hosts linted and hosts unreadable.
+* ``ncclctl_fleet_hosts{command,state}`` (fleet lint): hosts linted, unreadable, and silent (named by the
+  inventory, no facts: ``fleet lint --facts --inventory``).
 * ``ncclctl_findings{command,severity}``: findings per severity; all three severities always present.
 * ``ncclctl_rule_findings{command,rule,severity,device}``: findings per rule, severity and device (the finding's
   subject: ``mlx5_3``, ``GPU2``, ``/etc/nccl.conf``). A series exists only while its finding does; when the fault
@@ -69,7 +70,7 @@ HELP = {
     "ncclctl_rules_run": "Rules the last ncclctl run ran.",
     "ncclctl_findings": "Findings of the last ncclctl run, per severity.",
     "ncclctl_rule_findings": "Findings of the last ncclctl run, per rule, severity and device.",
-    "ncclctl_fleet_hosts": "Hosts of the last ncclctl fleet run: linted, or unreadable (their snapshot or model could not be used).",
+    "ncclctl_fleet_hosts": "Hosts of the last ncclctl fleet run: linted, unreadable (their snapshot, model or facts could not be used), or silent (named by the inventory, no facts).",
     "ncclctl_node_info": "The node as ncclctl lint saw it: host name, NVIDIA driver, GPUs, rail layout (value 1).",
     "ncclctl_rdma_devices": "RDMA devices on the node.",
     "ncclctl_nic_firmware_info": "HCA firmware per HCA type and board id (value 1).",
@@ -177,7 +178,7 @@ def fact_samples(command: str, hostname: str, facts: dict[str, Any]) -> dict[str
 
 def textfile(command: str, *, now: float, findings: Iterable[Finding] = (), up: bool = True, ok: bool = True,
              rules_run: int | None = None, host_label: bool = False,
-             hosts: tuple[int, int] | None = None, facts: tuple[str, dict[str, Any]] | None = None) -> str:
+             hosts: tuple[int, int, int] | None = None, facts: tuple[str, dict[str, Any]] | None = None) -> str:
     """The textfile for one run of ``command`` (``lint``, ``fleet lint``, ``log check``, ``perf check``).
 
     ``host_label`` (fleet lint): the rule series also carry each finding's ``host`` (its :attr:`Finding.host`);
@@ -194,7 +195,8 @@ def textfile(command: str, *, now: float, findings: Iterable[Finding] = (), up: 
             out += _family("ncclctl_rules_run", [(cmd, rules_run)])
         if hosts is not None:
             out += _family("ncclctl_fleet_hosts", [(cmd + (("state", "linted"),), hosts[0]),
-                                                   (cmd + (("state", "unreadable"),), hosts[1])])
+                                                   (cmd + (("state", "unreadable"),), hosts[1]),
+                                                   (cmd + (("state", "silent"),), hosts[2])])
         per_severity = Counter(f.severity for f in findings)
         out += _family("ncclctl_findings", [(cmd + (("severity", s.value),), per_severity[s]) for s in _SEVERITIES])
         keyed: Counter = Counter()
@@ -224,14 +226,16 @@ def textfile(command: str, *, now: float, findings: Iterable[Finding] = (), up: 
 
 def fleet_textfile(result: Any, fail_on: Severity, *, now: float) -> str:
     """``fleet lint --format prom``: one file for the fleet (the admin node's node_exporter), every rule series
-    with its ``host`` label; ``ncclctl_ok`` is 0 when a finding reaches ``fail_on`` or a host is unreadable."""
+    with its ``host`` label; ``ncclctl_ok`` is 0 when a finding reaches ``fail_on`` or a host is unreadable or
+    silent."""
     from dataclasses import replace
 
     from ncclctl.report.fleet import FLEET
 
     findings = [replace(f, host=h.host) for h in result.hosts for f in h.findings]
     findings += [replace(f, host=FLEET) for f in result.fleet]
-    unreadable = sum(1 for h in result.hosts if h.error is not None)
-    ok = not unreadable and not any(f.severity.rank >= fail_on.rank for f in findings)
+    unreadable = sum(1 for h in result.hosts if h.error is not None and not h.silent)
+    silent = sum(1 for h in result.hosts if h.silent)
+    ok = not unreadable and not silent and not any(f.severity.rank >= fail_on.rank for f in findings)
     return textfile("fleet lint", now=now, findings=findings, ok=ok, host_label=True,
-                    hosts=(len(result.hosts) - unreadable, unreadable))
+                    hosts=(len(result.hosts) - unreadable - silent, unreadable, silent))
