@@ -150,7 +150,11 @@ def _facts_host(src: Source, config, only: tuple[str, ...] | None) -> HostResult
                 findings.append(Finding(rule=d["rule"], severity=sev, message=d["message"],
                                         subject=d["subject"], line=d.get("line"), column=d.get("column"),
                                         fix=d.get("fix"), evidence=tuple(d.get("evidence") or ())))
-        rules = [r for r in fleet.get("rules_run") or () if r in wanted]
+        ran = tuple(fleet.get("rules_run") or ())
+        kept = _RAN.get((id(wanted), ran))
+        if kept is None:  # hosts of one fleet ran the same rules: filtered once per distinct list
+            kept = _RAN[(id(wanted), ran)] = [r for r in ran if r in wanted]
+        rules = list(kept)
         return HostResult(host=host, source=src.path, findings=findings, rules=rules,
                           facts=facts_from_json(fleet["facts"]))
     except NcclctlError as exc:
@@ -164,6 +168,8 @@ def _facts_host(src: Source, config, only: tuple[str, ...] | None) -> HostResult
 
 
 _WANTED: dict[tuple, dict] = {}
+#: (id of the wanted map, a host's recorded rules_run) -> the rules of it this run selects
+_RAN: dict[tuple, list[str]] = {}
 
 
 def _wanted(config, only: tuple[str, ...] | None) -> dict[str, Any]:
@@ -173,6 +179,7 @@ def _wanted(config, only: tuple[str, ...] | None) -> dict[str, Any]:
     key = (id(config), only)
     if key not in _WANTED:
         _WANTED.clear()
+        _RAN.clear()
         _WANTED[key] = {r.id: config.severity(r) for r in selected(config, only=only)}
     return _WANTED[key]
 
@@ -417,13 +424,18 @@ def _run_fleet_rules(hosts: list[HostResult], config, only: tuple[str, ...] | No
     rules = selected(config, scope="fleet", only=only)
     absent = {h.host: set(h.facts.get("_absent") or ()) for h in loaded if h.facts is not None and h.facts.get("_absent")}
     skipped: dict[tuple[str, ...], dict[str, set[str]]] = {}  # missing facts -> rule -> hosts
-    for r in rules:
-        for h in loaded:
-            lacks = absent.get(h.host, set()) & set(NEEDS.get(r.id, ()))
-            if lacks:
-                skipped.setdefault(tuple(sorted(lacks)), {}).setdefault(r.id, set()).add(h.host)
-            elif not config.ignored(h.host, r.id):
-                h.rules.append(r.id)
+    ids = [r.id for r in rules]
+    for h in loaded:
+        lacking = absent.get(h.host)
+        if config.ignores or lacking:
+            for rid in ids:
+                lacks = lacking & set(NEEDS.get(rid, ())) if lacking else None
+                if lacks:
+                    skipped.setdefault(tuple(sorted(lacks)), {}).setdefault(rid, set()).add(h.host)
+                elif not config.ignored(h.host, rid):
+                    h.rules.append(rid)
+        else:
+            h.rules.extend(ids)
     if notes is not None and skipped:
         notes.extend(_absent_notes(skipped))
     fleet: list[Finding] = []

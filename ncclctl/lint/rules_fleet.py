@@ -411,7 +411,10 @@ def fleet_duplicate_roce_address(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
 def nccl_net_ports(facts: dict[str, Any]) -> list[tuple[str, int, int, int]]:
     """(nic, port, rail, plane) of every active port the host's effective NCCL_IB_HCA selects (all active RDMA ports
     when unset), with the rail/plane ids NCCL 2.30.7+ reads from it (-1: undefined)."""
-    return list(_net_ports(facts["nccl"].get("NCCL_IB_HCA"), tuple(tuple(p) for p in facts.get("net_ports", []))))
+    ports = facts.get("net_ports") or ()
+    if not all(type(p) is tuple for p in ports):  # facts_from_json and fleet_facts give tuples already
+        ports = [tuple(p) for p in ports]
+    return list(_net_ports(facts["nccl"].get("NCCL_IB_HCA"), tuple(ports)))
 
 
 @lru_cache(maxsize=256)
