@@ -299,9 +299,12 @@ def substitute(template: Any, host: str, path: str, line: int | None, var: str) 
     return text
 
 
-def hosts_of(path: str, text: str, *, limit: int) -> list[tuple[str, str, str, str | None, int | None]]:
+def hosts_of(path: str, text: str, *, limit: int,
+             names_only: bool = False) -> list[tuple[str, str, str, str | None, int | None]]:
     """(host, "snapshot" or "model", the path as written (relative to the inventory), group, line) for every host
-    of an Ansible inventory (INI or YAML), in the inventory's order."""
+    of an Ansible inventory (INI or YAML), in the inventory's order. ``names_only``: the hosts need no
+    ``ncclctl_snapshot``/``ncclctl_model`` (kind and path are then empty strings): ``fleet lint --facts
+    --inventory`` only asks which hosts should have reported."""
     if _looks_yaml(text):
         from ncclctl.yamlio import load
 
@@ -319,6 +322,10 @@ def hosts_of(path: str, text: str, *, limit: int) -> list[tuple[str, str, str, s
     out = []
     for host, variables, first in resolved:
         line = host_line.get(host)
+        if names_only:
+            group = variables.get(GROUP_VAR, first)
+            out.append((host, "", "", None if group is None else str(group), line))
+            continue
         has = [v for v in (SNAPSHOT_VAR, MODEL_VAR) if variables.get(v) is not None]
         if len(has) != 1:
             raise InputError(f"host {host}: " + ("no ncclctl_snapshot or ncclctl_model variable (on the host or a "

@@ -27,6 +27,7 @@ spec       1 MiB    a virtual layout spec (``topo generate --spec``)
 config     4 MiB    a lint configuration (``.ncclctl.yaml``)
 expect     4 MiB    an expected-state profile (``--expect``)
 rail map   4 MiB    rail/plane ids per switch, subnet or port (``--rail-map``)
+textfile   4 MiB    a node's Prometheus textfile (``fleet lint --facts HOST.prom``)
 inventory  64 MiB   a fleet inventory (``--inventory``)
 xml        16 MiB   an NCCL topology or graph file
 fabric     1 GiB    ibnetdiscover / iblinkinfo output
@@ -71,6 +72,8 @@ KINDS: dict[str, Kind] = {
     "rail map": Kind(4 * _MIB, "rail map", "a rail map is switches:/subnets:/hosts: YAML; check the path"),
     "facts": Kind(16 * _MIB, "facts document", "give files written by 'ncclctl facts' (Ansible's "
                   "/etc/ansible/facts.d/ncclctl.fact, fetched per host) or Ansible's JSON fact cache"),
+    "textfile": Kind(4 * _MIB, "Prometheus textfile", "give the .prom file 'ncclctl lint --format prom' writes on "
+                     "each node (a few kilobytes)"),
     "inventory": Kind(64 * _MIB, "inventory", "an inventory is 'hosts:' with one mapping per host; check the path"),
     "slurm": Kind(16 * _MIB, "Slurm topology file", "give Slurm's topology.conf (BlockName=... Nodes=... lines) or topology.yaml (25.05+)"),
     "xml": Kind(16 * _MIB, "NCCL XML file", "NCCL topology and graph files are a few kilobytes; check the path"),

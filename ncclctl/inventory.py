@@ -149,6 +149,59 @@ def load_inventory(path: str) -> Inventory:
     return Inventory(path=path, hosts=tuple(hosts), fabric=fabric_path)
 
 
+def host_names(arg: str) -> list[str]:
+    """The hosts an inventory names, whatever each one's node comes from (none needed): ``fleet lint --facts
+    --inventory``'s list of the hosts that should have reported. ``arg``: an Ansible inventory (INI or YAML),
+    ncclctl's inventory YAML, or, when no such file exists, a Slurm hostlist (``gpu[001-128,200]``)."""
+    from ncclctl.inputs import read_text
+    from ncclctl.yamlio import load
+
+    if not os.path.exists(arg) and "/" not in arg and re.fullmatch(r"[A-Za-z0-9._\-\[\],]+", arg):
+        names = []
+        for part in _split_hostlist(arg):
+            names += _expand(part, "--inventory", None) if "[" in part else [part]
+            if len(names) > MAX_HOSTS:
+                raise InputError(f"more than {MAX_HOSTS} hosts", path="--inventory", fix="split the hostlist")
+        for name in names:
+            if not _HOST_RE.match(name):
+                raise InputError(f"host name {name!r} is not a host name", path="--inventory",
+                                 fix="give a hostlist such as gpu[001-128,200], or an inventory file")
+        return list(dict.fromkeys(names))
+    text = read_text(arg, "inventory")
+    from ncclctl.ansible_inventory import hosts_of, looks_like_ansible
+
+    if looks_like_ansible(arg, text):
+        return [h for h, *_ in hosts_of(arg, text, limit=MAX_HOSTS, names_only=True)]
+    data, root = load(text, arg, max_depth=32, fix="an inventory is 'hosts:' with one mapping per host (" + _FIX + ")")
+    if not isinstance(data, dict) or not isinstance(data.get("hosts"), dict) or not data["hosts"]:
+        raise InputError("an inventory is a mapping with a non-empty 'hosts' mapping", path=arg, fix=_FIX)
+    lines = _key_lines(root)
+    out: list[str] = []
+    for key in data["hosts"]:
+        line = lines.get(("hosts", str(key)))
+        names = _expand(key, arg, line) if isinstance(key, str) and "[" in key else [key]
+        for name in names:
+            if not isinstance(name, str) or not _HOST_RE.match(name):
+                raise InputError(f"host name {name!r} is not a host name", path=arg, line=line, fix=_FIX)
+        out += names
+        if len(out) > MAX_HOSTS:
+            raise InputError(f"more than {MAX_HOSTS} hosts", path=arg, line=line, fix="split the inventory")
+    return list(dict.fromkeys(out))
+
+
+def _split_hostlist(text: str) -> list[str]:
+    """``gpu[001-004,9],cpu1`` as its comma-separated parts, commas inside brackets kept."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        depth += c == "["
+        depth -= c == "]"
+        if c == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p for p in parts if p]
+
+
 def _load_ansible(path: str, text: str) -> Inventory:
     """An Ansible inventory (INI or YAML; :mod:`ncclctl.ansible_inventory`) as an inventory."""
     from ncclctl.ansible_inventory import hosts_of

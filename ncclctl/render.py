@@ -80,6 +80,9 @@ def _emit(obj: object, pad: str, out: list[str]) -> None:
             out.append("[]")
             return
         inner = pad + "  "
+        if set(map(type, obj)) == _STR:  # a list of names (rule ids, hosts): one C-level join, not a call per item
+            out.append("[\n" + inner + (",\n" + inner).join(map(_encode_str, obj)) + "\n" + pad + "]")
+            return
         out.append("[\n")
         first = True
         for value in obj:
@@ -94,6 +97,7 @@ def _emit(obj: object, pad: str, out: list[str]) -> None:
 
 
 _encode_str = json.encoder.encode_basestring
+_STR = {str}
 _C1 = re.compile("[\x7f-\x9f]")  # only ever inside a string literal: every structural character is ASCII
 
 

@@ -446,12 +446,13 @@ def write_output(text: str, output: str) -> None:
 
 
 def engine_answer(make_report: Any, fmt: str, *, command: str, output: Optional[str] = None, drain: bool = False,
-                  node: Optional[str] = None) -> None:
+                  node: Optional[str] = None, facts: Any = None) -> None:
     """Run ``make_report()`` and answer an engine in ``fmt`` (one of :data:`ENGINE_FORMATS`); always exits.
 
     * ``prom``: the node_exporter textfile (:mod:`ncclctl.report.prom`) to ``output`` or stdout; when the run fails
       the file is still written, with ``ncclctl_up 0``, and the error's own exit code follows. Exit 0 clean, 1 a
-      finding at ``--fail-on``.
+      finding at ``--fail-on``. ``facts``: called after the report, gives (host name, fleet facts as JSON) for the
+      textfile's fact families (``lint``).
     * ``slurm``: one line, the drain reason (:func:`ncclctl.report.oneline.slurm_answer`); exit 0 fit, 1 drain,
       2 unknown (ncclctl could not look: no drain). ``drain``: also ``scontrol update ... state=drain``.
     * ``npd``: node-problem-detector's custom plugin contract: one line of at most 80 characters; exit 0 OK,
@@ -487,7 +488,8 @@ def engine_answer(make_report: Any, fmt: str, *, command: str, output: Optional[
         from ncclctl.report.prom import textfile
 
         text = textfile(command, now=run_time(), findings=rep.findings, ok=rep.ok,
-                        rules_run=len(rep.rules_run) if rep.rules_run is not None else None)
+                        rules_run=len(rep.rules_run) if rep.rules_run is not None else None,
+                        facts=facts() if facts is not None else None)
         if output is not None:
             write_output(text, output)
         else:

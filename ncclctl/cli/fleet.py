@@ -42,8 +42,8 @@ def _progress():
 @fleet_app.command("lint")
 def fleet_lint(
     snapshots: Optional[List[str]] = typer.Argument(None, metavar="SNAPSHOT...", help="Snapshot folders, .tar.gz snapshots or node-model JSON files."),
-    inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help="Cluster inventory YAML (see 'ncclctl schema inventory') naming each host's snapshot or model.", metavar="FILE"),
-    facts: bool = typer.Option(False, "--facts", help="The arguments are 'ncclctl facts' documents (Ansible's ncclctl.fact fetched per host, or its JSON fact cache): files, or folders searched for them. The node findings are those each host recorded; the fleet rules compare the hosts."),
+    inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help="Cluster inventory naming each host's snapshot or model: ncclctl's YAML (see 'ncclctl schema inventory') or an Ansible inventory (INI or YAML). With --facts: the hosts that should have reported (an inventory, whatever its hosts' variables, or a hostlist such as gpu[001-128]); a host without facts is reported silent (exit 3).", metavar="FILE"),
+    facts: bool = typer.Option(False, "--facts", help="The arguments are 'ncclctl facts' documents (Ansible's ncclctl.fact fetched per host, or its JSON fact cache) or the nodes' 'ncclctl lint --format prom' textfiles (HOST.prom): files, or folders searched for them. The node findings are those each host recorded; the fleet rules compare the hosts on what the sources hold (a textfile has no RoCE addresses nor NVLink domain: said in a note)."),
     config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
     expect: Optional[str] = typer.Option(None, "--expect", help="Also compare every host with this expected-state profile.", metavar="FILE"),
     fmt: FleetFormat = format_option(FleetFormat.text, "Output format: text, json, sarif, junit, prom (a node_exporter textfile with a host label, docs/operations.md section 5)."),
@@ -57,23 +57,27 @@ def fleet_lint(
     output: Optional[str] = OUTPUT_OPTION,
 ) -> None:
     """Lint every node of a fleet and compare them: MTU, firmware, driver, NCCL settings, GPU/NIC counts, rails.
-    With --facts, read what each host's 'ncclctl facts' recorded instead of probing snapshots.
+    With --facts, read what each host's 'ncclctl facts' (or 'ncclctl lint --format prom') recorded instead of
+    probing snapshots.
 
     Exit codes: 0 clean, 1 findings at or above --fail-on on some host, 3 invalid input (including a host
-    whose snapshot cannot be read; the others are still linted and reported), 4 a host past --host-timeout
-    (and none unreadable).
+    whose snapshot, facts document or textfile cannot be read; the others are still linted and reported), 4 a
+    host past --host-timeout (and none unreadable).
     """
     from ncclctl import report
     from ncclctl.findings import Severity
     from ncclctl.lint.fleet import (exit_code, lint_fleet, sources_from_facts, sources_from_inventory,
                                     sources_from_paths)
 
-    if bool(snapshots) == (inventory is not None):
+    if facts and not snapshots:
+        raise usage("--facts reads the facts documents or textfiles given as arguments: give files or folders",
+                    fix="ncclctl fleet lint --facts fetched/  [--inventory hosts.ini]")
+    if not facts and bool(snapshots) == (inventory is not None):
         raise usage("give snapshots or --inventory (one of the two)",
                     fix="ncclctl fleet lint snaps/*  or  ncclctl fleet lint --inventory cluster.yaml  or  "
                         "ncclctl fleet lint --facts fetched/")
-    if facts and (inventory is not None or expect is not None):
-        raise usage("--facts reads the facts files given as arguments; it takes neither --inventory nor --expect "
+    if facts and expect is not None:
+        raise usage("--facts reads the facts files given as arguments; it takes no --expect "
                     "(an expected-state profile needs the node itself)",
                     fix="ncclctl fleet lint --facts fetched/  (or --expect with snapshots)")
     only = select_rules(rule, ("node", "fleet"), "fleet lint")
@@ -83,12 +87,21 @@ def fleet_lint(
         from ncclctl.lint.expect import load_profile
 
         profile = load_profile(expect)
+    expected = None
     if facts:
         sources = sources_from_facts(snapshots or [])
+        if inventory is not None:
+            from ncclctl.inventory import host_names
+
+            expected = host_names(inventory)
     else:
         sources = sources_from_inventory(inventory) if inventory is not None else sources_from_paths(snapshots or [])
     result = lint_fleet(sources, cfg, expect=profile, jobs=jobs, only=only, progress=_progress(),
                         host_timeout=host_timeout)
+    if expected is not None:
+        from ncclctl.lint.fleet import account_for
+
+        account_for(result, expected, inventory or "")
     threshold = Severity(fail_on.value)
     if fmt == FleetFormat.prom:
         from ncclctl.report.prom import fleet_textfile

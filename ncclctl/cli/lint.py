@@ -101,8 +101,11 @@ def lint_cmd(
             raise usage(f"--format {fmt_value} reports findings: drop --write-expect")
         if nagios:
             raise usage("--nagios prints its own status line: drop --format/--write-expect")
-        engine_answer(lambda: _lint(root, model, config, expect, None, fail_on, None, rule, report_only=True),
-                      fmt_value, command="lint", output=output, drain=drain, node=node)
+        kept: dict = {}
+        engine_answer(lambda: _lint(root, model, config, expect, None, fail_on, None, rule, report_only=True,
+                                    keep=kept),
+                      fmt_value, command="lint", output=output, drain=drain, node=node,
+                      facts=(lambda: _textfile_facts(kept["node"])) if fmt_value == "prom" else None)
     if not nagios:
         _lint(root, model, config, expect, write_expect, fail_on, fmt, rule, show_info=show_info, output=output,
               quiet=quiet, color=color)
@@ -126,9 +129,16 @@ def lint_cmd(
         raise typer.Exit(3)
 
 
+def _textfile_facts(node) -> tuple:
+    """(host name, fleet facts as the facts document publishes them) for ``lint --format prom``'s fact families."""
+    from ncclctl.ops.facts import published_fleet_facts
+
+    return node.hostname, published_fleet_facts(node)
+
+
 def _lint(root, model, config, expect, write_expect, fail_on, fmt, rule, *, nagios: bool = False,
           show_info: bool = False, output: Optional[str] = None, report_only: bool = False, quiet: bool = False,
-          color: Optional[ColorMode] = None):
+          color: Optional[ColorMode] = None, keep: Optional[dict] = None):
     from ncclctl.lint.engine import lint_report
 
     if write_expect is not None and expect is not None:
@@ -144,6 +154,8 @@ def _lint(root, model, config, expect, write_expect, fail_on, fmt, rule, *, nagi
 
         profile = load_profile(expect)
     node = load_node(root, model)
+    if keep is not None:
+        keep["node"] = node
     rep = lint_report(node, cfg, source=root or model, only=only, profile=profile, fail_on=fail_on.value,
                       config_path=cfg_path, expect_path=expect)
     if report_only:

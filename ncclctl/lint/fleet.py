@@ -51,34 +51,47 @@ def sources_from_inventory(path: str) -> list[Source]:
                    labels=h.labels) for h in inv.hosts]
 
 
-#: Names of facts files in a folder: ``*.fact`` (Ansible's facts.d), ``*.json``, and names without a suffix (Ansible's
-#: jsonfile fact cache names each file after its host).
+#: Names of facts files in a folder: ``*.fact`` (Ansible's facts.d), ``*.json``, names without a suffix (Ansible's
+#: jsonfile fact cache names each file after its host), and ``*.prom`` (Prometheus textfiles, :mod:`.fleet_prom`).
 FACTS_SUFFIXES = (".fact", ".json")
+TEXTFILE_SUFFIX = ".prom"
 
 
 def sources_from_facts(paths: Iterable[str]) -> list[Source]:
-    """One source per facts document: each file given, and every facts file under each folder given (recursively,
-    hidden names left out; in name order), as Ansible's ``fetch`` lays them out (``DEST/HOST/etc/ansible/facts.d/
-    ncclctl.fact``) or its jsonfile fact cache does (``CACHE/HOST``)."""
+    """One source per facts document or textfile: each file given, and every facts file under each folder given
+    (recursively, hidden names left out; in name order), as Ansible's ``fetch`` lays them out (``DEST/HOST/etc/
+    ansible/facts.d/ncclctl.fact``) or its jsonfile fact cache does (``CACHE/HOST``), or a folder of the nodes'
+    ``.prom`` textfiles (``HOST.prom``; a folder's other textfiles, node_exporter's or other ncclctl commands',
+    are left out)."""
     from ncclctl.errors import InputError
     from ncclctl.names import natural_key
 
     out = []
     for p in paths:
         if not os.path.isdir(p):
-            out.append(Source(path=p, kind="facts"))
+            out.append(Source(path=p, kind="prom" if p.endswith(TEXTFILE_SUFFIX) else "facts"))
             continue
         found = []
         for top, dirs, files in os.walk(p):
             dirs[:] = [d for d in dirs if not d.startswith(".")]
             for name in files:
-                if not name.startswith(".") and (name.endswith(FACTS_SUFFIXES) or "." not in name):
-                    found.append(os.path.join(top, name))
+                if name.startswith("."):
+                    continue
+                if name.endswith(FACTS_SUFFIXES) or "." not in name:
+                    found.append((os.path.join(top, name), "facts"))
+                elif name.endswith(TEXTFILE_SUFFIX):
+                    found.append((os.path.join(top, name), "prom"))
+        if any(kind == "prom" for _, kind in found):
+            from ncclctl.lint.fleet_prom import is_lint_textfile
+
+            found = [(f, kind) for f, kind in found if kind != "prom" or is_lint_textfile(f)]
         if not found:
-            raise InputError("no facts files in this folder (*.fact, *.json, or fact-cache files named after hosts)",
+            raise InputError("no facts files in this folder (*.fact, *.json, fact-cache files named after hosts, or "
+                             "ncclctl lint textfiles *.prom)",
                              path=p, fix="fetch each host's /etc/ansible/facts.d/ncclctl.fact here (ansible -m fetch), "
-                                         "or give the files written by 'ncclctl facts -o FILE'")
-        out.extend(Source(path=f, kind="facts") for f in sorted(found, key=natural_key))
+                                         "or give the files written by 'ncclctl facts -o FILE' or 'ncclctl lint "
+                                         "--format prom -o HOST.prom'")
+        out.extend(Source(path=f, kind=kind) for f, kind in sorted(found, key=lambda fk: natural_key(fk[0])))
     return out
 
 
@@ -137,7 +150,11 @@ def _facts_host(src: Source, config, only: tuple[str, ...] | None) -> HostResult
                 findings.append(Finding(rule=d["rule"], severity=sev, message=d["message"],
                                         subject=d["subject"], line=d.get("line"), column=d.get("column"),
                                         fix=d.get("fix"), evidence=tuple(d.get("evidence") or ())))
-        rules = [r for r in fleet.get("rules_run") or () if r in wanted]
+        ran = tuple(fleet.get("rules_run") or ())
+        kept = _RAN.get((id(wanted), ran))
+        if kept is None:  # hosts of one fleet ran the same rules: filtered once per distinct list
+            kept = _RAN[(id(wanted), ran)] = [r for r in ran if r in wanted]
+        rules = list(kept)
         return HostResult(host=host, source=src.path, findings=findings, rules=rules,
                           facts=facts_from_json(fleet["facts"]))
     except NcclctlError as exc:
@@ -151,6 +168,8 @@ def _facts_host(src: Source, config, only: tuple[str, ...] | None) -> HostResult
 
 
 _WANTED: dict[tuple, dict] = {}
+#: (id of the wanted map, a host's recorded rules_run) -> the rules of it this run selects
+_RAN: dict[tuple, list[str]] = {}
 
 
 def _wanted(config, only: tuple[str, ...] | None) -> dict[str, Any]:
@@ -160,6 +179,7 @@ def _wanted(config, only: tuple[str, ...] | None) -> dict[str, Any]:
     key = (id(config), only)
     if key not in _WANTED:
         _WANTED.clear()
+        _RAN.clear()
         _WANTED[key] = {r.id: config.severity(r) for r in selected(config, only=only)}
     return _WANTED[key]
 
@@ -276,6 +296,10 @@ def lint_host(src: Source, config=None, expect=None, only: tuple[str, ...] | Non
         timeout = _STATE.get("timeout")
     if src.kind == "facts":
         return _facts_host(src, config, only)
+    if src.kind == "prom":
+        from ncclctl.lint.fleet_prom import textfile_host
+
+        return textfile_host(src, config, _wanted(config, only))
     try:
         with host_deadline(timeout):
             return _lint_host(src, config, expect, only)
@@ -333,7 +357,7 @@ def lint_fleet(sources: list[Source], config, *, expect=None, jobs: int | None =
     jobs = max(1, jobs or os.cpu_count() or 1)
     results: list[HostResult | None] = [None] * total
     done = 0
-    if jobs == 1 or total < 4 or all(s.kind == "facts" for s in sources):
+    if jobs == 1 or total < 4 or all(s.kind in ("facts", "prom") for s in sources):
         # facts documents are read, not probed (~1 ms a host): no workers to fork and results to pickle back
         for i, src in enumerate(sources):
             results[i] = lint_host(src, config, expect, only, host_timeout)
@@ -360,10 +384,11 @@ def lint_fleet(sources: list[Source], config, *, expect=None, jobs: int | None =
                     progress(done, total)
     hosts = [r for r in results if r is not None]
     _disambiguate(hosts)
-    fleet = _run_fleet_rules(hosts, config, only)
+    notes: list[str] = []
+    fleet = _run_fleet_rules(hosts, config, only, notes)
     for h in hosts:
         h.findings.sort(key=sort_key)
-    return FleetResult(hosts=hosts, fleet=sorted(fleet, key=sort_key))
+    return FleetResult(hosts=hosts, fleet=sorted(fleet, key=sort_key), notes=notes)
 
 
 def _disambiguate(hosts: list[HostResult]) -> None:
@@ -384,33 +409,127 @@ def _resubject(f: Finding, subject: str) -> Finding:
     return dataclasses.replace(f, subject=subject)
 
 
-def _run_fleet_rules(hosts: list[HostResult], config, only: tuple[str, ...] | None = None) -> list[Finding]:
+def _run_fleet_rules(hosts: list[HostResult], config, only: tuple[str, ...] | None = None,
+                     notes: list[str] | None = None) -> list[Finding]:
     """The fleet rules once over the loaded hosts' facts (the engine's rule loop); each finding goes to the host it
     names; the findings about the fleet as a whole (no majority) are returned. Every host lists every fleet rule as
-    run (JUnit testcases), unless ignored for it."""
+    run (JUnit testcases), unless ignored for it, or its source lacks a fact the rule needs (:data:`NEEDS`): then
+    the rule leaves the host out, and ``notes`` gets a line naming the hosts, the facts and the rules."""
+    from ncclctl.lint.rules_fleet import NEEDS
     from ncclctl.report.fleet import FLEET
     from ncclctl.lint.engine import run_each, selected
 
     loaded = [h for h in hosts if h.facts is not None]
     by_host = {h.host: h for h in loaded}
     rules = selected(config, scope="fleet", only=only)
-    for r in rules:
-        for h in loaded:
-            if not config.ignored(h.host, r.id):
-                h.rules.append(r.id)
+    absent = {h.host: set(h.facts.get("_absent") or ()) for h in loaded if h.facts is not None and h.facts.get("_absent")}
+    skipped: dict[tuple[str, ...], dict[str, set[str]]] = {}  # missing facts -> rule -> hosts
+    ids = [r.id for r in rules]
+    for h in loaded:
+        lacking = absent.get(h.host)
+        if config.ignores or lacking:
+            for rid in ids:
+                lacks = lacking & set(NEEDS.get(rid, ())) if lacking else None
+                if lacks:
+                    skipped.setdefault(tuple(sorted(lacks)), {}).setdefault(rid, set()).add(h.host)
+                elif not config.ignored(h.host, rid):
+                    h.rules.append(rid)
+        else:
+            h.rules.extend(ids)
+    if notes is not None and skipped:
+        notes.extend(_absent_notes(skipped))
     fleet: list[Finding] = []
     if len(loaded) < 2:
         return fleet
-    fctx = FleetCtx(hosts=[(h.host, h.facts) for h in loaded if h.facts is not None])
-    for r, found in run_each(rules, fctx, config, "", crash_hosts=[h.host for h in loaded]):
-        for f in found:
-            if f.subject == FLEET and FLEET not in by_host:
-                fleet.append(f)
+    every = [(h.host, h.facts) for h in loaded if h.facts is not None]
+    fctx = FleetCtx(hosts=every)
+    for r in rules:
+        need = NEEDS.get(r.id, ())
+        ctx = fctx
+        if absent and need:
+            ctx = FleetCtx(hosts=[(host, f) for host, f in every if not absent.get(host, set()) & set(need)])
+            if len(ctx.hosts) < 2:
                 continue
-            owner = by_host.get(f.subject)
-            if owner is not None and not config.ignored(owner.host, r.id):
-                owner.findings.append(f)
+        crash = [host for host, _ in ctx.hosts]
+        for _, found in run_each([r], ctx, config, "", crash_hosts=crash):
+            for f in found:
+                if f.subject == FLEET and FLEET not in by_host:
+                    fleet.append(f)
+                    continue
+                owner = by_host.get(f.subject)
+                if owner is not None and not config.ignored(owner.host, r.id):
+                    owner.findings.append(f)
     return fleet
+
+
+#: How the fleet facts are named when a source lacks them.
+FACT_NAMES = {"driver": "NVIDIA driver", "gpus": "GPUs", "rail_layout": "rail layout", "nics": "RDMA device count",
+              "firmware": "HCA firmware", "rails": "rails (rate, MTU)", "nccl": "NCCL settings",
+              "net_ports": "RDMA ports", "roce_addresses": "RoCE addresses", "nvlink": "NVLink domain (IMEX)"}
+
+
+def _absent_notes(skipped: dict[tuple[str, ...], dict[str, set[str]]]) -> list[str]:
+    """One line per group of hosts whose sources lack the same facts: the hosts (hostlist form), the facts, the rules
+    that left them out."""
+    from ncclctl.names import hostlist, natural_key
+
+    per_host: dict[str, tuple[set[str], set[str]]] = {}
+    for lacks, per_rule in skipped.items():
+        for rule_id, hosts in per_rule.items():
+            for h in hosts:
+                facts, rules = per_host.setdefault(h, (set(), set()))
+                facts.update(lacks)
+                rules.add(rule_id)
+    groups: dict[tuple[tuple[str, ...], tuple[str, ...]], list[str]] = {}
+    for h, (facts, rules) in per_host.items():
+        order = list(FACT_NAMES)
+        key = (tuple(sorted(facts, key=lambda k: order.index(k) if k in order else len(order))), tuple(sorted(rules)))
+        groups.setdefault(key, []).append(h)
+    lines = []
+    for (facts_t, rules_t), names in sorted(groups.items(), key=lambda kv: natural_key(min(kv[1], key=natural_key))):
+        names.sort(key=natural_key)
+        what = ", ".join(FACT_NAMES.get(k, k) for k in facts_t)
+        lines.append(f"{hostlist(names)}: not in the source (Prometheus textfile): {what}; {', '.join(rules_t)} did "
+                     f"not compare {'this host' if len(names) == 1 else 'these hosts'} (not counted as agreeing)")
+    return lines
+
+
+def account_for(result: FleetResult, names: list[str], inventory: str) -> None:
+    """Hold the hosts read against the inventory's ``names``: each named host no source spoke for is added as a
+    silent host (an error, exit 3); hosts read that the inventory does not name get one note. A name matches a
+    host exactly, or by its short name (``gpu001`` and ``gpu001.cluster.local``)."""
+    from ncclctl.errors import ExitCode
+    from ncclctl.names import hostlist, natural_key
+    from ncclctl.report.fleet import SILENT
+
+    def short(n: str) -> str:
+        return n.split(".", 1)[0]
+
+    read = [h.host.split("@", 1)[0] for h in result.hosts]
+    for h in result.hosts:  # an unreadable file is named by its path: DEST/HOST/etc/ansible/... or HOST.prom
+        if h.error is not None and h.source:
+            parts = h.source.replace("\\", "/").split("/")
+            read += parts + [os.path.splitext(parts[-1])[0]]
+    exact = set(read)
+    shorts = {short(n) for n in read}
+    wanted = set(names)
+    wanted_short = {short(n) for n in names}
+    silent = [n for n in names if n not in exact and short(n) not in shorts]
+    for n in sorted(silent, key=natural_key):
+        result.hosts.append(HostResult(host=n, source=inventory, error={
+            "error": SILENT, "message": f"named by the inventory ({inventory}), no facts document or textfile: "
+                                        f"facts not collected",
+            "path": None, "line": None, "column": None,
+            "fix": "run the facts play (or the textfile timer) on the host / check the host (down, unreachable, "
+                   "ncclctl not installed)",
+            "exit_code": int(ExitCode.INVALID_INPUT)}))
+    extra = sorted({h.host for h in result.hosts if h.error is None
+                    and h.host.split("@", 1)[0] not in wanted and short(h.host.split("@", 1)[0]) not in wanted_short},
+                   key=natural_key)
+    if extra:
+        result.notes.append(f"{hostlist(extra)}: not named by the inventory ({inventory}), but facts were read for "
+                            f"{'it' if len(extra) == 1 else 'them'}: linted and compared; add "
+                            f"{'it' if len(extra) == 1 else 'them'} to the inventory, or remove the stale facts")
 
 
 def exit_code(result: FleetResult, fail_on: Severity) -> int:

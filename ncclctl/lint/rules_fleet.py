@@ -52,6 +52,16 @@ def fleet_facts(node, plan=None) -> dict[str, Any]:
     }
 
 
+#: The facts (keys of :func:`fleet_facts`) each fleet rule reads. A host whose source lacks one of them (a Prometheus
+#: textfile has no RoCE addresses nor NVLink domain) is left out of that rule, and the report says so.
+NEEDS: dict[str, tuple[str, ...]] = {
+    "FLT001": ("rails",), "FLT002": ("firmware",), "FLT003": ("driver",), "FLT004": ("nccl",), "FLT005": ("gpus",),
+    "FLT006": ("nics",), "FLT007": ("rail_layout",), "FLT008": ("rails",), "FLT009": ("roce_addresses",),
+    "FLT010": ("net_ports", "nccl"), "FLT011": ("net_ports", "nccl"), "FLT012": ("nvlink", "driver"),
+    "FLT013": ("nvlink",),
+}
+
+
 def nvlink_facts(node) -> dict[str, Any] | None:
     """A node's multi-node NVLink domain membership: its (cluster UUID, clique id) (the pair most of its registered
     GPUs report), the addresses IMEX knows it by (its LOCAL IPv4 addresses and host name) and its IMEX node list;
@@ -413,7 +423,10 @@ def fleet_duplicate_roce_address(fctx: FleetCtx, opts: dict) -> Iterable[Hit]:
 def nccl_net_ports(facts: dict[str, Any]) -> list[tuple[str, int, int, int]]:
     """(nic, port, rail, plane) of every active port the host's effective NCCL_IB_HCA selects (all active RDMA ports
     when unset), with the rail/plane ids NCCL 2.30.7+ reads from it (-1: undefined)."""
-    return list(_net_ports(facts["nccl"].get("NCCL_IB_HCA"), tuple(tuple(p) for p in facts.get("net_ports", []))))
+    ports = facts.get("net_ports") or ()
+    if not all(type(p) is tuple for p in ports):  # facts_from_json and fleet_facts give tuples already
+        ports = [tuple(p) for p in ports]
+    return list(_net_ports(facts["nccl"].get("NCCL_IB_HCA"), tuple(ports)))
 
 
 @lru_cache(maxsize=256)

@@ -132,16 +132,17 @@ def document(node: Node, *, source: dict, lint: bool = True) -> dict:
             "nic_firmware": sorted({n.fw_ver for n in node.nics if n.fw_ver}, key=natural_key),
         },
         "unavailable": [{"source": u.source, "reason": u.reason} for u in node.unavailable],
-        "fleet": {"facts": _fleet_facts(node, plan),
+        "fleet": {"facts": published_fleet_facts(node, plan),
                   "findings": None if found is None else [f.to_dict() for f in found],
                   "rules_run": ran},
     }
     return doc
 
 
-def _fleet_facts(node: Node, plan) -> dict:
+def published_fleet_facts(node: Node, plan=None) -> dict:
     """What ``fleet lint --facts`` compares across hosts (:func:`ncclctl.lint.rules_fleet.fleet_facts`), as JSON with
-    snake_case keys (:func:`ncclctl.lint.fleet.facts_to_json`): the values of sensitive NCCL variables are not published (hosts then compare equal on them)."""
+    snake_case keys (:func:`ncclctl.lint.fleet.facts_to_json`): the values of sensitive NCCL variables are not published (hosts then compare equal on them).
+    ``lint --format prom`` writes the same facts into its textfile. ``plan``: the node's rail plan when known."""
     from ncclctl.lint.fleet import facts_to_json
     from ncclctl.lint.rules_fleet import fleet_facts
     from ncclctl.nccl.variables import REDACTED, sensitive_variable

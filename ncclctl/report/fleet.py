@@ -25,6 +25,14 @@ class HostResult:
     def ok_loaded(self) -> bool:
         return self.error is None
 
+    @property
+    def silent(self) -> bool:
+        """Named by the inventory, and no facts document or textfile spoke for it (``fleet lint --facts -i``)."""
+        return self.error is not None and self.error.get("error") == SILENT
+
+
+#: The error name of a silent host (:attr:`HostResult.silent`).
+SILENT = "NoFacts"
 
 #: The subject of a finding about the fleet as a whole, owned by no host (a fleet rule without a majority).
 FLEET = "fleet"
@@ -35,6 +43,8 @@ class FleetResult:
     hosts: list[HostResult]
     #: Findings about the fleet as a whole (subject :data:`FLEET`): counted, reported, never any host's.
     fleet: list[Finding] = field(default_factory=list)
+    #: What the run could not look at, one line each (hosts whose sources lack facts some fleet rules need).
+    notes: list[str] = field(default_factory=list)
 
     def findings(self) -> list[Finding]:
         return [f for h in self.hosts for f in h.findings] + list(self.fleet)

@@ -37,9 +37,10 @@ def fleet_json(result: FleetResult, *, fail_on: Severity, fields: tuple[tuple[st
         "schema_version": JSON_SCHEMA_VERSION,
         "fail_on": fail_on.value,
         **dict(fields),
-        "ok": s["failing"] == 0 and s["unreadable"] == 0 and not fails(result.fleet, fail_on),
+        "ok": s["failing"] == 0 and s["unreadable"] == 0 and s["silent"] == 0 and not fails(result.fleet, fail_on),
         "summary": s,
         "fleet_findings": [f.to_dict() for f in sorted(result.fleet, key=sort_key)],
+        "notes": list(result.notes),
         "hosts": [{
             "host": h.host,
             "source": h.source,

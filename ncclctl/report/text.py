@@ -79,7 +79,8 @@ def fleet_summary(result: FleetResult, fail_on: Severity) -> dict[str, Any]:
         "clean": sum(1 for h in loaded if not h.findings),
         "with_findings": sum(1 for h in loaded if h.findings),
         "failing": sum(1 for h in loaded if fails(h.findings, fail_on)),
-        "unreadable": len(result.hosts) - len(loaded),
+        "unreadable": sum(1 for h in result.hosts if h.error is not None and not h.silent),
+        "silent": sum(1 for h in result.hosts if h.silent),
         **counts(all_f),
     }
 
@@ -93,13 +94,20 @@ def fleet_text(result: FleetResult, fail_on: Severity, *, show_info: bool = Fals
     if quiet:
         return _fleet_summary_line(result, fail_on, show_info) + "\n"
     lines = []
+    silent = [h.host for h in result.hosts if h.silent]
+    if silent:  # one line for them all, the fix once
+        e = next(h.error for h in result.hosts if h.silent and h.error is not None)
+        many = f" [{len(silent)} hosts]" if len(silent) > 1 else ""
+        lines.append(f"{hostlist(silent)}: error: silent: {e.get('message')}{many}")
+        lines.append(f"    fix: {e.get('fix')}")
     for h in result.hosts:
-        if h.error is not None:
+        if h.error is not None and not h.silent:
             e = h.error
             loc = ":".join(str(x) for x in (e.get("path"), e.get("line")) if x is not None)
             lines.append(f"{h.host}: error: cannot load {loc or h.source}: {e.get('message')}"
                          + (f" (fix: {e['fix']})" if e.get("fix") else ""))
     lines += group_lines(group(visible(sorted(result.fleet, key=sort_key), show_info)))
+    lines += [f"note: {n}" for n in result.notes]
     faults: dict[tuple, tuple[Group, list[str]]] = {}
     for h in result.hosts:
         if h.error is not None:
@@ -122,7 +130,7 @@ def fleet_text(result: FleetResult, fail_on: Severity, *, show_info: bool = Fals
     by_row: dict[tuple[str, ...], list[str]] = {}
     for h in result.hosts:
         if h.error is not None:
-            by_row.setdefault(("-", "-", "-", "unreadable"), []).append(h.host)
+            by_row.setdefault(("-", "-", "-", "silent" if h.silent else "unreadable"), []).append(h.host)
         elif h.findings:
             c = counts(h.findings)
             by_row.setdefault((str(c["error"]), str(c["warning"]), str(c["info"]),
@@ -143,4 +151,5 @@ def _fleet_summary_line(result: FleetResult, fail_on: Severity, show_info: bool)
     s = fleet_summary(result, fail_on)
     hidden = f" ({HIDDEN_NOTE})" if s["info"] and not show_info else ""
     return (f"{plural(s['hosts'], 'host')}: {s['clean']} clean, {s['with_findings']} with findings "
-            f"({s['failing']} at or above {fail_on.value}), {s['unreadable']} unreadable; {count_phrase(s)}{hidden}")
+            f"({s['failing']} at or above {fail_on.value}), {s['unreadable']} unreadable"
+            f"{', %d silent (no facts)' % s['silent'] if s['silent'] else ''}; {count_phrase(s)}{hidden}")

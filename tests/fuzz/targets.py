@@ -255,6 +255,32 @@ def _inventory(data: bytes) -> Any:
     return load_inventory(_Scratch.write("inventory.yaml", data))
 
 
+@functools.lru_cache(maxsize=1)
+def _prom_corpus() -> list[bytes]:
+    """`ncclctl lint --format prom` of two fixture hosts (findings and fleet facts), and a hand-written older file."""
+    from ncclctl.inventory import load_snapshot
+    from ncclctl.lint.engine import DEFAULT_CONFIG, lint_report
+    from ncclctl.ops.facts import published_fleet_facts
+    from ncclctl.report.prom import textfile
+
+    out = []
+    for name in ("dgx-h100-port-down", "hgx-h100-roce"):
+        node = load_snapshot(str(HOSTS / name))
+        rep = lint_report(node, DEFAULT_CONFIG, source=name)
+        out.append(textfile("lint", now=1700000000, findings=rep.findings, ok=rep.ok, rules_run=len(rep.rules_run),
+                            facts=(node.hostname, published_fleet_facts(node))).encode())
+    out.append(b'# TYPE ncclctl_up gauge\nncclctl_up{command="lint",instance="gpu7:9100"} 1\n'
+               b'ncclctl_rule_findings{command="lint",rule="IB001",severity="error",device="mlx5_3"} 2 1700000000000\n')
+    return out
+
+
+def _prom_textfile(data: bytes) -> Any:
+    """`fleet lint --facts HOST.prom`: the file read, parsed and turned into the host's findings and facts."""
+    from ncclctl.lint.fleet_prom import read_textfile
+
+    return read_textfile(_Scratch.write("gpu7.prom", data))
+
+
 # ------------------------------------------------------------------------------------------------ JSON
 
 
@@ -619,6 +645,7 @@ def _build() -> dict[str, Target]:
                  kind="yaml"),
         _guarded("inventory_yaml", _inventory, _inventory_corpus, "ncclctl.inventory", "load_inventory",
                  kind="yaml"),
+        _guarded("prom_textfile", _prom_textfile, _prom_corpus, "ncclctl.lint.fleet_prom", "read_textfile"),
         Target("node_model_json", _node_model, _node_model_corpus, kind="json"),
         Target("node_model_consumers", _node_model_consumers, _node_model_corpus, kind="json"),
         Target("nvml_json", _nvml_json, _nvml_corpus, kind="json"),

@@ -130,7 +130,8 @@ def test_prom_fleet_is_bounded_across_hosts():
                   ("severity", "error"))] == MAX_DEVICE_SERIES * 3
     assert _samples(fams, "ncclctl_fleet_hosts") == {
         (("command", "fleet lint"), ("state", "linted")): MAX_DEVICE_SERIES * 4,
-        (("command", "fleet lint"), ("state", "unreadable")): 1}
+        (("command", "fleet lint"), ("state", "unreadable")): 1,
+        (("command", "fleet lint"), ("state", "silent")): 0}
 
 
 @pytest.mark.parametrize("args, command, code, rule", [
