@@ -97,13 +97,14 @@ main()
 """
 
 
-def run_cli_io(*args: str, env: dict | None = None, timeout: float = 60, tmp: Path,
+def run_cli_io(*args: str, env: dict | None = None, timeout: float = 60, tmp: Path, whole_env: dict | None = None,
                **kw) -> tuple[subprocess.CompletedProcess, dict[str, int]]:
     """:func:`run_cli`, and the bytes the process read and wrote (``/proc/self/io`` at its exit: ``rchar``,
     ``wchar``, ``syscr``...). Work is counted, not timed: a reader that refuses a huge input at once reads a few
     MB (its own modules) whatever the machine's speed; one that reads the input whole reads its size. The
-    timeout is only a hang guard. Skips where /proc/self/io cannot be read."""
-    full_env = dict(os.environ)
+    timeout is only a hang guard. ``whole_env`` replaces the environment (``env`` adds to ours). Skips where
+    /proc/self/io cannot be read."""
+    full_env = dict(os.environ if whole_env is None else whole_env)
     full_env.pop("NCCLCTL_DEBUG", None)
     if env:
         full_env.update(env)
@@ -111,6 +112,7 @@ def run_cli_io(*args: str, env: dict | None = None, timeout: float = 60, tmp: Pa
     proc = subprocess.run([sys.executable, "-c", _IO_SHIM, str(out), *args], capture_output=True, text=True,
                           timeout=timeout, env=full_env, cwd=REPO, **kw)
     text = out.read_text() if out.exists() else ""
+    out.unlink(missing_ok=True)
     if not text:
         pytest.skip("/proc/self/io is not readable here")
     counts = {k: int(v) for k, v in (ln.split(":") for ln in text.splitlines() if ":" in ln)}
