@@ -31,7 +31,10 @@ def log_show(
     ls = read_logs(logs)
     require_nccl_lines(ls, logs)
     if fmt == Format.json:
-        out(dumps({"schema_version": JSON_SCHEMA_VERSION, **show.summary(ls)}))
+        from ncclctl.render import dump_to
+
+        # written element by element: the documents of millions of processes and ranks are never held at once
+        dump_to({"schema_version": JSON_SCHEMA_VERSION, **show.summary(ls, lazy=True)}, out)
     else:
         out(show.text(ls, ranks=ranks))
 

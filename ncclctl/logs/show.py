@@ -83,10 +83,12 @@ def network_of(proc: Proc) -> str:
 
 class _Each:
     """A sequence computed again at each walk (``map(fn, items)``): :func:`text` goes through every process and
-    rank twice without holding one document per process or rank (about 1 KB each: gigabytes at millions of ranks).
-    Only :func:`text` walks it; :func:`summary`'s documents for JSON hold lists."""
+    rank twice without holding one document per process or rank (about 1 KB each: gigabytes at millions of ranks),
+    and ``log show --format json`` writes them one at a time (:func:`ncclctl.render.dump_to`)."""
 
     __slots__ = ("_fn", "_items")
+    __json_sequence__ = True  # ncclctl.render.dump_to writes it element by element
+
 
     def __init__(self, items: list, fn: Any) -> None:
         self._items, self._fn = items, fn
@@ -188,8 +190,8 @@ def counts(ls: LogSet) -> dict[str, Any]:
 
 
 def summary(ls: LogSet, *, lazy: bool = False) -> dict[str, Any]:
-    """The JSON document of ``log show``; ``lazy`` (for :func:`text` only): the per-process and per-rank lists
-    built at each walk instead of held (:class:`_Each`)."""
+    """The JSON document of ``log show``; ``lazy``: the per-process and per-rank lists built at each walk instead
+    of held (:class:`_Each`: for :func:`text` and :func:`ncclctl.render.dump_to`, not for ``len`` or indexing)."""
     procs = sorted(ls.procs.values(), key=_proc_key)
     settings: dict[str, dict[str, int]] = {}
     for p in procs:

@@ -15,7 +15,7 @@ from conftest import REPO, run_cli
 sys.path.insert(0, str(REPO / "bench"))
 from growth import rank_lines  # noqa: E402
 
-N = 2_000
+N = 1_000
 
 
 @pytest.fixture(scope="module")
@@ -95,3 +95,25 @@ def test_cli_text_and_json_agree_on_a_big_log(big_log: Path) -> None:
     ranks = [ln.split()[1] for ln in t.stdout.splitlines() if ln.startswith("    rank ")]
     assert ranks == [str(r["rank"]) for r in doc["communicators"][0]["ranks"]]
     assert f"{doc['processes']} processes" in t.stdout.splitlines()[0]
+
+
+def test_json_is_written_one_document_at_a_time(big_log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``log show -f json`` writes the per-process and per-rank lists element by element (render.dump_to), in
+    pieces, and the pieces are exactly render.dumps of the whole document."""
+    from ncclctl import render
+    from ncclctl.logs import show
+    from ncclctl.logs.parse import read_logs
+
+    ls = read_logs([str(big_log)])
+    whole = render.dumps(show.summary(ls))
+    alive: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+    peak: dict[str, int] = {}
+    _track(monkeypatch, show, "proc_doc", alive, peak)
+    _track(monkeypatch, show, "_rank_doc", alive, peak)
+    pieces: list[str] = []
+    render.dump_to(show.summary(ls, lazy=True), pieces.append)
+    assert "".join(pieces) == whole
+    assert len(pieces) > 10 and max(map(len, pieces)) < len(whole) // 4, (len(pieces), len(whole))
+    assert peak["proc_doc"] <= 2 and peak["_rank_doc"] <= 2, peak
+    empty = show._Each([], show.proc_doc)
+    assert render.dumps({"a": empty, "b": [empty]}) == render.dumps({"a": [], "b": [[]]})
