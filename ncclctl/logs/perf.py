@@ -321,6 +321,8 @@ def _num(tok: str) -> float | None:
     told without the regex, with the same answer (``\\d`` is what ``str.isdecimal`` accepts)."""
     if tok.isdecimal():
         return float(tok) if len(tok) <= 60 else None
+    if not tok or (tok[0] not in "-." and not tok[0].isdecimal()):
+        return None  # the regex's first character is one of these ('sum', 'float', 'N/A' are words)
     a, dot, b = tok.partition(".")
     if dot and (a or b) and len(a) <= 30 and len(b) <= 30 and (not a or a.isdecimal()) and (not b or b.isdecimal()):
         return float(tok)
