@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from typing import Callable
 
 from ncclctl.model import FABRIC_STATE_NAMES, Node, PciDevice, nvlink_domain_gpus
 from ncclctl.names import natural_key
@@ -31,7 +32,35 @@ def dumps(doc: object) -> str:
     out: list[str] = []
     _emit(doc, "", out)
     out.append("\n")
-    text = "".join(out)
+    return _finish("".join(out))
+
+
+class _Streamed(list):
+    """The pieces :func:`dump_to` has not written yet; a lazy sequence hands them to ``write`` between elements."""
+
+    def __init__(self, write: Callable[[str], object]) -> None:
+        super().__init__()
+        self.write = write
+
+    def flush(self) -> None:
+        if self:
+            text = "".join(self)
+            self.clear()
+            self.write(_finish(text))
+
+
+def dump_to(doc: object, write: Callable[[str], object]) -> None:
+    """:func:`dumps` written through ``write`` in pieces (the same text): a lazy sequence in ``doc`` (a type with
+    ``__json_sequence__``, iterated once, such as ``log show``'s per-process list) is written element by element,
+    so a document of millions of them is never held whole, nor its text. The pieces end between elements, where
+    the escapes of :func:`dumps` (DEL/C1, surrogates: inside string literals) cannot be cut."""
+    out = _Streamed(write)
+    _emit(doc, "", out)
+    out.append("\n")
+    out.flush()
+
+
+def _finish(text: str) -> str:
     if _C1.search(text) is not None:  # DEL and C1 controls (U+009B is a CSI) pass the encoder raw: escape them
         text = _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     try:
@@ -75,6 +104,24 @@ def _emit(obj: object, pad: str, out: list[str]) -> None:
             out.append(": ")
             _emit(value, inner, out)
         out.append("\n" + pad + "}")
+    elif getattr(type(obj), "__json_sequence__", False):  # lazy: written as it is walked
+        it = iter(obj)  # type: ignore[call-overload]
+        value = next(it, _END)
+        if value is _END:
+            out.append("[]")
+            return
+        inner = pad + "  "
+        out.append("[\n")
+        while True:
+            out.append(inner)
+            _emit(value, inner, out)
+            value = next(it, _END)
+            if value is _END:
+                break
+            out.append(",\n")
+            if len(out) > 8192 and isinstance(out, _Streamed):
+                out.flush()
+        out.append("\n" + pad + "]")
     elif isinstance(obj, (list, tuple)):
         if not obj:
             out.append("[]")
@@ -98,6 +145,7 @@ def _emit(obj: object, pad: str, out: list[str]) -> None:
 
 _encode_str = json.encoder.encode_basestring
 _STR = {str}
+_END = object()
 _C1 = re.compile("[\x7f-\x9f]")  # only ever inside a string literal: every structural character is ASCII
 
 

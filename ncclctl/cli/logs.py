@@ -31,7 +31,10 @@ def log_show(
     ls = read_logs(logs)
     require_nccl_lines(ls, logs)
     if fmt == Format.json:
-        out(dumps({"schema_version": JSON_SCHEMA_VERSION, **show.summary(ls)}))
+        from ncclctl.render import dump_to
+
+        # written element by element: the documents of millions of processes and ranks are never held at once
+        dump_to({"schema_version": JSON_SCHEMA_VERSION, **show.summary(ls, lazy=True)}, out)
     else:
         out(show.text(ls, ranks=ranks))
 
@@ -71,7 +74,7 @@ def log_check(
                                                                                             inventory=inventory)
         options = {r.id: cfg.options(r) for r in rules_of(scope="log")}
         findings = check(ls, models=models, options=options)
-        doc = show.summary(ls)
+        doc = show.counts(ls)  # the figures only: the whole summary holds a document per process and rank
         header = _header(doc, models, notes)
         subject = logs[0] if len(logs) == 1 else f"{len(logs)} logs"
         rep = configured(findings, subject=subject, fail_on=Severity(fail_on.value), config=cfg, only=only,
@@ -109,8 +112,8 @@ def _header(doc: dict, models: dict, notes: list[str]) -> str:
     vs = ", ".join(doc["nccl_versions"]) or doc["nccl_version"] or "version not in the log"
     lines = [f"{doc['lines']:,} lines, {doc['nccl_lines']:,} NCCL lines ({doc['unrecognised']:,} unrecognised); "
              f"NCCL {vs}; {doc['hosts']} host{'s' if doc['hosts'] != 1 else ''}, {doc['ranks']} rank"
-             f"{'s' if doc['ranks'] != 1 else ''}, {len(doc['communicators'])} communicator"
-             f"{'s' if len(doc['communicators']) != 1 else ''}"]
+             f"{'s' if doc['ranks'] != 1 else ''}, {doc['communicators']} communicator"
+             f"{'s' if doc['communicators'] != 1 else ''}"]
     if models:
         by_src: dict[tuple[str, bool], list[str]] = {}
         for h, m in models.items():

@@ -311,17 +311,28 @@ _OOB = re.compile(r"Out of bounds values\s*:\s*(\d{1,9})\s*(FAILED|OK)?")
 _AVG = re.compile(r"Avg bus bandwidth\s*:\s*([-\d.eE+naif]+)\s*(FAILED|OK)?")
 _PERFNAME = re.compile(r"\b(all_reduce|all_gather|alltoallv?|broadcast|reduce_scatter|reduce|sendrecv|gather|scatter"
                        r"|hypercube)_perf")
+_ROOT = re.compile(r"^-?\d{1,9}$")
 _STAMP = re.compile(r"^\d{4}-\d\d-\d\d$|^\d\d:\d\d:\d\d$")
 _NUM = re.compile(r"^-?(?:\d{1,30}\.?\d{0,30}|\.\d{1,30})(?:[eE][-+]?\d{1,4})?$")
 
 
 def _num(tok: str) -> float | None:
+    """A number as :data:`_NUM` accepts it. Plain digits and one decimal point (nearly every cell of a table) are
+    told without the regex, with the same answer (``\\d`` is what ``str.isdecimal`` accepts)."""
+    if tok.isdecimal():
+        return float(tok) if len(tok) <= 60 else None
+    if not tok or (tok[0] not in "-." and not tok[0].isdecimal()):
+        return None  # the regex's first character is one of these ('sum', 'float', 'N/A' are words)
+    a, dot, b = tok.partition(".")
+    if dot and (a or b) and len(a) <= 30 and len(b) <= 30 and (not a or a.isdecimal()) and (not b or b.isdecimal()):
+        return float(tok)
     return float(tok) if _NUM.match(tok) else None
 
 
 #: The largest bandwidth (GB/s) a result may show: 500x any GPU's (NVLink 5 is 1,800 GB/s a GPU). nccl-tests
 #: prints what it measured; 1e308 or inf is a forged or corrupted file, and would print a 300-digit efficiency.
 MAX_GBS = 1e6
+_INF = float("inf")
 
 
 #: The largest nccl-tests JSON document read (and so the longest line kept of a perf input: -J may write one line).
@@ -336,6 +347,10 @@ def _implausible(side: Side | None) -> str | None:
     :data:`MAX_GBS`), or None."""
     if side is None:
         return None
+    t, a, b, w = side.time_us, side.algbw, side.busbw, side.wrong
+    if ((t is None or -_INF < t < _INF) and (a is None or -MAX_GBS <= a <= MAX_GBS)
+            and (b is None or -MAX_GBS <= b <= MAX_GBS) and (w is None or -_INF < w < _INF)):
+        return None  # the common case, told at once (NaN compares false: it goes on to the message below)
     for what, v in (("time", side.time_us), ("algbw", side.algbw), ("busbw", side.busbw), ("#wrong", side.wrong)):
         if v is None:
             continue
@@ -395,12 +410,14 @@ def parse_results(lines_iter, source: str, *, min_bytes: int | None = None) -> l
                 m = _VERSION.search(body)
                 pending_version = m.group(1) if m else None
                 continue
-            m = _STARTING.search(body)
+            # each regex below only after a plain substring test it needs (same answers, a fraction of the cost on
+            # the result rows, nearly every line of a big table)
+            m = _STARTING.search(body) if "Collective test starting: " in body else None
             if m:
                 pending_name = (m.group(1).replace("_perf", "").replace("_mpi", ""), "the 'Collective test starting' line")
                 continue
-            m = _NTHREAD.search(body)
-            if m and "minBytes" in body:
+            m = _NTHREAD.search(body) if "minBytes" in body and "nThread " in body else None
+            if m:
                 cur = Test(source=source, line=lineno, nthreads=int(m.group(1)), ngpus=int(m.group(2)),
                            header_ev=Ev(source, lineno, line[:400]), tests_version=pending_version,
                            acc=_Table(min_bytes))
@@ -409,14 +426,14 @@ def parse_results(lines_iter, source: str, *, min_bytes: int | None = None) -> l
                 pending_name = None
                 tests.append(cur)
                 continue
-            pm = _PERFNAME.search(line)
+            pm = _PERFNAME.search(line) if "_perf" in line else None
             if pm and not line.lstrip().startswith(("#", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9")):
                 pending_name = (pm.group(1), "the command line")
                 if cur is not None and not cur.nrows and cur.name is None:
                     cur.name, cur.named_by = pending_name
                 continue
             if cur is None:
-                if _RANK.match(body) or body.split()[:2] == ["size", "count"]:
+                if ("Rank" in body and _RANK.match(body)) or body.split()[:2] == ["size", "count"]:
                     cur = Test(source=source, line=lineno, header_ev=Ev(source, lineno, line[:400]),
                                tests_version=pending_version, acc=_Table(min_bytes))
                     if pending_name:
@@ -430,7 +447,7 @@ def parse_results(lines_iter, source: str, *, min_bytes: int | None = None) -> l
                     if "Test NCCL failure" in line or "Test CUDA failure" in line:
                         pass
                     continue
-            m = _RANK.match(body)
+            m = _RANK.match(body) if "Rank" in body else None
             if m:
                 if not cur.nrows:
                     cur.devices.append({"rank": int(m.group(1)), "group": int(m.group(2) or 0), "pid": int(m.group(3)),
@@ -504,13 +521,14 @@ def _row(toks: list[str], columns: list[str], lineno: int) -> Row | None:
         redop, rest = "", toks[3:]
     else:
         redop, rest = toks[3], toks[4:]
-    rest = [t for t in rest if not _STAMP.match(t)]  # -S timestamps at the end of a row
+    # -S timestamps at the end of a row (the regex only where one can be: 'dddd-dd-dd', 'dd:dd:dd')
+    rest = [t for t in rest if not ((t[4:5] == "-" or t[2:3] == ":") and _STAMP.match(t))]
     root: int | None = None
     if columns:
         has_root = "root" in columns
     else:  # no header: a root column is there when the values after redop come in 9 or 5 (root + 8 or 4)
         has_root = len(rest) % 4 == 1
-    if has_root and rest and re.match(r"^-?\d{1,9}$", rest[0]):
+    if has_root and rest and _ROOT.match(rest[0]):
         root = int(rest[0])
         rest = rest[1:]
     per = 8 if columns and "i_min" in columns else 4

@@ -10,7 +10,7 @@ used, then warnings, errors and the lines no reader recognised.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from ncclctl.logs.records import Comm, LogSet, Member, Proc
 
@@ -81,7 +81,24 @@ def network_of(proc: Proc) -> str:
     return "?"
 
 
-def comm_summary(c: Comm) -> dict[str, Any]:
+class _Each:
+    """A sequence computed again at each walk (``map(fn, items)``): :func:`text` goes through every process and
+    rank twice without holding one document per process or rank (about 1 KB each: gigabytes at millions of ranks),
+    and ``log show --format json`` writes them one at a time (:func:`ncclctl.render.dump_to`)."""
+
+    __slots__ = ("_fn", "_items")
+    __json_sequence__ = True  # ncclctl.render.dump_to writes it element by element
+
+
+    def __init__(self, items: list, fn: Any) -> None:
+        self._items, self._fn = items, fn
+
+    def __iter__(self) -> Iterator[Any]:
+        return map(self._fn, self._items)
+
+
+def comm_summary(c: Comm, *, lazy: bool = False) -> dict[str, Any]:
+    """The document of one communicator; ``lazy``: its ``ranks`` built at each walk (:class:`_Each`)."""
     ranks = c.by_rank()
     mems = c.members
     hosts = sorted({m.host for m in mems})
@@ -113,17 +130,22 @@ def comm_summary(c: Comm) -> dict[str, Any]:
     if gmem is not None:
         doc["graphs"] = [{**{k: v for k, v in g.items() if not k.startswith("_")}, "rank": gmem.rank,
                           "host": gmem.host} for g in gmem.graphs]
-    for r, m in sorted(ranks.items()):
-        doc["ranks"].append({
-            "rank": r, "host": m.host, "pid": m.proc.pid, "dev": m.dev, "busid": m.busid, "nvml_dev": m.nvml_dev,
-            "init_complete": m.completed is not None, "init_seconds": m.init_total,
-            "coll_channels": m.coll_channels, "nics": member_nics(m), "gdr": member_gdr(m),
-            "nics_by_channel": {str(k): v for k, v in member_nics_by_channel(m).items()},
-            "transports": dict(sorted(m.conns.items())),
-            "local_peers": {str(k): v for k, v in sorted(m.local_peers.items())},
-            "pxn": m.pxn, "ring_gdr": m.ring_gdr, "nvls": m.nvls,
-        })
+    by_rank = sorted(ranks.items())
+    doc["ranks"] = _Each(by_rank, _rank_doc) if lazy else [_rank_doc(rm) for rm in by_rank]
     return doc
+
+
+def _rank_doc(rm: tuple[int, Member]) -> dict[str, Any]:
+    r, m = rm
+    return {
+        "rank": r, "host": m.host, "pid": m.proc.pid, "dev": m.dev, "busid": m.busid, "nvml_dev": m.nvml_dev,
+        "init_complete": m.completed is not None, "init_seconds": m.init_total,
+        "coll_channels": m.coll_channels, "nics": member_nics(m), "gdr": member_gdr(m),
+        "nics_by_channel": {str(k): v for k, v in member_nics_by_channel(m).items()},
+        "transports": dict(sorted(m.conns.items())),
+        "local_peers": {str(k): v for k, v in sorted(m.local_peers.items())},
+        "pxn": m.pxn, "ring_gdr": m.ring_gdr, "nvls": m.nvls,
+    }
 
 
 def _most(values: Iterable[Any]) -> Any:
@@ -147,13 +169,30 @@ def proc_doc(p: Proc) -> dict[str, Any]:
     }
 
 
-def summary(ls: LogSet) -> dict[str, Any]:
-    """The JSON document of ``log show``."""
-    procs = sorted(ls.procs.values(), key=_proc_key)
-    versions: dict[str, list[str]] = {}
+def _versions(procs: Iterable[Proc]) -> dict[str, int]:
+    versions: dict[str, int] = {}
     for p in procs:
         if p.version:
-            versions.setdefault(p.version, []).append(p.key)
+            versions[p.version] = versions.get(p.version, 0) + 1
+    return dict(sorted(versions.items()))
+
+
+def _nranks(ls: LogSet) -> int:
+    return len({(m.host, m.proc.pid, m.dev, m.rank) for m in ls.members() if m.rank is not None})
+
+
+def counts(ls: LogSet) -> dict[str, Any]:
+    """The figures of :func:`summary` that ``log check`` quotes, without its lists (a document per process and
+    rank, about 2 KB each: half the memory of a check of millions of ranks); ``communicators`` is their count."""
+    return {"lines": ls.lines, "nccl_lines": ls.nccl_lines, "unrecognised": ls.unrecognised,
+            "nccl_version": ls.version(), "nccl_versions": _versions(ls.procs.values()), "hosts": len(ls.hosts),
+            "processes": len(ls.procs), "ranks": _nranks(ls), "communicators": len(ls.comms)}
+
+
+def summary(ls: LogSet, *, lazy: bool = False) -> dict[str, Any]:
+    """The JSON document of ``log show``; ``lazy``: the per-process and per-rank lists built at each walk instead
+    of held (:class:`_Each`: for :func:`text` and :func:`ncclctl.render.dump_to`, not for ``len`` or indexing)."""
+    procs = sorted(ls.procs.values(), key=_proc_key)
     settings: dict[str, dict[str, int]] = {}
     for p in procs:
         for k, (v, _e) in p.settings.items():
@@ -168,7 +207,6 @@ def summary(ls: LogSet) -> dict[str, Any]:
         for kind, ev in p.warns:
             if warns[kind]["first"] is None:
                 warns[kind]["first"] = ev.evidence()
-    members = ls.members()
     return {
         "inputs": [{"name": s.name, "lines": s.lines, "nccl_lines": s.nccl_lines, "gzip": s.gzip, "notes": s.notes}
                    for s in ls.sources],
@@ -176,12 +214,12 @@ def summary(ls: LogSet) -> dict[str, Any]:
         "unrecognised": ls.unrecognised,
         "unrecognised_examples": [e.evidence() for e in ls.unrecognised_examples],
         "nccl_version": ls.version(),
-        "nccl_versions": {v: len(ps) for v, ps in sorted(versions.items())},
+        "nccl_versions": _versions(procs),
         "hosts": len(ls.hosts), "processes": len(procs),
-        "ranks": len({(m.host, m.proc.pid, m.dev, m.rank) for m in members if m.rank is not None}),
+        "ranks": _nranks(ls),
         "settings": {k: dict(sorted(v.items())) for k, v in sorted(settings.items())},
-        "process_list": [proc_doc(p) for p in procs],
-        "communicators": [comm_summary(c) for c in ls.comms],
+        "process_list": _Each(procs, proc_doc) if lazy else [proc_doc(p) for p in procs],
+        "communicators": [comm_summary(c, lazy=lazy) for c in ls.comms],
         "warnings": dict(sorted(warns.items())),
         "application_errors": [e.evidence() for e in ls.app_errors],
         "nccl_tests_output": ls.nccl_tests,
@@ -200,7 +238,7 @@ def _proc_key(p: Proc) -> tuple:
 
 def text(ls: LogSet, doc: dict[str, Any] | None = None, *, ranks: bool = False) -> str:
     """The human report of ``log show`` (``ranks``: one line per rank and communicator, not only per host)."""
-    d = doc if doc is not None else summary(ls)
+    d = doc if doc is not None else summary(ls, lazy=True)
     out: list[str] = []
     nin = len(d["inputs"])
     out.append(f"{nin} input{'s' if nin != 1 else ''}, {d['lines']:,} lines, {d['nccl_lines']:,} NCCL lines "
@@ -262,15 +300,20 @@ def _hosts_text(ls: LogSet, d: dict[str, Any]) -> list[str]:
     """Hosts grouped by what they show (network, NICs, bootstrap interface, GDR per HCA)."""
     groups: dict[tuple, list[str]] = {}
     info: dict[tuple, dict[str, Any]] = {}
-    by_host: dict[str, list[dict[str, Any]]] = {}
+    # per host, what its processes show (sets, not the processes' documents: one is read at a time)
+    by_host: dict[str, tuple[set[str], set[str], set[str], set[str], set[str]]] = {}
     for p in d["process_list"]:
-        by_host.setdefault(p["host"] or "?", []).append(p)
-    for host, ps in by_host.items():
-        nets = sorted({p["network"] for p in ps})
-        nics = sorted({" ".join(p["nics"]) for p in ps if p["nics"]})
-        boot = sorted({b.split("<")[0] for p in ps for b in p["bootstrap"][:1]})
-        sock = sorted({" ".join(s.split("<")[0] for s in p["socket_interfaces"]) for p in ps if p["socket_interfaces"]})
-        gdr_off = sorted({k for p in ps for k, v in p["gdr_hca"].items() if not v["enabled"]})
+        sets = by_host.setdefault(p["host"] or "?", (set(), set(), set(), set(), set()))
+        a_nets, a_nics, a_boot, a_sock, a_gdr = sets
+        a_nets.add(p["network"])
+        if p["nics"]:
+            a_nics.add(" ".join(p["nics"]))
+        a_boot.update(b.split("<")[0] for b in p["bootstrap"][:1])
+        if p["socket_interfaces"]:
+            a_sock.add(" ".join(s.split("<")[0] for s in p["socket_interfaces"]))
+        a_gdr.update(k for k, v in p["gdr_hca"].items() if not v["enabled"])
+    for host, (s_nets, s_nics, s_boot, s_sock, s_gdr) in by_host.items():
+        nets, nics, boot, sock, gdr_off = sorted(s_nets), sorted(s_nics), sorted(s_boot), sorted(s_sock), sorted(s_gdr)
         key = (tuple(nets), tuple(nics), tuple(_iface_names(boot)), tuple(sock), tuple(gdr_off))
         groups.setdefault(key, []).append(host)
         info[key] = {"boot": boot}
@@ -363,4 +406,4 @@ def busid_text(busid: str) -> str:
     return f"{s[:-5].rjust(4, '0')[-4:]}:{s[-5:-3]}:{s[-3:-1]}.{s[-1]}"
 
 __all__ = ["busid_text", "comm_summary", "hostlist", "member_gdr", "member_nics", "member_nics_by_channel", "network_of",
-           "nic_label", "proc_doc", "ranges", "summary", "text"]
+           "nic_label", "proc_doc", "ranges", "summary", "text", "counts"]

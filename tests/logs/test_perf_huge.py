@@ -122,3 +122,44 @@ def test_a_huge_json_document_keeps_a_bounded_table(tmp_path: Path) -> None:
     res = json.loads(p.stdout)["results"][0]
     assert res["json"] and res["rows"] == n and len(res["table"]) == perf.TABLE_MAX
     assert res["table_omitted"] == n - perf.TABLE_MAX and res["table"][-1]["size"] == 8 * n
+
+
+class _CountedRegex:
+    """A compiled pattern that counts its match/search calls (re.Pattern takes no attributes)."""
+
+    calls = 0
+
+    def __init__(self, pattern) -> None:
+        self.pattern = pattern
+
+    def match(self, *a, **k):
+        _CountedRegex.calls += 1
+        return self.pattern.match(*a, **k)
+
+    def search(self, *a, **k):
+        _CountedRegex.calls += 1
+        return self.pattern.search(*a, **k)
+
+
+def test_a_result_row_costs_few_regex_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counted, not timed: the regexes run per result row (a row of 8 plain numbers, as nccl-tests prints them).
+    Each header regex now runs only after the substring it needs, and plain numbers are told without one: under
+    one call a row (the root column's); the reader before ran about 20 (header searches, a number regex per
+    cell, a time-stamp regex per cell)."""
+    f = tmp_path / "rows.txt"
+    perf_rows(f, 2_000, wrong_at=700)
+    for name in ("_NUM", "_STAMP", "_ROOT", "_RANK", "_NTHREAD", "_STARTING", "_PERFNAME", "_VERSION", "_OOB", "_AVG"):
+        monkeypatch.setattr(perf, name, _CountedRegex(getattr(perf, name)))
+    _CountedRegex.calls = 0
+    tests, _notes = perf.read_results([str(f)])
+    assert tests[0].nrows == 2_000
+    assert _CountedRegex.calls <= 2_000 + 20, _CountedRegex.calls  # ~22 a row before
+
+
+@pytest.mark.parametrize("tok", ["0", "12", "12.", "12.5", ".5", ".", "..", "1.2.3", "-1", "1e5", "1.5e-3", "", "a",
+                                 "\u0661\u0662", "\u0661.\u0662", "\u00b2", "1_0", "+1", "1" * 60, "1" * 61,
+                                 "1" * 30 + "." + "1" * 30, "1" * 31 + ".1", "." + "1" * 30, "." + "1" * 31, "inf",
+                                 "nan", "1.e5", "0x1", "N/A"])
+def test_number_fast_path_answers_as_the_regex(tok: str) -> None:
+    old = float(tok) if perf._NUM.match(tok) else None
+    assert perf._num(tok) == old or (old != old and perf._num(tok) != perf._num(tok))

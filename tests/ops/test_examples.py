@@ -10,7 +10,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -100,9 +99,18 @@ def _fakes(tmp_path, ncclctl_body: str):
 def _prolog(tmp_path, bindir, **env):
     full = {"PATH": f"{bindir}:/usr/bin:/bin", "SLURMD_NODENAME": "gpu-017", "NCCLCTL": str(bindir / "ncclctl"),
             "NCCLCTL_ARGS": f"--root {HOSTS / 'dgx-h100'}", **env}
-    t0 = time.monotonic()
+    # the time-out is a hang guard: a prolog that waits for a hung ncclctl (sleep 600 below) never returns in it
     r = subprocess.run(["bash", str(PROLOG)], env=full, capture_output=True, text=True, timeout=60)
-    return r, time.monotonic() - t0
+    return r
+
+
+def _gone(pid: int) -> bool:
+    """Gone, or a zombie waiting to be reaped."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
 
 
 STATUS = {0: "ncclctl: ok (57 rules passed)",
@@ -119,7 +127,7 @@ def test_prolog_maps_slurm_answers(tmp_path, code, drain_on_unknown, exit_status
     args_file = tmp_path / "args"
     body = f'#!/bin/sh\nprintf "%s\\n" "$@" > {args_file}\necho "{STATUS[code]}"\nexit {code}\n'
     bindir, log = _fakes(tmp_path, body)
-    r, _ = _prolog(tmp_path, bindir, NCCLCTL_DRAIN_ON_UNKNOWN=drain_on_unknown)
+    r = _prolog(tmp_path, bindir, NCCLCTL_DRAIN_ON_UNKNOWN=drain_on_unknown)
     assert r.returncode == exit_status, r.stderr
     assert args_file.read_text().split("\n")[:5] == ["lint", "--format", "slurm", "--root", str(HOSTS / "dgx-h100")]
     calls = log.read_text().splitlines() if log.exists() else []
@@ -136,16 +144,20 @@ def test_prolog_maps_slurm_answers(tmp_path, code, drain_on_unknown, exit_status
 
 
 def test_prolog_times_out_as_unknown(tmp_path):
-    bindir, log = _fakes(tmp_path, "#!/bin/sh\nexec sleep 30\n")
-    r, elapsed = _prolog(tmp_path, bindir, NCCLCTL_TIMEOUT="1")
-    assert r.returncode == 0 and elapsed < 10
+    """Counted, not timed: the hung ncclctl (it would sleep 600 s) is killed by the prolog's timeout, so its
+    process is gone when the prolog returns, and the prolog returns inside the hang guard."""
+    pidfile = tmp_path / "ncclctl.pid"
+    bindir, log = _fakes(tmp_path, f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 600\n")
+    r = _prolog(tmp_path, bindir, NCCLCTL_TIMEOUT="1")
+    assert r.returncode == 0, r.stderr
+    assert _gone(int(pidfile.read_text())), "the hung ncclctl outlived the prolog's timeout"
     assert any("did not finish within 1s" in c for c in log.read_text().splitlines())
     assert "scontrol" not in log.read_text()
 
 
 def test_prolog_without_ncclctl_is_unknown_not_a_drain(tmp_path):
     bindir, log = _fakes(tmp_path, "#!/bin/sh\nexit 0\n")
-    r, _ = _prolog(tmp_path, bindir, NCCLCTL=str(tmp_path / "missing"))
+    r = _prolog(tmp_path, bindir, NCCLCTL=str(tmp_path / "missing"))
     assert r.returncode == 0 and "cannot run" in log.read_text() and "scontrol" not in log.read_text()
 
 
@@ -154,7 +166,7 @@ def test_prolog_with_the_real_ncclctl(tmp_path, host, drained):
     """The real `ncclctl lint --format slurm` on a clean and on a broken fixture."""
     bindir, log = _fakes(tmp_path, f"#!/bin/sh\nexec {sys.executable} -m ncclctl \"$@\"\n")
     env = {"PYTHONPATH": str(REPO), "NCCLCTL_ARGS": f"--root {HOSTS / host}", "NCCLCTL_TIMEOUT": "30"}
-    r, _ = _prolog(tmp_path, bindir, **env)
+    r = _prolog(tmp_path, bindir, **env)
     calls = log.read_text().splitlines() if log.exists() else []
     drains = [c for c in calls if c.startswith("scontrol")]
     if drained:
