@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 
 from ncclctl.errors import InputError
+from ncclctl.nccl.changes import AMD_ZEN_BW_SINCE, GNR_AS_ERP_SINCE, INTEL_GNR_SRF, amd_generation
 from ncclctl.nccl.params import strtoul
 from ncclctl.nccl import system as s
 from ncclctl.nccl.system import CPU, DEV, GPU, NET, NIC, NVS, PCI, Node, Params, System, connect, f32
@@ -544,7 +545,8 @@ def _inter_cpu_bw(cpu: Node) -> float:
         bw = {s.CPU_MODEL_INTEL_ERP: s.ERP_QPI_BW, s.CPU_MODEL_INTEL_SRP: s.SRP_QPI_BW,
               s.CPU_MODEL_INTEL_SKL: s.SKL_QPI_BW}.get(cpu.model, s.BDW_QPI_BW)
     if cpu.arch == s.CPU_ARCH_X86 and cpu.vendor == s.CPU_VENDOR_AMD:
-        bw = s.AMD_BW
+        # 2.31 (changes.py "2.31/amd-zen-bw"): by generation; before, every AMD CPU is AMD_BW (cpu.model unset)
+        bw = {s.CPU_MODEL_AMD_ZEN5: s.AMD_ZEN5_BW, s.CPU_MODEL_AMD_ZEN34: s.AMD_ZEN34_BW}.get(cpu.model, s.AMD_BW)
     if cpu.arch == s.CPU_ARCH_X86 and cpu.vendor == s.CPU_VENDOR_ZHAOXIN:
         bw = s.YONGFENG_ZPI_BW if cpu.model == s.CPU_MODEL_YONGFENG else s.ZPI_BW
     return bw
@@ -575,9 +577,15 @@ class _Builder:
                              0)
             if cpu.vendor == s.CPU_VENDOR_INTEL:
                 fam, model = _int(xc, "familyid"), _int(xc, "modelid")
-                cpu.model = (s.CPU_MODEL_INTEL_ERP if fam == 6 and model >= 0xCF else
+                # 2.31 (changes.py "2.31/intel-gnr-erp"): Granite Rapids / Sierra Forest are read as Emerald Rapids
+                gnr = self.sys.params.version >= GNR_AS_ERP_SINCE and fam == 6 and model in INTEL_GNR_SRF
+                cpu.model = (s.CPU_MODEL_INTEL_ERP if fam == 6 and model >= 0xCF or gnr else
                              s.CPU_MODEL_INTEL_SRP if fam == 6 and model >= 0x8F else
                              s.CPU_MODEL_INTEL_SKL if fam == 6 and model >= 0x55 else s.CPU_MODEL_INTEL_BDW)
+            elif cpu.vendor == s.CPU_VENDOR_AMD and self.sys.params.version >= AMD_ZEN_BW_SINCE:
+                gen = amd_generation(_int(xc, "familyid"))
+                cpu.model = (s.CPU_MODEL_AMD_ZEN5 if gen == "zen5" else s.CPU_MODEL_AMD_ZEN34 if gen == "zen34" else
+                             s.CPU_MODEL_AMD_ZEN12)
             elif cpu.vendor == s.CPU_VENDOR_ZHAOXIN:
                 fam, model = _int(xc, "familyid"), _int(xc, "modelid")
                 if fam == 7 and model == 0x5B:
