@@ -21,7 +21,8 @@ import re
 from dataclasses import dataclass, field
 
 from ncclctl.errors import InputError
-from ncclctl.nccl.changes import AMD_ZEN_BW_SINCE, GNR_AS_ERP_SINCE, INTEL_GNR_SRF, amd_generation
+from ncclctl.nccl.changes import (AMD_ZEN_BW_SINCE, GNR_AS_ERP_SINCE, INTEL_GNR_SRF, NVLINK_TCLASS_REQUIRED_SINCE,
+                                  amd_generation)
 from ncclctl.nccl.params import strtoul
 from ncclctl.nccl import system as s
 from ncclctl.nccl.system import CPU, DEV, GPU, NET, NIC, NVS, PCI, Node, Params, System, connect, f32
@@ -768,7 +769,8 @@ class _Builder:
             count = _int(n, "count")
             tclass = n.get("tclass")
             if tclass is None:
-                raise InputError(f"<nvlink> of GPU {busid} has no tclass: NCCL stops here",
+                raise InputError(f"<nvlink> of GPU {busid} has no tclass: NCCL stops here (2.31 and later; before, "
+                                 "NCCL filled it for the GPUs of the job)",
                                  fix='add tclass="0x068000" (NVSwitch) or "0x030200" (GPU)')
             target_type = _kv(tclass, _PCI_CLASS, PCI)
             nvl_bw = s.nvlink_bw(devnode.sm)
@@ -907,6 +909,26 @@ class Built:
     notes: list[str]
 
 
+def _fill_nvlink_tclass(top: X, xgpus: list[X], params: Params, notes: list[str]) -> None:
+    """Before 2.31, ``ncclTopoGetXmlFromGpu`` gives each local GPU's ``<nvlink>`` without ``tclass`` the class of
+    its target (read from sysfs: here the file's ``<pci>`` of that bus id) or else an NVSwitch's (changes.py
+    "2.31/nvlink-tclass"; 2.31 stops instead)."""
+    classes = {(x.get("busid") or "").lower(): x.get("class") for x in top.find_all("pci")}
+    filled = []
+    for g in xgpus:
+        for n in g.subs:
+            if n.name != "nvlink" or n.get("tclass") is not None:
+                continue
+            target = (n.get("target") or "").lower()
+            tclass = classes.get(target) if target != "fffffff:ffff:ff" else None
+            n.attrs["tclass"] = tclass or "0x068000"
+            filled.append(f"{target or '?'} -> {n.attrs['tclass']}")
+    if filled:
+        notes.append(f"{len(filled)} <nvlink> without tclass: NCCL {params.version} fills it with the target's PCI "
+                     f"class, else an NVSwitch's ({', '.join(sorted(set(filled))[:4])}); NCCL 2.31 and later stop "
+                     "here (attribute tclass not found)")
+
+
 def build(root, params: Params, plugin: Plugin | None = None, *, gpus: tuple[int, ...] | None = None) -> Built:
     """NCCL's system for one node of a job from a parsed topology file (``root``: the ``<system>`` XmlNode).
 
@@ -933,6 +955,8 @@ def build(root, params: Params, plugin: Plugin | None = None, *, gpus: tuple[int
                              fix="name GPUs by their dev attribute")
     devs = plugin_devices(top, params, plugin, notes)
     _populate(top, devs, params, notes, socket=plugin.name == "Socket")
+    if params.version < NVLINK_TCLASS_REQUIRED_SINCE:
+        _fill_nvlink_tclass(top, [e[2] for e in chosen], params, notes)
     # Each local rank keeps its own GPU and the plugin's NICs, trims, and the ranks' trees are fused in rank order
     # (ncclTopoGetSystem: ncclTopoTrimXml, then ncclTopoFuseXml per local rank): a GPU whose PCI branch holds no
     # NIC joins the tree only with its own rank, after the branches rank 0 brought, which decides NCCL's GPU order.

@@ -78,8 +78,8 @@ CHANGES: tuple[Change, ...] = (
            "amd_cpu", "source", f"src/graph/xml.cc, topo.cc ({SOURCE_2_31})"),
     Change(Version(2, 31, 0), "2.31/nvlink-tclass", "topology",
            "an <nvlink> without tclass is no longer filled in (2.30.7 read the target's PCI class, else assumed an "
-           "NVSwitch): NCCL stops (attribute tclass not found)", "nvlink_without_tclass", "source",
-           f"src/graph/xml.cc, topo.cc ({SOURCE_2_31})"),
+           "NVSwitch): NCCL stops (attribute tclass not found)", "nvlink_without_tclass", "harness",
+           f"src/graph/xml.cc, topo.cc ({SOURCE_2_31})", modelled=True),
     Change(Version(2, 31, 0), "2.31/tuning-rewrite", "tuning",
            "tuning moved from src/graph/tuning.cc to src/tuning/ (a cost model per algorithm); AllReduce ring and tree "
            "bandwidths per protocol are unchanged on every fixture case run", "multi_gpu", "harness",
@@ -157,6 +157,7 @@ def traits_from_tree(root, *, env: dict[str, str] | None = None,
 #: The releases the modelled rows take effect from (the version gates in :mod:`ncclctl.nccl.build`).
 AMD_ZEN_BW_SINCE = Version(2, 31, 0)
 GNR_AS_ERP_SINCE = Version(2, 31, 0)
+NVLINK_TCLASS_REQUIRED_SINCE = Version(2, 31, 0)
 AMD_ZEN34 = frozenset({0xAF, 25})
 AMD_ZEN5 = frozenset({0xBF, 26})
 INTEL_GNR_SRF = frozenset({0xAD, 0xAE, 0xAF})

@@ -166,3 +166,35 @@ def test_rings_graph_names_the_release(version, tail):
     doc = json.loads(run_cli("rings", "graph", "--root", str(HOSTS / "cloud-vm-flat"), "--nccl-version", version,
                              "--format", "json").stdout)
     assert doc["release_modelled"] == "2.30.7" and doc["release_asked"] == version
+
+
+def test_topo_generate_json_names_the_release_it_writes_for():
+    base = ["topo", "generate", "--root", str(HOSTS / "dgx-h100"), "--format", "json"]
+    assert json.loads(run_cli(*base).stdout)["nccl_version"] == "2.30.7"
+    assert json.loads(run_cli(*base, "--nccl-version", "2.21").stdout)["nccl_version"] == "2.21.0"
+
+
+def test_nvlink_without_tclass_filled_before_2_31_refused_after(tmp_path):
+    """Modelled row 2.31/nvlink-tclass, checked with both harnesses on dgx-h100's topology with every tclass
+    removed: NCCL 2.30.7 (commit 5067397c) fills them (no class readable: NVSwitch) and gives every GPU pair
+    NVL/370.8 as with the classes; NCCL 2.31.0a7 (86fa684d) stops with 'Attribute tclass of node nvlink not found'."""
+    import re
+
+    from nccl_expected import topo_xml
+
+    f = tmp_path / "no-tclass.xml"
+    f.write_bytes(re.sub(rb' tclass="[^"]*"', b"", topo_xml("dgx-h100")))
+    r = run_cli("topo", "predict", str(f), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert any(n.startswith("32 <nvlink> without tclass: NCCL 2.30.7 fills it") for n in doc["notes"])
+    assert {v["type"] for v in doc["gpus"][0]["paths_to_gpus"].values()} == {"NVL"}
+    assert doc["gpus"][0]["paths_to_gpus"]["1"]["bw"] == 370.8
+    new = run_cli("topo", "predict", str(f), "--nccl-version", "2.31.2")
+    assert new.returncode != 0 and "has no tclass: NCCL stops here (2.31 and later" in new.stderr
+    old = run_cli("topo", "validate", str(f), "--format", "json")
+    msgs = {x["message"] for x in json.loads(old.stdout)["findings"] if x["rule"] == "NTS018"}
+    assert msgs and all("assumes an NVSwitch" in m and "2.31 and later stop here" in m for m in msgs)
+    later = run_cli("topo", "validate", str(f), "--nccl-version", "2.31.2", "--format", "json")
+    msgs = {x["message"] for x in json.loads(later.stdout)["findings"] if x["rule"] == "NTS018"}
+    assert msgs and all("NCCL 2.31.2 no longer fills it" in m for m in msgs)
