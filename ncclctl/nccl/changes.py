@@ -81,9 +81,21 @@ CHANGES: tuple[Change, ...] = (
            "NVSwitch): NCCL stops (attribute tclass not found)", "nvlink_without_tclass", "harness",
            f"src/graph/xml.cc, topo.cc ({SOURCE_2_31})", modelled=True),
     Change(Version(2, 31, 0), "2.31/tuning-rewrite", "tuning",
-           "tuning moved from src/graph/tuning.cc to src/tuning/ (a cost model per algorithm); AllReduce ring and tree "
-           "bandwidths per protocol are unchanged on every fixture case run", "multi_gpu", "harness",
+           "tuning moved from src/graph/tuning.cc to src/tuning/ (a cost model per algorithm): AllReduce ring and "
+           "tree bandwidths per protocol as 2.30.7's on every fixture case run but the two rows below",
+           "multi_gpu", "harness",
            f"src/tuning/*.cc ({SOURCE_2_31})"),
+    Change(Version(2, 31, 0), "2.31/tree-two-nodes", "tuning",
+           "AllReduce tree bandwidth at 2 nodes is min(bwIntra, bwInter) per channel (2.30.7: bwIntra up to 2 nodes), "
+           "so tree bandwidths drop where the tree's bwIntra exceeds its bwInter (dgx-a100 by default: tree Simple "
+           "88.32 GB/s, 2.30.7 94.4; dgx-h100 with NCCL_NET_GDR_LEVEL=LOC: 69, 2.30.7 103.5); only in the "
+           "pre-release, 2.31.2 not checked",
+           "two_nodes", "harness", f"src/tuning/tree.cc ({SOURCE_2_31}); 2.30.7: src/graph/tuning.cc"),
+    Change(Version(2, 31, 0), "2.31/ll128-path-rule", "tuning",
+           "LL128's path rule (intra-node up to NVB, network up to PXN on sm90+) is applied only when NCCL_PROTO or "
+           "NCCL_ALGO is set: otherwise LL128 stays on where 2.30.7 turned it off; only in the pre-release, "
+           "2.31.2 not checked", "ll128_path_off", "harness",
+           f"src/tuning/cost_model.cc ({SOURCE_2_31}); 2.30.7: src/graph/tuning.cc"),
     Change(Version(2, 31, 2), "2.31/start-nic", "search",
            "consistent start-NIC selection across ranks, limited to Blackwell GPUs with ConnectX-8 NICs "
            "(NCCL_TOPO_SCATTER_START_NET is read by 2.31.2 only)", "blackwell_connectx8", "library",
@@ -121,6 +133,10 @@ class Traits:
     nic_devices: frozenset[str] | None = None
     #: The NCCL settings the prediction uses.
     env: dict[str, str] = field(default_factory=dict)
+    #: Nodes in the job (identical ones).
+    nodes: int = 1
+    #: Whether 2.30.7's tuning turned LL128 off for a path type on this node (None: not predicted).
+    ll128_path_off: bool | None = None
 
 
 def _int(text: str | None) -> int | None:
@@ -132,10 +148,11 @@ def _int(text: str | None) -> int | None:
         return None
 
 
-def traits_from_tree(root, *, env: dict[str, str] | None = None,
-                     nic_devices: Iterable[str] | None = None) -> Traits:
+def traits_from_tree(root, *, env: dict[str, str] | None = None, nic_devices: Iterable[str] | None = None,
+                     nodes: int = 1, ll128_path_off: bool | None = None) -> Traits:
     """:class:`Traits` of a parsed topology (``root``: :class:`ncclctl.nccl.xml.XmlNode` of ``<system>``)."""
-    t = Traits(env=dict(env or {}), nic_devices=None if nic_devices is None else frozenset(nic_devices))
+    t = Traits(env=dict(env or {}), nic_devices=None if nic_devices is None else frozenset(nic_devices),
+               nodes=nodes, ll128_path_off=ll128_path_off)
     for n in root.iter():
         if n.name == "cpu":
             if n.get("arch") == "x86_64":
@@ -201,6 +218,18 @@ def _cond(when: str, t: Traits) -> tuple[bool | None, str]:
         return False, "every <nvlink> has a tclass"
     if when == "multi_gpu":
         return (True, "every multi-rank job") if len(t.sms) > 1 or t.nets else (False, "one GPU and no NET")
+    if when == "two_nodes":
+        if t.nodes != 2:
+            return False, f"{t.nodes} node{'s' if t.nodes != 1 else ''}, not 2"
+        return None, "2 nodes: differs where the tree's bwIntra exceeds its bwInter"
+    if when == "ll128_path_off":
+        if t.env.get("NCCL_PROTO") or t.env.get("NCCL_ALGO"):
+            return False, "NCCL_PROTO/NCCL_ALGO is set: the rule still applies"
+        if t.ll128_path_off is None:
+            return None, "the tuning was not predicted"
+        if t.ll128_path_off:
+            return True, "2.30.7 turns LL128 off for this node's paths"
+        return False, "LL128 is on for this node's paths in 2.30.7 too"
     if when == "blackwell_connectx8":
         if not any(sm >= 100 for sm in t.sms):
             return False, "no Blackwell GPU"
@@ -227,6 +256,7 @@ def _cond(when: str, t: Traits) -> tuple[bool | None, str]:
 
 #: Every condition :func:`applies` knows (the ``when`` of a :class:`Change`).
 CONDITIONS = ("amd_zen3plus_multi_socket", "intel_gnr_multi_socket", "amd_cpu", "nvlink_without_tclass", "multi_gpu",
+              "two_nodes", "ll128_path_off",
               "blackwell_connectx8", "gb300", "connectx9", "fused_nics", "rail_ids")
 
 

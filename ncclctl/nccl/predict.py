@@ -172,19 +172,24 @@ def predict_tree(root, *, inputs: Inputs, down: frozenset[tuple[str, int]] = fro
         local_nets.append(used)
         for i, net in enumerate(nets):
             gdr[(g.rank, net.name)] = (check_gdr(sysm, g.rank, i, 1), check_gdr(sysm, g.rank, i, 0))
-    pred = Prediction(inputs=inputs, built=built, system=sysm, local_nets=local_nets, gdr=gdr, caveats=caveats,
-                      changes=changes_report(root, inputs))
+    pred = Prediction(inputs=inputs, built=built, system=sysm, local_nets=local_nets, gdr=gdr, caveats=caveats)
     if channels:
         _channels(pred)
+    pred.changes = changes_report(root, inputs, pred.tuning)
     return pred
 
 
-def changes_report(root, inputs: Inputs):
+def changes_report(root, inputs: Inputs, tuning=None):
     """:class:`ncclctl.nccl.changes.Report` for a prediction: the release modelled for ``inputs.version`` and the
     changes after it up to that version or the node's newer libnccl, each with whether it concerns this node."""
     from ncclctl.nccl.changes import report, traits_from_tree
 
-    traits = traits_from_tree(root, env=inputs.env, nic_devices=inputs.nic_devices)
+    ll128 = None
+    if tuning is not None:
+        ll128 = any(proto == "LL128" and not why.startswith(("excluded", "CUDA 11.8"))
+                    for (_, proto), why in tuning.why_off.items())
+    traits = traits_from_tree(root, env=inputs.env, nic_devices=inputs.nic_devices, nodes=inputs.nodes,
+                              ll128_path_off=ll128)
     return report(inputs.version, traits, node_versions=[lib.version for lib in inputs.node_nccl or () if lib.version])
 
 

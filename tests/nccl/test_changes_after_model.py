@@ -72,6 +72,21 @@ def test_which_change_concerns_which_node():
     assert _applies(_traits("dgx-h100", nic_devices=["0x1021"]))["2.32/ib-rail-policy"] is False
 
 
+def test_tuning_rows_follow_the_prediction():
+    """2.31/tree-two-nodes concerns 2-node jobs; 2.31/ll128-path-rule nodes where 2.30.7's tuning turned LL128 off
+    for a path type (dgx-h100, GPUDirect RDMA off: the 2.31.0a7 harness keeps LL128 on there), unless NCCL_PROTO or
+    NCCL_ALGO is set."""
+    args = ["topo", "predict", "--root", str(HOSTS / "dgx-h100"), "-N", "2", "--nccl-version", "2.31.2",
+            "--format", "json"]
+    rows = {r["key"]: r for r in json.loads(run_cli(*args, "-e", "NCCL_NET_GDR_LEVEL=LOC").stdout)["changes_after"]}
+    assert rows["2.31/ll128-path-rule"]["applies"] is True and rows["2.31/tree-two-nodes"]["applies"] is None
+    assert not rows["2.31/ll128-path-rule"]["modelled"] and rows["2.31/ll128-path-rule"]["checked"] == "harness"
+    rows = {r["key"]: r for r in json.loads(run_cli(*args).stdout)["changes_after"]}
+    assert rows["2.31/ll128-path-rule"]["applies"] is False
+    t = _traits("dgx-h100", env={"NCCL_PROTO": "^LL"}, nodes=4, ll128_path_off=True)
+    assert _applies(t)["2.31/ll128-path-rule"] is False and _applies(t)["2.31/tree-two-nodes"] is False
+
+
 def test_nvlink_without_tclass_is_counted():
     from ncclctl.nccl.xml import parse_nccl_xml
 
@@ -156,8 +171,8 @@ def test_predict_on_a_node_running_a_newer_nccl(tmp_path):
 @pytest.mark.parametrize("version, tail", [
     ("2.30.7", "channels as NCCL 2.30.7 computes them (the release modelled)\n"),
     ("2.31.2", "channels as NCCL 2.30.7 computes them (the release modelled; 2.31.2 asked for); after it up to "
-               "2.31.2 (--nccl-version), 3 known change(s) concern this node: 2.31/amd-zen-bw, 2.31/cpu-familyid, "
-               "2.31/tuning-rewrite (ncclctl topo predict --nccl-version 2.31.2 lists them)\n"),
+               "2.31.2 (--nccl-version), 4 known change(s) concern this node: 2.31/amd-zen-bw, 2.31/cpu-familyid, "
+               "2.31/tuning-rewrite, 2.31/tree-two-nodes (ncclctl topo predict --nccl-version 2.31.2 lists them)\n"),
 ])
 def test_rings_graph_names_the_release(version, tail):
     r = run_cli("rings", "graph", "--root", str(HOSTS / "cloud-vm-flat"), "--nccl-version", version)
