@@ -67,7 +67,8 @@ CHANGES: tuple[Change, ...] = (
     Change(Version(2, 31, 0), "2.31/amd-zen-bw", "topology",
            "inter-socket bandwidth of AMD CPUs by generation: Zen 3/4 (familyid 175 or 25) 24 GB/s, Zen 5 (191 or 26) "
            "32 GB/s, Zen 1/2 16 GB/s as before (2.30.7: 16 GB/s for every AMD CPU); paths crossing sockets gain "
-           "bandwidth", "amd_zen3plus_multi_socket", "harness",
+           "bandwidth (cloud-vm-flat, 2 x EPYC 9V84: SYS paths 24 GB/s, and with P2P off other rings and trees)",
+           "amd_zen3plus_multi_socket", "harness",
            f"src/graph/topo.cc, topo.h ({SOURCE_2_31})", modelled=True),
     Change(Version(2, 31, 0), "2.31/intel-gnr-erp", "topology",
            "Intel Granite Rapids and Sierra Forest (family 6, model 0xAD/0xAE/0xAF) are read as Emerald Rapids "
@@ -93,8 +94,9 @@ CHANGES: tuple[Change, ...] = (
            "two_nodes", "harness", f"src/tuning/tree.cc ({SOURCE_2_31}); 2.30.7: src/graph/tuning.cc"),
     Change(Version(2, 31, 0), "2.31/ll128-path-rule", "tuning",
            "LL128's path rule (intra-node up to NVB, network up to PXN on sm90+) is applied only when NCCL_PROTO or "
-           "NCCL_ALGO is set: otherwise LL128 stays on where 2.30.7 turned it off; only in the pre-release, "
-           "2.31.2 not checked", "ll128_path_off", "harness",
+           "NCCL_ALGO is set: otherwise LL128 stays on where 2.30.7 turned it off (PCIe-only A100 nodes, even on 1 "
+           "node: ring LL128 12.62 GB/s on pcie-server; H100 with P2P or GPUDirect RDMA off); only in the "
+           "pre-release, 2.31.2 not checked", "ll128_path_off", "harness",
            f"src/tuning/cost_model.cc ({SOURCE_2_31}); 2.30.7: src/graph/tuning.cc"),
     Change(Version(2, 31, 2), "2.31/start-nic", "search",
            "consistent start-NIC selection across ranks, limited to Blackwell GPUs with ConnectX-8 NICs "
@@ -150,10 +152,14 @@ def _int(text: str | None) -> int | None:
 
 def traits_from_tree(root, *, env: dict[str, str] | None = None, nic_devices: Iterable[str] | None = None,
                      nodes: int = 1, ll128_path_off: bool | None = None) -> Traits:
-    """:class:`Traits` of a parsed topology (``root``: :class:`ncclctl.nccl.xml.XmlNode` of ``<system>``)."""
+    """:class:`Traits` of a parsed topology (``root``: the ``<system>`` node, an :class:`ncclctl.nccl.xml.XmlNode`
+    or any tree with ``name``, ``get`` and ``children``)."""
     t = Traits(env=dict(env or {}), nic_devices=None if nic_devices is None else frozenset(nic_devices),
                nodes=nodes, ll128_path_off=ll128_path_off)
-    for n in root.iter():
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        stack.extend(reversed(n.children))
         if n.name == "cpu":
             if n.get("arch") == "x86_64":
                 t.cpus.append((n.get("vendor") or "", _int(n.get("familyid")), _int(n.get("modelid"))))
