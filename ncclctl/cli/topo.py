@@ -57,7 +57,8 @@ def topo_generate(
     emit_result(data, output, check=check, diff=diff, backup=backup, follow=follow, exit_code=exit_code,
                 json_record=fmt == Format.json,
                 extra={"layout": layout.name if layout else "bare-metal",
-                       "elements": data.count(b"<") - data.count(b"</")}, content_key="xml")
+                       "elements": data.count(b"<") - data.count(b"</"), "nccl_version": str(version)},
+                content_key="xml")
 
 
 @topo_app.command("validate")

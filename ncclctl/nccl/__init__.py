@@ -3,6 +3,8 @@ text an administrator writes, so that every command judges a setting the same wa
 
 * :mod:`ncclctl.nccl.version`: release numbers (:class:`~ncclctl.nccl.version.Version`, the default release, the
   release list) and the one parser for them.
+* :mod:`ncclctl.nccl.changes`: the release the model follows (2.30.7) and the behaviour changes after it, per
+  release: where each was checked, whether it is modelled, whether it concerns a node.
 * :mod:`ncclctl.nccl.params`: C number parsing as NCCL calls it (``strtol``/``strtoll``, ``atoi``, ``(int)``
   casts, ``strtof``) and ``ncclLoadParam``.
 * :mod:`ncclctl.nccl.settings`: where a variable's value comes from (environment, user conf file,

@@ -21,6 +21,8 @@ import re
 from dataclasses import dataclass, field
 
 from ncclctl.errors import InputError
+from ncclctl.nccl.changes import (AMD_ZEN_BW_SINCE, GNR_AS_ERP_SINCE, INTEL_GNR_SRF, NVLINK_TCLASS_REQUIRED_SINCE,
+                                  amd_generation)
 from ncclctl.nccl.params import strtoul
 from ncclctl.nccl import system as s
 from ncclctl.nccl.system import CPU, DEV, GPU, NET, NIC, NVS, PCI, Node, Params, System, connect, f32
@@ -544,7 +546,8 @@ def _inter_cpu_bw(cpu: Node) -> float:
         bw = {s.CPU_MODEL_INTEL_ERP: s.ERP_QPI_BW, s.CPU_MODEL_INTEL_SRP: s.SRP_QPI_BW,
               s.CPU_MODEL_INTEL_SKL: s.SKL_QPI_BW}.get(cpu.model, s.BDW_QPI_BW)
     if cpu.arch == s.CPU_ARCH_X86 and cpu.vendor == s.CPU_VENDOR_AMD:
-        bw = s.AMD_BW
+        # 2.31 (changes.py "2.31/amd-zen-bw"): by generation; before, every AMD CPU is AMD_BW (cpu.model unset)
+        bw = {s.CPU_MODEL_AMD_ZEN5: s.AMD_ZEN5_BW, s.CPU_MODEL_AMD_ZEN34: s.AMD_ZEN34_BW}.get(cpu.model, s.AMD_BW)
     if cpu.arch == s.CPU_ARCH_X86 and cpu.vendor == s.CPU_VENDOR_ZHAOXIN:
         bw = s.YONGFENG_ZPI_BW if cpu.model == s.CPU_MODEL_YONGFENG else s.ZPI_BW
     return bw
@@ -575,9 +578,15 @@ class _Builder:
                              0)
             if cpu.vendor == s.CPU_VENDOR_INTEL:
                 fam, model = _int(xc, "familyid"), _int(xc, "modelid")
-                cpu.model = (s.CPU_MODEL_INTEL_ERP if fam == 6 and model >= 0xCF else
+                # 2.31 (changes.py "2.31/intel-gnr-erp"): Granite Rapids / Sierra Forest are read as Emerald Rapids
+                gnr = self.sys.params.version >= GNR_AS_ERP_SINCE and fam == 6 and model in INTEL_GNR_SRF
+                cpu.model = (s.CPU_MODEL_INTEL_ERP if fam == 6 and model >= 0xCF or gnr else
                              s.CPU_MODEL_INTEL_SRP if fam == 6 and model >= 0x8F else
                              s.CPU_MODEL_INTEL_SKL if fam == 6 and model >= 0x55 else s.CPU_MODEL_INTEL_BDW)
+            elif cpu.vendor == s.CPU_VENDOR_AMD and self.sys.params.version >= AMD_ZEN_BW_SINCE:
+                gen = amd_generation(_int(xc, "familyid"))
+                cpu.model = (s.CPU_MODEL_AMD_ZEN5 if gen == "zen5" else s.CPU_MODEL_AMD_ZEN34 if gen == "zen34" else
+                             s.CPU_MODEL_AMD_ZEN12)
             elif cpu.vendor == s.CPU_VENDOR_ZHAOXIN:
                 fam, model = _int(xc, "familyid"), _int(xc, "modelid")
                 if fam == 7 and model == 0x5B:
@@ -760,7 +769,8 @@ class _Builder:
             count = _int(n, "count")
             tclass = n.get("tclass")
             if tclass is None:
-                raise InputError(f"<nvlink> of GPU {busid} has no tclass: NCCL stops here",
+                raise InputError(f"<nvlink> of GPU {busid} has no tclass: NCCL stops here (2.31 and later; before, "
+                                 "NCCL filled it for the GPUs of the job)",
                                  fix='add tclass="0x068000" (NVSwitch) or "0x030200" (GPU)')
             target_type = _kv(tclass, _PCI_CLASS, PCI)
             nvl_bw = s.nvlink_bw(devnode.sm)
@@ -899,6 +909,26 @@ class Built:
     notes: list[str]
 
 
+def _fill_nvlink_tclass(top: X, xgpus: list[X], params: Params, notes: list[str]) -> None:
+    """Before 2.31, ``ncclTopoGetXmlFromGpu`` gives each local GPU's ``<nvlink>`` without ``tclass`` the class of
+    its target (read from sysfs: here the file's ``<pci>`` of that bus id) or else an NVSwitch's (changes.py
+    "2.31/nvlink-tclass"; 2.31 stops instead)."""
+    classes = {(x.get("busid") or "").lower(): x.get("class") for x in top.find_all("pci")}
+    filled = []
+    for g in xgpus:
+        for n in g.subs:
+            if n.name != "nvlink" or n.get("tclass") is not None:
+                continue
+            target = (n.get("target") or "").lower()
+            tclass = classes.get(target) if target != "fffffff:ffff:ff" else None
+            n.attrs["tclass"] = tclass or "0x068000"
+            filled.append(f"{target or '?'} -> {n.attrs['tclass']}")
+    if filled:
+        notes.append(f"{len(filled)} <nvlink> without tclass: NCCL {params.version} fills it with the target's PCI "
+                     f"class, else an NVSwitch's ({', '.join(sorted(set(filled))[:4])}); NCCL 2.31 and later stop "
+                     "here (attribute tclass not found)")
+
+
 def build(root, params: Params, plugin: Plugin | None = None, *, gpus: tuple[int, ...] | None = None) -> Built:
     """NCCL's system for one node of a job from a parsed topology file (``root``: the ``<system>`` XmlNode).
 
@@ -925,6 +955,8 @@ def build(root, params: Params, plugin: Plugin | None = None, *, gpus: tuple[int
                              fix="name GPUs by their dev attribute")
     devs = plugin_devices(top, params, plugin, notes)
     _populate(top, devs, params, notes, socket=plugin.name == "Socket")
+    if params.version < NVLINK_TCLASS_REQUIRED_SINCE:
+        _fill_nvlink_tclass(top, [e[2] for e in chosen], params, notes)
     # Each local rank keeps its own GPU and the plugin's NICs, trims, and the ranks' trees are fused in rank order
     # (ncclTopoGetSystem: ncclTopoTrimXml, then ncclTopoFuseXml per local rank): a GPU whose PCI branch holds no
     # NIC joins the tree only with its own rank, after the branches rank 0 brought, which decides NCCL's GPU order.

@@ -40,6 +40,8 @@ class Inputs:
     #: The NCCL libraries found on the node (:class:`ncclctl.model.NcclLibrary`); None: not known (a file, or a
     #: snapshot older than the search).
     node_nccl: Any = None
+    #: PCI device ids of the node's NICs (what the changes after the release modelled look at); None: not known.
+    nic_devices: frozenset[str] | None = None
 
 
 @dataclass
@@ -59,6 +61,8 @@ class Prediction:
     tree: Any = None
     connected: Any = None
     tuning: Any = None
+    #: :class:`ncclctl.nccl.changes.Report`: the release modelled and the changes after it that concern the node.
+    changes: Any = None
 
     def to_json(self) -> dict:
         sysm = self.system
@@ -66,6 +70,7 @@ class Prediction:
         gpus = sysm.nodes[GPU]
         doc: dict[str, Any] = {
             "nccl_version": str(self.inputs.version),
+            **(self.changes.to_json() if self.changes is not None else {}),
             "source": self.inputs.source,
             "nodes": self.inputs.nodes,
             "settings": {k: {"value": v, "from": self.inputs.env_origin.get(k, "--env")}
@@ -170,7 +175,22 @@ def predict_tree(root, *, inputs: Inputs, down: frozenset[tuple[str, int]] = fro
     pred = Prediction(inputs=inputs, built=built, system=sysm, local_nets=local_nets, gdr=gdr, caveats=caveats)
     if channels:
         _channels(pred)
+    pred.changes = changes_report(root, inputs, pred.tuning)
     return pred
+
+
+def changes_report(root, inputs: Inputs, tuning=None):
+    """:class:`ncclctl.nccl.changes.Report` for a prediction: the release modelled for ``inputs.version`` and the
+    changes after it up to that version or the node's newer libnccl, each with whether it concerns this node."""
+    from ncclctl.nccl.changes import report, traits_from_tree
+
+    ll128 = None
+    if tuning is not None:
+        ll128 = any(proto == "LL128" and not why.startswith(("excluded", "CUDA 11.8"))
+                    for (_, proto), why in tuning.why_off.items())
+    traits = traits_from_tree(root, env=inputs.env, nic_devices=inputs.nic_devices, nodes=inputs.nodes,
+                              ll128_path_off=ll128)
+    return report(inputs.version, traits, node_versions=[lib.version for lib in inputs.node_nccl or () if lib.version])
 
 
 def graph_doc(sysm: System, g) -> dict[str, Any]:
@@ -471,11 +491,19 @@ def render_text(p: Prediction) -> str:
     gpus = sysm.nodes[GPU]
     nets = sysm.nodes[NET]
     inp = p.inputs
-    out = [f"NCCL {inp.version} (the release modelled) on {inp.source}: {inp.nodes} "
+    ch = p.changes
+    if ch is not None and ch.asked != ch.modelled:
+        release = (f"NCCL {ch.asked} asked for: the model runs {ch.modelled}'s code (the newest release it is checked "
+                   f"against) with the changes after it marked modelled below")
+    else:
+        release = f"NCCL {inp.version} (the release modelled)"
+    out = [f"{release} on {inp.source}: {inp.nodes} "
            f"node{'s' if inp.nodes != 1 else ''} x {len(gpus)} GPU{'s' if len(gpus) != 1 else ''}"]
     line = node_nccl_line(inp)
     if line:
         out.append(line)
+    if ch is not None:
+        out += ch.lines()
     if inp.env:
         out.append("Settings: " + ", ".join(f"{k}={v}" + (f" ({inp.env_origin[k]})" if k in inp.env_origin else "")
                                             for k, v in sorted(inp.env.items())))
@@ -557,10 +585,20 @@ def node_nccl_line(inp: Inputs) -> str | None:
                                                                                  if x.isdigit()])
     found = "; ".join(f"{lib.version or 'unknown release'} at {lib.path} ({lib.where})" for lib in libs[:4])
     line = f"The node's NCCL: {found}" + (f" and {len(libs) - 4} more" if len(libs) > 4 else "")
+    from ncclctl.nccl.changes import MODELLED, model_release, release_of
+
     modelled = str(inp.version)
     if versions and modelled not in versions:
-        line += (f". The model is of {modelled}: pass --nccl-version {versions[-1]} to model the node's release "
-                 "(ncclctl follows NCCL's code of its newest known release and the differences it knows of older ones)")
+        newest = versions[-1]
+        rel = release_of(newest)
+        if rel is not None and rel > MODELLED:
+            line += (f". The model is of {model_release(inp.version)}, the newest release ncclctl checks its model "
+                     f"against: the changes after it up to {newest} are listed below (--nccl-version {newest} "
+                     "applies those marked modelled)")
+        else:
+            line += (f". The model is of {modelled}: pass --nccl-version {newest} to model the node's release "
+                     "(ncclctl follows NCCL's code of its newest known release and the differences it knows of older "
+                     "ones)")
     return line
 
 
@@ -656,5 +694,6 @@ def inputs_for_node(node, *, nodes: int, env: dict[str, str], version: Version, 
                          "host: NCCL's own search is shown")
     inputs = Inputs(source=source, nodes=nodes, env=merged, env_origin=origin, gdr=on, gdr_why=why, version=version,
                     notes=notes, graph_file=graph_file, graph_path=graph_path, transport=tr,
-                    node_nccl=node.facts.nccl_libraries)
+                    node_nccl=node.facts.nccl_libraries,
+                    nic_devices=frozenset(d.device for d in node.pci if d.bdf in {n.bdf for n in node.nics}))
     return data, inputs, down

@@ -205,6 +205,10 @@ def plan_graph(node: Node, *, compute_nics: tuple[str, ...] | None = None, nodes
         raise InputError("the node has no network device NCCL uses: a multi-node graph file needs one",
                          fix="check the NICs (ncclctl rails, ncclctl topo predict)")
     own_data = _strip_ranks(graphs_to_xml(own.system, [own.ring, own.tree]))
+    if own.changes is not None:
+        from ncclctl.nccl.changes import modelled_note
+
+        notes.insert(0, modelled_note(own.changes))
     own_sum = _summary(own)
     if own.graphs["best"] is None:
         raise InputError("one rank: NCCL runs no ring or tree (each collective is a local copy), so a graph file "
@@ -238,7 +242,8 @@ def plan_graph(node: Node, *, compute_nics: tuple[str, ...] | None = None, nodes
             if better and (best is None or gbps > best[0]):
                 best = (gbps, honest, pred, dropped, gained)
     info: dict[str, Any] = {"nccl_own": own_sum, "candidates": tried, "nodes": max(nodes, 2),
-                            "settings": {k: v for k, v in sorted(inputs.env.items())}}
+                            "settings": {k: v for k, v in sorted(inputs.env.items())},
+                            **(own.changes.to_json() if own.changes is not None else {})}
     if best is not None:
         gbps, honest, pred, dropped, gained = best
         info["chosen"] = _summary(pred)

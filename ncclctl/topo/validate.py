@@ -19,6 +19,7 @@ from pathlib import Path
 from ncclctl.errors import InputError
 from ncclctl.findings import Finding
 from ncclctl.nccl.params import strtol, strtoul
+from ncclctl.nccl.changes import NVLINK_TCLASS_REQUIRED_SINCE
 from ncclctl.nccl.version import DEFAULT, Version, parse
 from ncclctl.nccl.xml import Kind, ParseResult, XmlNode, parse_nccl_xml, show_text, sniff_kind
 from ncclctl.topo.checking import Ctx, check_roots, kv_lookup, lexical, quote
@@ -755,8 +756,13 @@ class _TopoChecks:
                                   "(crash) or fails with 'Attribute tclass of node nvlink not found'", nv)
                 continue
             if tclass is None:
-                ctx.add("NTS018", f"<nvlink target={quote(target)}> without tclass: NCCL reads the target's class from "
-                                  "sysfs on the GPU's own rank, and assumes an NVSwitch if it is not found", nv)
+                if v >= NVLINK_TCLASS_REQUIRED_SINCE:
+                    ctx.add("NTS018", f"<nvlink target={quote(target)}> without tclass: NCCL {v} no longer fills it "
+                                      "(2.31 and later): it stops with 'Attribute tclass of node nvlink not found'", nv)
+                else:
+                    ctx.add("NTS018", f"<nvlink target={quote(target)}> without tclass: NCCL reads the target's class "
+                                      "from sysfs on the GPU's own rank, and assumes an NVSwitch if it is not found "
+                                      "(NCCL 2.31 and later stop here)", nv)
                 continue
             keys = pci_class_keys(v)
             k = kv_lookup(tclass, keys)
