@@ -76,11 +76,6 @@ def _strip_ranks(data: bytes) -> bytes:
     return re.sub(rb' rank="\d+"', b"", data)
 
 
-def _protocols(pred) -> set[str]:
-    """``algo/proto`` pairs NCCL's tuning leaves on for AllReduce."""
-    return {f"{a}/{p}" for a, protos in pred.graphs["allreduce"].items() for p, v in protos.items() if v["enabled"]}
-
-
 def _honest(sysm, graph) -> None:
     """Make a loaded graph's declared types and speeds no better than the node's paths (NCCL trusts them)."""
     from ncclctl.nccl.system import GPU, NET
@@ -140,6 +135,25 @@ def _evaluate(data: bytes, inputs, down, candidate: bytes, n_graphs: int):
 SEARCH_ONLY = ("NCCL_PXN_DISABLE", "NCCL_CROSS_NIC")
 
 
+def _obey_settings(graphs, env: dict[str, str]) -> str | None:
+    """Make a candidate found without the search-only settings declare nothing they forbid; the reason it cannot be
+    when it cannot. Under NCCL_CROSS_NIC=0 every channel must enter and leave on one net and the graph must say
+    crossnic 0: NCCL 2.30 skips only crossnic 1 graphs and loads a crossnic 2 one, whose channels then leave on
+    another NIC and which connect.cc swaps on odd nodes (cross-rail hops the user turned off)."""
+    from ncclctl.nccl.layouts import cross_nic_zero
+
+    if not cross_nic_zero(env):
+        return None
+    for kind, g in zip(("ring", "tree"), graphs):
+        for c in range(g.n_channels):
+            a, b = g.inter[2 * c], g.inter[2 * c + 1]
+            if a != b:
+                return (f"its {kind} channel {c} enters on one NIC and leaves on another (crossNic "
+                        f"{g.cross_nic}), which NCCL_CROSS_NIC=0 forbids")
+        g.cross_nic = 0
+    return None
+
+
 def _single_node_note(data: bytes, inputs, down, graph: bytes) -> str | None:
     """A graph file applies to every job that sets NCCL_GRAPH_FILE: say when a one-node job does worse with it."""
     from ncclctl.nccl.predict import predict_xml
@@ -165,6 +179,7 @@ def _single_node_note(data: bytes, inputs, down, graph: bytes) -> str | None:
 def plan_graph(node: Node, *, compute_nics: tuple[str, ...] | None = None, nodes: int = 2,
                env: dict[str, str] | None = None, gdr: str = "auto", version=None) -> GraphPlan:
     """The graph file for ``node`` (see the module doc)."""
+    from ncclctl.nccl.layouts import losses, per_channel, protocols
     from ncclctl.nccl.predict import inputs_for_node, predict_xml
     from ncclctl.nccl.search import graphs_to_xml
     from ncclctl.nccl.version import DEFAULT
@@ -228,17 +243,25 @@ def plan_graph(node: Node, *, compute_nics: tuple[str, ...] | None = None, nodes
         if alt.ring is None:
             continue
         # The ring alone (NCCL then searches the tree itself), and ring and tree together.
-        for which, graphs in (("ring", [alt.ring]), ("ring+tree", [alt.ring, alt.tree])):
+        for which, n_graphs in (("ring", 1), ("ring+tree", 2)):
+            graphs = [g.copy() for g in (alt.ring, alt.tree)[:n_graphs]]
+            forbidden = _obey_settings(graphs, inputs.env)
+            if forbidden:
+                tried.append({"without": dropped, "graphs": which, "refused": forbidden})
+                continue
             cand = _strip_ranks(graphs_to_xml(alt.system, graphs))
             pred, honest = _evaluate(data, inputs, down, cand, len(graphs))
             if pred is None or not pred.graphs:
                 continue
             gbps = pred.graphs["best"]["gbps"]
-            gained = _protocols(pred) - _protocols(own)
-            lost = _protocols(own) - _protocols(pred)
+            gained = protocols(pred) - protocols(own)
+            lost = protocols(own) - protocols(pred)
+            worse = losses(pred, own)
             tried.append({"without": dropped, "graphs": which, "allreduce_gbps": gbps,
-                          "protocols_gained": sorted(gained), "protocols_lost": sorted(lost)})
-            better = gbps > own_best * GAIN or (gbps >= own_best * 0.999 and gained and not lost)
+                          "protocols_gained": sorted(gained), "protocols_lost": sorted(lost),
+                          **({"worse": worse} if worse else {})})
+            more = per_channel(pred.ring) > per_channel(own.ring) * GAIN
+            better = not worse and (gbps > own_best * GAIN or more or (gbps >= own_best * 0.999 and gained))
             if better and (best is None or gbps > best[0]):
                 best = (gbps, honest, pred, dropped, gained)
     info: dict[str, Any] = {"nccl_own": own_sum, "candidates": tried, "nodes": max(nodes, 2),
@@ -259,9 +282,18 @@ def plan_graph(node: Node, *, compute_nics: tuple[str, ...] | None = None, nodes
             notes.append(one)
         return GraphPlan(data=honest, improves=True, reason=reason, pinned=pinned, notes=notes, info=info)
     info["chosen"] = own_sum
-    reason = (f"NCCL's own search already finds the best layout for this node and settings ({_describe(own_sum)}); "
-              "a graph file would add nothing but a pinned GPU set (jobs on fewer GPUs fail to load it). Use the "
-              "topology file alone (ncclctl topo generate); --force writes NCCL's own layout anyway")
+    why_not = ""
+    if tried:
+        first = tried[0]
+        if "refused" in first:
+            why_not = (f"; the layout NCCL finds without {' and '.join(first['without'])} is not written: "
+                       f"{first['refused']}")
+        elif "worse" in first:
+            why_not = (f"; the layout NCCL finds without {' and '.join(first['without'])}, loaded under these "
+                       f"settings, does worse ({'; '.join(first['worse'])})")
+    reason = (f"NCCL's own search already finds the best layout for this node and settings ({_describe(own_sum)})"
+              f"{why_not}; a graph file would add nothing but a pinned GPU set (jobs on fewer GPUs fail to load it). "
+              "Use the topology file alone (ncclctl topo generate); --force writes NCCL's own layout anyway")
     return GraphPlan(data=own_data, improves=False, reason=reason, pinned=pinned, notes=notes, info=info,
                      single_node=lambda: _single_node_note(data, inputs, down, own_data))
 

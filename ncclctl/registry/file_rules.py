@@ -33,7 +33,7 @@ _MEANING = "ncclctl/topo/graphcheck.py"
 MEANING = _MEANING
 MEANING_WITHOUT_MODEL = frozenset({"NTG026"})
 
-# What the graph-meaning rows (NTG022-NTG031) have in common: they need NCCL's model of the node.
+# What the graph-meaning rows (NTG022-NTG031, NTG033-NTG034) have in common: they need NCCL's model of the node.
 _MEANING_DETECT = (
     "Only in 'rings validate' with the topology NCCL reads: --topo FILE, or with --root/--live the host's effective "
     "NCCL_TOPO_FILE, else what 'ncclctl topo generate' writes for it; settings from the host's environment and conf "
@@ -296,6 +296,34 @@ _EXTRA: dict[str, dict[str, str]] = {
         "why": "tuning.cc multiplies tree bandwidth by 0.85 when the tree pattern is 3 (TREE), and NCCL's own search "
                "uses pattern 1 (BALANCED_TREE) below sm90 (the simpler tree is only a fallback from sm90 on).",
         "detect": "The tree graph's pattern and the lowest sm among the GPUs. " + _MEANING_DETECT,
+    },
+    "NTG033": {
+        "checked_by": _MEANING,
+        "why": "NCCL takes a graph file's crossnic, types and speeds as written (search.cc), whatever the settings "
+               "say. Under NCCL_CROSS_NIC=0 NCCL 2.30 skips only graphs marked crossnic=\"1\": a crossnic=\"2\" "
+               "graph is loaded, its channels leave on another NIC than they enter on and connect.cc swaps channel "
+               "pairs on odd nodes, so ring traffic crosses rails the user kept apart. Under NCCL_PXN_DISABLE=1, "
+               "or NCCL_NET_GDR_LEVEL, NCCL's NIC paths are slower (no PXN relay, traffic "
+               "through the CPU); a file declaring the faster type keeps NCCL's tuning (and LL128) as if the setting "
+               "were not there (without GPUDirect RDMA, a host fact, NTG022 says it).",
+        "detect": "NCCL_CROSS_NIC as NCCL_PARAM reads it against each multi-node graph's crossnic, in/out nets and "
+                  "channel count; each graph's typeinter against the channels' GPU <-> NET path types under the "
+                  "settings, and again with NCCL_PXN_DISABLE / NCCL_NET_GDR_LEVEL at their defaults: the setting is "
+                  "named when it is why the paths are slower than declared (NTG022 gives way, as NTG026 does for "
+                  "crossnic). " + _MEANING_DETECT,
+    },
+    "NTG034": {
+        "checked_by": _MEANING,
+        "why": "A graph file replaces NCCL's own channel search. Under settings that restrict the search or the "
+               "NIC paths (NCCL_CROSS_NIC, NCCL_PXN_DISABLE, NCCL_NET_GDR_LEVEL), a file made "
+               "without them can carry less than what NCCL finds by itself: e.g. NCCL 2.30.7 on a DGX H100 with a "
+               "port down and NCCL_PXN_DISABLE=1 builds 6 ring channels x 48 GB/s PIX, where a file made without "
+               "the setting gives 7 x 22 GB/s over SYS (154 against 288 GB/s, LL128 off). NCCL's tuning credits a "
+               "2-node ring with its intra-node speed, so its own model can even prefer the worse file.",
+        "detect": "Only when such a setting is in force: NCCL's model of the node with the file loaded as "
+                  "NCCL_GRAPH_FILE against NCCL's own search with the same settings (ncclctl/nccl/layouts.py): ring "
+                  "and tree channels x the speed each carries end to end, path types at the NICs and inside the "
+                  "node, AllReduce protocols left on. " + _MEANING_DETECT,
     },
     "NTG032": {
         "checked_by": "ncclctl/topo/graphfile.py",
@@ -744,6 +772,14 @@ _ROWS: tuple[tuple[str, str, Severity, str, str], ...] = (
     ('NTG031', 'graph-tree-pattern', I,
      'tree pattern 3 below sm90 (tuning x0.85; NCCL uses the balanced tree)',
      'Use pattern="1" (BALANCED_TREE) for the tree graph below sm90.'),
+    ('NTG033', 'graph-overrides-setting', W,
+     "the file declares what the node's settings forbid (crossnic under NCCL_CROSS_NIC=0; a NIC path type "
+     "NCCL_PXN_DISABLE or NCCL_NET_GDR_LEVEL makes slower)",
+     "Drop NCCL_GRAPH_FILE for jobs with the setting, or regenerate the file under it (ncclctl rings graph --env)."),
+    ('NTG034', 'graph-worse-than-nccl', W,
+     "under the node's restricting settings NCCL's own search does better than the file (channels x bandwidth, "
+     "NIC path types, protocols)",
+     "Drop NCCL_GRAPH_FILE for jobs with these settings, or regenerate it under them (ncclctl rings graph --env)."),
     ('NTG032', 'graph-gpu-set-assumed', I,
      'the GPUs the channels use: the file fits only jobs on exactly these GPUs (no host or topology to compare)',
      'Set NCCL_GRAPH_FILE only for jobs on exactly these GPUs (in the job environment, not in /etc/nccl.conf), or '

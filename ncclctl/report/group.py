@@ -7,9 +7,10 @@ seven interfaces are one line naming the seven interfaces; twenty NTS025 infos o
 one line with the twenty line numbers.
 
 Only findings that really say the same thing are grouped: apart from its own subject, a finding may name at most
-:data:`MAX_VARYING` devices (its RDMA device, say). A PCI001 finding that lists the GPU pairs behind its switch
-port names many, and stays on its own line: its list is the point. Machine formats (JSON, SARIF, JUnit) never
-group.
+:data:`MAX_VARYING` devices (its RDMA device, say), besides lists of device pairs (``GPU0<->GPU1 (PIX), ...``).
+Five PCI001 findings that each list the GPU pairs behind their switch port, with the same ACS state and the same
+fix, are one line naming the five ports (each port's own pairs are in the machine formats); a finding whose words
+differ (another ACS state) stays apart. Machine formats (JSON, SARIF, JUnit) never group.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class Group:
     """Findings that say the same thing about different devices (or lines): ``members[0]`` is shown."""
 
     members: tuple[Finding, ...]
+    #: The members differ in the device pairs they list (each its own), not only in their subject.
+    lists: bool = False
 
     @property
     def first(self) -> Finding:
@@ -59,6 +62,10 @@ class Group:
     def message(self) -> str:
         if len(self.members) == 1:
             return self.first.message
+        if self.lists:
+            return (f"{self.first.message} [{len(self.members)} alike, each with its own pairs "
+                    f"({', '.join(dict.fromkeys(m.subject for m in self.members))}); shown for "
+                    f"{self.first.location()}]")
         return f"{self.first.message} [{len(self.members)} alike; shown for {self.first.location()}]"
 
 
@@ -77,17 +84,28 @@ def _mask(text: str, subject: str) -> tuple[str, frozenset[str]]:
     return _DEVICE.sub(repl, text), frozenset(names)
 
 
+#: A list of device pairs, masked: ``\0<->\0 (PIX), \0<->\0 (PXB) and 2 more``.
+_PAIRS = re.compile(r"\0<->\0 \([A-Z0-9]+\)(?:, \0<->\0 \([A-Z0-9]+\))*(?: and \d+ more)?")
+
+
 def _key(f: Finding) -> tuple | None:
     msg, names = _mask(f.message, f.subject)
     fix, fix_names = _mask(f.fix or "", f.subject)
     if len(names | fix_names) > MAX_VARYING:
-        return None
+        lists, n = _PAIRS.subn("\1", msg)
+        # only the pair lists vary: the statement (the ACS state, say) and the fix are the same, and besides the
+        # subject and the lists a finding names no more devices than any other grouped finding
+        subject = len(re.findall(r"(?<![A-Za-z0-9_])" + re.escape(f.subject) + r"(?![A-Za-z0-9_])",
+                                 f.message + "\n" + (f.fix or ""))) if f.subject else 0
+        if not n or lists.count("\0") + fix.count("\0") - subject > MAX_VARYING:
+            return None
+        return (f.rule, f.severity, lists, fix, "lists")
     return (f.rule, f.severity, msg, fix)
 
 
 def group(findings: Sequence[Finding] | Iterable[Finding]) -> list[Group]:
     """``findings`` (in the order given) as groups, each at its first member's place."""
-    order: list[list[Finding]] = []
+    order: list[tuple[list[Finding], bool]] = []
     by_key: dict[tuple, list[Finding]] = {}
     for f in findings:
         key = _key(f)
@@ -95,7 +113,7 @@ def group(findings: Sequence[Finding] | Iterable[Finding]) -> list[Group]:
             by_key[key].append(f)
             continue
         members = [f]
-        order.append(members)
+        order.append((members, key is not None and key[-1] == "lists"))
         if key is not None:
             by_key[key] = members
-    return [Group(tuple(m)) for m in order]
+    return [Group(tuple(m), lists and len(m) > 1) for m, lists in order]

@@ -88,7 +88,7 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
                     against_host = hostcheck.check_graph_against_host(result, node, path)
                     against_host += hostcheck.graph_file_in_etc(node)
                 if meaning is not None:
-                    meant = _meaning(result, path, node, meaning, version)
+                    meant = _meaning(result, path, node, meaning, version, data)
                     against_host = _without_repeats(against_host, meant, meaning.doc is not None)
     if kind == "graph" and result is None:  # read once: the file rules and NTG032 below use it
         from ncclctl.nccl.xml import parse_nccl_xml
@@ -148,15 +148,15 @@ def _without_repeats(host: list[Finding], meant: list[Finding], modelled: bool) 
     return out
 
 
-def _meaning(result, path: str, node: Node | None, meaning: Meaning, version) -> list[Finding]:
-    """NTG022-NTG031: the model of the node from the topology and settings, then the checks."""
+def _meaning(result, path: str, node: Node | None, meaning: Meaning, version, graph: bytes) -> list[Finding]:
+    """NTG022-NTG034: the model of the node from the topology and settings, then the checks."""
     from ncclctl.errors import InputError
     from ncclctl.topo.graphcheck import Model, check_graph_meaning, graph_has_nets
 
     nodes = 2 if graph_has_nets(result) else 1
     model = None
     try:
-        model = _model(node, meaning, version, nodes)
+        model = _model(node, meaning, version, nodes, graph)
     except InputError as exc:
         if meaning.topo is not None:
             raise
@@ -168,7 +168,7 @@ def _meaning(result, path: str, node: Node | None, meaning: Meaning, version) ->
     return check_graph_meaning(result, path, model if isinstance(model, Model) else None, version=version)
 
 
-def _model(node: Node | None, meaning: Meaning, version, nodes: int):
+def _model(node: Node | None, meaning: Meaning, version, nodes: int, graph: bytes | None = None):
     from ncclctl.nccl.predict import Inputs, inputs_for_node, predict_xml
     from ncclctl.nccl.system import NET
     from ncclctl.topo.graphcheck import Model
@@ -208,6 +208,22 @@ def _model(node: Node | None, meaning: Meaning, version, nodes: int):
         return predict_xml(data, inputs=replace(inputs, env={**inputs.env, **extra}, notes=[]), down=down,
                            path=topo_path)
 
+    def load():
+        """NCCL's view with the file being checked as NCCL_GRAPH_FILE (NTG034)."""
+        from dataclasses import replace
+
+        return predict_xml(data, inputs=replace(inputs, graph_file=graph, graph_path="<checked file>", notes=[]),
+                           down=down, path=topo_path)
+
+    def own():
+        """NCCL's own search under the same settings (no graph file at all; NTG034)."""
+        from dataclasses import replace
+
+        if inputs.graph_file is None:
+            return pred
+        return predict_xml(data, inputs=replace(inputs, graph_file=None, graph_path=None, notes=[]), down=down,
+                           path=topo_path)
+
     pred = predict_xml(data, inputs=inputs, down=down, path=topo_path)
     meaning.doc = {
         "topology": label, "nodes": nodes,
@@ -216,7 +232,8 @@ def _model(node: Node | None, meaning: Meaning, version, nodes: int):
         "nets": [{"dev": n.dev, "name": n.name} for n in pred.system.nodes[NET]],
         "notes": inputs.notes + pred.built.notes,
     }
-    return Model(pred=pred, build=rebuild, host=node)
+    return Model(pred=pred, build=rebuild, host=node, load=load if graph is not None else None,
+                 own=own)
 
 
 def summary_notes(data: bytes, kind: Kind | None, nccl_version: object = DEFAULT) -> tuple[str, ...]:

@@ -19,7 +19,10 @@ compares the file with it:
 * NTG027: nets that land on a NIC far from the channel's GPU, without GPUDirect RDMA, or that is no rail;
 * NTG028: GPU sets (every channel must list exactly the job's GPUs) and GPU devs that do not exist;
 * NTG029: net devs that do not exist after NCCL_IB_HCA and NIC fusion;
-* NTG030: channels that end on a GPU reaching its NET through another GPU (PXN); NTG031: tree pattern 3 below sm90.
+* NTG030: channels that end on a GPU reaching its NET through another GPU (PXN); NTG031: tree pattern 3 below sm90;
+* NTG033: what the settings forbid (crossnic under NCCL_CROSS_NIC=0; a typeinter better than the NIC paths are under
+  NCCL_PXN_DISABLE or NCCL_NET_GDR_LEVEL);
+* NTG034: under restricting settings, NCCL's own search does better than the file (:mod:`ncclctl.nccl.layouts`).
 """
 
 from __future__ import annotations
@@ -289,6 +292,9 @@ class Model:
     #: predict(extra settings) -> a Prediction with the same topology and settings plus those.
     build: Callable[[dict[str, str]], "Prediction"]
     host: "HostNode | None" = None
+    #: NCCL's view with the checked file loaded as NCCL_GRAPH_FILE, and NCCL's own search without any (NTG034).
+    load: Callable[[], "Prediction"] | None = None
+    own: Callable[[], "Prediction"] | None = None
     _cache: dict[tuple, "Prediction"] = field(default_factory=dict)
 
     @property
@@ -431,6 +437,9 @@ class _Checks:
         self.net_by_dev = {n.dev: i for i, n in enumerate(self.nets)}
         self._rails: tuple[set[str], str] | None = None
         self._phys: dict[int, str] | None = None
+        #: Lines of graphs NTG033 reports for NCCL_CROSS_NIC (NTG026 gives way) and for declared types (NTG022).
+        self.crossnic_done: set[int] = set()
+        self.types_done: set[int] = set()
 
     # -- resolving the file against the system ------------------------------------------------------------------
     def resolve(self) -> None:
@@ -829,6 +838,128 @@ class _Checks:
                                        "(BALANCED_TREE) below sm90 (the simpler tree is a fallback from sm90 on)",
                              g.el)
 
+    # -- NTG033 what the settings forbid, NTG034 worse than NCCL's own search under them ------------------------
+    def _origin(self, key: str) -> str:
+        inputs = self.m.pred.inputs
+        return f"{key}={inputs.env.get(key)} ({inputs.env_origin.get(key, '--env')})"
+
+    def restricting(self) -> list[str]:
+        """The settings in force that restrict NCCL's channels or NIC paths, as NTG034 names them (GPUDirect RDMA off
+        is the host's, not a setting: a file made for the node already has it)."""
+        env = self.params.env
+        out = [self._origin(k) for k in ("NCCL_CROSS_NIC", "NCCL_NET_GDR_LEVEL") if env.get(k) not in (None, "")]
+        if self.params.get("PXN_DISABLE", 0) == 1:
+            out.append(self._origin("NCCL_PXN_DISABLE"))
+        return out
+
+    def check_cross_nic_setting(self) -> None:
+        from ncclctl.nccl.layouts import cross_nic_zero
+
+        if not cross_nic_zero(dict(self.params.env)):
+            return
+        for g in self.graphs:
+            if not g.multi or any(d is None for c in g.channels for d in c.net_devs):
+                continue
+            differ = [c.index for c in g.channels if c.net_devs[0] != c.net_devs[1]]
+            n = len(g.channels)
+            swap = g.gid == 0 and g.crossnic == 2 and n % 2 == 0 and n > 1
+            if not differ and not swap:
+                continue
+            parts = []
+            if g.crossnic == 2:
+                parts.append('NCCL 2.30 skips only crossnic="1" graphs under that setting and loads this one as '
+                             "written")
+            if differ:
+                c = g.channels[differ[0]]
+                parts.append(f"{_channels(differ)} enter on one net and leave on another (channel {c.index}: net "
+                             f"{c.net_devs[0]} in, {c.net_devs[1]} out), so each ring uses two NICs; the rails line "
+                             "up between nodes only through connect.cc's odd-node swap, and not where the ring "
+                             "closes over an odd node count")
+            elif swap:
+                parts.append(f"with {n} channels (even) connect.cc swaps channels c and c^1 on odd nodes, so node 2k "
+                             "sends on the net of channel c and node 2k+1 receives on that of channel c^1, another "
+                             "rail")
+            self.crossnic_done.add(g.el.line)
+            self.out.add("NTG033", f"{self._origin('NCCL_CROSS_NIC')} keeps every ring and tree on one NIC, but the "
+                                   f"{g.name} says crossnic=\"{g.crossnic}\": " + "; ".join(parts) +
+                                   ": the file turns back on the cross-NIC traffic the setting turned off", g.el,
+                         fix="Drop NCCL_GRAPH_FILE for jobs with NCCL_CROSS_NIC=0 (NCCL's own search obeys it), or "
+                             "regenerate the file under it: ncclctl rings graph --env NCCL_CROSS_NIC=0 writes one "
+                             "only where NCCL's own search does worse, with crossnic=\"0\" and every channel on one "
+                             "net")
+
+    def _real_te(self, sysm: s.System, g: Graph) -> tuple[int, "_Endpoint | None"]:
+        worst, at = -1, None
+        for c in g.channels:
+            for e in self.endpoints(g, c):
+                fwd = sysm.nodes[GPU][e.gpu].paths[NET][e.net].type
+                rev = sysm.nodes[NET][e.net].paths[GPU][e.gpu].type
+                t = max(fwd, rev) if (g.gid == 1 or g.pattern != RING) else (rev if e.side == "in" else fwd)
+                if t > worst:
+                    worst, at = t, e
+        return worst, at
+
+    def check_type_settings(self) -> None:
+        """A declared typeinter better than the NIC paths are under the settings, where the settings are why."""
+        env = self.params.env
+        lifts: list[tuple[str, dict[str, str]]] = []
+        if self.params.get("PXN_DISABLE", 0) == 1:
+            lifts.append((self._origin("NCCL_PXN_DISABLE"), {"NCCL_PXN_DISABLE": "0"}))
+        if env.get("NCCL_NET_GDR_LEVEL") not in (None, ""):
+            default = "P2C" if self.params.get("NET_GDR_C2C", 1) else "PXB"
+            lifts.append((self._origin("NCCL_NET_GDR_LEVEL"), {"NCCL_NET_GDR_LEVEL": default}))
+        if len(lifts) == 2:
+            lifts.append((f"{lifts[0][0]} and {lifts[1][0]}", {**lifts[0][1], **lifts[1][1]}))
+        for g in self.graphs:
+            if not g.multi:
+                continue
+            real, at = self._real_te(self.sys, g)
+            if at is None or g.te >= real:
+                continue
+            blame = None
+            for name, extra in lifts:
+                other, _ = self._real_te(self.m.rebuild(extra).system, g)
+                if 0 <= other <= g.te:
+                    blame = (name, f"without it {_tname(other)}")
+                    break
+            if blame is None:  # (GPUDirect RDMA off is the host's, not a setting: NTG022 says it)
+                continue
+            self.types_done.add(g.el.line)
+            self.out.add("NTG033", f"under {blame[0]} the {g.name}'s GPU <-> NET endpoints are {_tname(real)} (channel "
+                                   f"{at.chan}: {self._ep_text(at)} {_tname(real)}; {blame[1]}), but the file declares "
+                                   f"typeinter=\"{_tname(g.te)}\": NCCL trusts the declared type (tuning, LL128) as if "
+                                   "the setting were not there, while the traffic takes the slower path", g.el,
+                         fix=f"Declare typeinter=\"{_tname(real)}\" and the speed those paths carry, or regenerate "
+                             "the file under the setting (ncclctl rings graph --env ...), or drop NCCL_GRAPH_FILE "
+                             "for jobs with it")
+
+    def check_worse_than_own(self) -> None:
+        from ncclctl.nccl.layouts import losses
+
+        active = self.restricting()
+        if not active or self.m.load is None or self.m.own is None or not any(g.multi for g in self.graphs):
+            return
+        loaded, own = self.m.load(), self.m.own()
+        if loaded.ring is None or own.ring is None or not loaded.graphs or not own.graphs:
+            return
+        lost = losses(loaded, own)
+        if not lost:
+            return
+        el = next(g.el for g in self.graphs if g.multi)
+
+        def desc(p) -> str:
+            r = p.ring
+            best = p.graphs.get("best") or {}
+            return (f"{r.n_channels} x {_f(r.bw_intra)}/{_f(r.bw_inter)} GB/s {_tname(r.type_intra)}/"
+                    f"{_tname(r.type_inter)}" + (f", large AllReduce {best['gbps']:g} GB/s" if best else ""))
+
+        self.out.add("NTG034", f"under {', '.join(active)} NCCL's own search does better than this file: "
+                               + "; ".join(lost) + f" (ring with the file: {desc(loaded)}; NCCL's own: {desc(own)}; "
+                               f"NCCL {self.version}'s model, 2 nodes)", el,
+                     fix="Drop NCCL_GRAPH_FILE for jobs with these settings (NCCL's own search does better), or "
+                         "regenerate it under them: ncclctl rings graph --env KEY=VAL writes a file only where it "
+                         "beats NCCL's own search")
+
     def run(self) -> None:
         self.check_net_devs()
         self.resolve()
@@ -837,6 +968,9 @@ class _Checks:
         self.check_speeds()
         self.check_nics()
         self.check_tree_pattern()
+        self.check_cross_nic_setting()
+        self.check_type_settings()
+        self.check_worse_than_own()
 
 
 def _natural(name: str) -> tuple:
@@ -859,10 +993,17 @@ def check_graph_meaning(result: "ParseResult", path: str, model: Model | None, *
     for g in graphs:
         for c in g.channels:
             c.net_devs = [_dev(el, version) for el in c.nets]
+    done_crossnic: set[int] = set()
+    done_types: set[int] = set()
     if model is not None:
-        _Checks(model, graphs, out, version).run()
+        checks = _Checks(model, graphs, out, version)
+        checks.run()
+        done_crossnic, done_types = checks.crossnic_done, checks.types_done
     check_crossnic(graphs, out)
-    return out.findings
+    # One finding per fault: where NTG033 names the setting a graph overrides, the generic rule gives way.
+    return [f for f in out.findings
+            if not (f.rule == "NTG026" and f.line in done_crossnic)
+            and not (f.rule == "NTG022" and f.line in done_types and f.message.startswith("typeinter="))]
 
 
 def graph_has_nets(result: "ParseResult") -> bool:

@@ -114,6 +114,7 @@ def test_table_rules_keep_their_ids():
     rails = {"NTS090", "NTS091"} | {f"NTH{i:03d}" for i in range(40, 45)}  # rail/plane ids (issue 17)
     plan = {f"FAB{i:03d}" for i in range(21, 27)}  # fabric plan (issue 17)
     meaning |= {"NTG032"}  # the GPUs a graph file assumes, without a host (issue 28)
+    meaning |= {"NTG033", "NTG034"}  # a graph file against the node's settings (issue 28)
     assert len(FILE) == 138 + len(meaning) + len(rails) and len(FABRIC) == 20 + len(plan)
     assert {f"NTX{i:03d}" for i in [*range(1, 26), 90, 91]} | {f"NTS{i:03d}" for i in range(1, 54)} \
         | {f"NTG{i:03d}" for i in range(1, 32)} | {f"NTV{i:03d}" for i in range(1, 13)} \

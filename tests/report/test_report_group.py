@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from ncclctl.findings import Finding, Severity
 from ncclctl.report.group import MAX_VARYING, group
 
@@ -31,11 +33,29 @@ def test_findings_in_one_file_list_their_lines():
     assert g.location() == "/t.xml:10:9,31:9,46:9" and "[3 alike; shown for /t.xml:10:9]" in g.message()
 
 
-def test_a_finding_that_lists_many_devices_is_never_grouped():
+def _acs(port: str, pairs: str, state: str = "ReqRedir+CmpltRedir") -> Finding:
+    return Finding("PCI001", E, f"port {port} has ACS {state} enabled on the path of {pairs}: redirected", port,
+                   fix=f"setpci -s {port} ECAP_ACS+0x6.w=0000, or pci=disable_acs_redir={port}")
+
+
+def test_ports_alike_but_for_their_pair_lists_are_one_line_naming_them():
+    # Issue 28: five switch ports with the same ACS state are one finding naming the five (each its own pairs).
+    found = [_acs(p, f"GPU{i}<->GPU{(i + 1) % 4} (PIX), GPU{i}<->mlx5_0 (PIX)" + (" and 2 more" if i == 4 else ""))
+             for i, p in enumerate(("0000:18:00.0", "0000:18:04.0", "0000:18:08.0", "0000:18:0c.0", "0000:18:10.0"))]
+    found.append(_acs("0000:19:00.0", "GPU0<->GPU1 (PIX), GPU0<->mlx5_0 (PIX)", state="EgressCtrl"))
+    groups = group(found)
+    assert MAX_VARYING < 4 and [len(g) for g in groups] == [5, 1]
+    assert groups[0].location() == "0000:18:00.0, 0000:18:04.0, 0000:18:08.0, 0000:18:0c.0, 0000:18:10.0"
+    assert groups[0].message().endswith("[5 alike, each with its own pairs (0000:18:00.0, 0000:18:04.0, "
+                                        "0000:18:08.0, 0000:18:0c.0, 0000:18:10.0); shown for 0000:18:00.0]")
+    assert groups[1].message() == found[-1].message  # another ACS state: its own line
+
+
+def test_a_finding_that_lists_many_devices_in_other_words_is_not_grouped():
     pairs = "GPU0<->GPU1 (PIX), GPU0<->GPU2 (PIX), GPU0<->mlx5_0 (PIX)"
-    found = [Finding("PCI001", E, f"port {p} has ACS redirect on the path of {pairs}", p) for p in
-             ("0000:18:00.0", "0000:18:04.0")]
-    assert MAX_VARYING < 4 and [len(g) for g in group(found)] == [1, 1]
+    found = [Finding("PCI001", E, f"port {p} has ACS redirect on the path of {pairs} and mlx5_{i} mlx5_{i + 4} "
+                     f"mlx5_{i + 8}", p) for i, p in enumerate(("0000:18:00.0", "0000:18:04.0"))]
+    assert [len(g) for g in group(found)] == [1, 1]
 
 
 def test_numbers_and_words_are_not_device_names():
@@ -80,3 +100,18 @@ def test_many_findings_group_in_order_and_lose_none():
     groups = group(found)
     assert [g.first.rule for g in groups] == ["ROCE001", "GDR002"] and sum(map(len, groups)) == 4_000
     assert groups[0].members == tuple(found[:2_000])
+
+
+def test_lint_names_five_switch_ports_with_the_same_acs_state_once():
+    from conftest import HOSTS, run_cli
+
+    res = run_cli("lint", "--root", str(HOSTS / "pcie-server"), "-r", "PCI001", timeout=300)
+    lines = [ln for ln in res.stdout.splitlines() if ": PCI001: " in ln]
+    assert len(lines) == 1, res.stdout
+    ports = lines[0].split(": error:")[0].split(", ")
+    assert sorted(ports) == ["0000:18:00.0", "0000:18:04.0", "0000:18:08.0", "0000:18:0c.0", "0000:18:10.0"]
+    assert "5 alike, each with its own pairs" in lines[0] and "ReqRedir+CmpltRedir" in lines[0]
+    assert "5 errors" in res.stdout  # still five findings, counted as such
+    doc = json.loads(run_cli("lint", "--root", str(HOSTS / "pcie-server"), "-r", "PCI001", "--format", "json",
+                             timeout=300).stdout)
+    assert len([f for f in doc["findings"] if f["rule"] == "PCI001"]) == 5  # machine formats never group

@@ -1,4 +1,4 @@
-"""rings validate with meaning (NTG022-NTG031): a graph file against NCCL's model of the node.
+"""rings validate with meaning (NTG022-NTG031, NTG033-NTG034): a graph file against NCCL's model of the node.
 
 Every test authors a graph file in tmp_path with exactly one defect class and checks it on a host fixture (--root),
 a topology file (--topo) or with no host (NTG026 only). The correct reference is NCCL's own layout for dgx-h100 on
@@ -386,5 +386,75 @@ def test_a_graph_file_as_topology_is_refused(tmp_path):
 
 
 def test_every_meaning_rule_has_a_test_here():
-    tested = {"NTG022", "NTG023", "NTG024", "NTG025", "NTG026", "NTG027", "NTG028", "NTG029", "NTG030", "NTG031"}
+    tested = {"NTG022", "NTG023", "NTG024", "NTG025", "NTG026", "NTG027", "NTG028", "NTG029", "NTG030", "NTG031",
+              "NTG033", "NTG034"}
     assert MEANING_RULES == tested
+
+
+# --------------------------------------------------------------------------------------------------
+# NTG033/NTG034: the node's settings (issue 28: what rings graph refuses to write, on a file someone else wrote)
+
+#: NCCL's own layout for dgx-h100 at its default settings (crossnic 2: channel c enters on rail c, leaves on c^1).
+PAIRED = h100()
+#: NCCL's own layout under NCCL_CROSS_NIC=0 (each channel on one NIC; the last GPU reaches it through PXN).
+ONE_NIC_PXN = h100(crossnic=0, si=45, se=45, te="PXN",
+                   channels=[(c, [c] + [(c - k) % 8 for k in range(1, 8)], c) for c in range(8)])
+#: What rings graph wrote before issue 28 for dgx-h100-port-down under NCCL_PXN_DISABLE=1 (7 x 48/22 NVL/SYS, where
+#: NCCL 2.30.7 alone builds 6 x 48/48 NVL/PIX: tests/test_rings_settings.py).
+_PD = [0, 7, 6, 5, 4, 1, 3, 2]
+PORT_DOWN_OLD = h100(crossnic=0, se=22, te="SYS",
+                     channels=[(c, [_PD[(k - c) % 8] for k in range(8)], c) for c in range(7)])
+PORT_DOWN_RAILS = "=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"
+
+
+def _with_settings(tmp_path, graphs: list[dict], host: str, *env: str) -> list[dict]:
+    args = [a for e in env for a in ("--env", e)]
+    return validate(tmp_path, graphs, "--root", str(HOSTS / host), *args)[1]
+
+
+def test_crossnic_2_under_cross_nic_0_names_the_setting(tmp_path):
+    findings = _with_settings(tmp_path, PAIRED, "dgx-h100", "NCCL_CROSS_NIC=0")
+    hit = hits(findings, "NTG033")
+    assert len(hit) == 1 and not hits(findings, "NTG026")
+    msg = hit[0]["message"]
+    assert msg.startswith("NCCL_CROSS_NIC=0 (--env)") and 'crossnic="2"' in msg
+    assert 'skips only crossnic="1" graphs' in msg and "channels 0-7 enter on one net and leave on another" in msg
+    assert "rings graph --env NCCL_CROSS_NIC=0" in hit[0]["fix"]
+    # Passing: the same file under the node's own settings, NCCL's own CROSS_NIC=0 layout under the setting.
+    assert not hits(_with_settings(tmp_path, PAIRED, "dgx-h100"), "NTG033")
+    assert not hits(_with_settings(tmp_path, ONE_NIC_PXN, "dgx-h100", "NCCL_CROSS_NIC=0"), "NTG033")
+
+
+def test_pxn_type_under_pxn_disable_names_the_setting(tmp_path):
+    findings = _with_settings(tmp_path, ONE_NIC_PXN, "dgx-h100", "NCCL_PXN_DISABLE=1")
+    hit = hits(findings, "NTG033")
+    assert len(hit) == 1
+    msg = hit[0]["message"]
+    assert msg.startswith("under NCCL_PXN_DISABLE=1 (--env)") and 'declares typeinter="PXN"' in msg
+    assert "without it PXN" in msg and "SYS" in msg
+    assert not [f for f in hits(findings, "NTG022") if f["message"].startswith("typeinter=")]
+    ntg034 = hits(findings, "NTG034")  # and NCCL's own search does better under it
+    assert len(ntg034) == 1 and "ring 8 x 45 GB/s against NCCL's own 8 x 48" in ntg034[0]["message"]
+
+
+def test_worse_than_nccl_under_pxn_disable(tmp_path):
+    findings = _with_settings(tmp_path, PORT_DOWN_OLD, "dgx-h100-port-down", "NCCL_PXN_DISABLE=1",
+                              "NCCL_IB_HCA=" + PORT_DOWN_RAILS)
+    hit = hits(findings, "NTG034")
+    assert len(hit) == 1
+    msg = hit[0]["message"]
+    assert msg.startswith("under NCCL_PXN_DISABLE=1 (--env) NCCL's own search does better than this file")
+    assert "ring 7 x 22 GB/s against NCCL's own 6 x 48" in msg and "ring SYS at the NICs against NCCL's own PIX" in msg
+    assert "ring/LL128 off" in msg and "rings graph --env" in hit[0]["fix"]
+    # Passing: without a restricting setting the file is not judged against NCCL's own search.
+    assert not hits(_with_settings(tmp_path, PORT_DOWN_OLD, "dgx-h100-port-down", "NCCL_IB_HCA=" + PORT_DOWN_RAILS),
+                    "NTG034")
+
+
+def test_settings_api_and_explain():
+    _, findings = check_file(graph_xml(PAIRED).encode(), "g.xml", load_node=lambda: probe(str(HOSTS / "dgx-h100")),
+                             meaning=Meaning(env={"NCCL_CROSS_NIC": "0"}))
+    assert [f.rule for f in findings if f.rule in ("NTG026", "NTG033")] == ["NTG033"]
+    for rule_id in ("NTG033", "NTG034"):
+        res = run_cli("explain", rule_id)
+        assert res.returncode == 0 and rule_id in res.stdout
