@@ -90,7 +90,8 @@ class LiveNvml:
         dev["uuid"] = q(nv.nvmlDeviceGetUUID, h)
         dev["name"] = q(nv.nvmlDeviceGetName, h)
         dev["serial"] = q(nv.nvmlDeviceGetSerial, h)
-        dev["vbios_version"] = _text(q(nv.nvmlDeviceGetVbiosVersion, h))
+        if hasattr(nv, "nvmlDeviceGetVbiosVersion"):  # every pynvml has it; a stand-in may not
+            dev["vbios_version"] = _text(q(nv.nvmlDeviceGetVbiosVersion, h))
         if hasattr(nv, "nvmlDeviceGetInforomImageVersion"):
             dev["inforom_image_version"] = _text(q(nv.nvmlDeviceGetInforomImageVersion, h))
         pci = q(nv.nvmlDeviceGetPciInfo, h)
