@@ -197,6 +197,10 @@ BARE_KINDS = frozenset({"nvls-bind", "duplicate-gpu", "no-interface", "shm-space
 #: WARN of the file's process: the wording alone names the class.
 BARE_WARN_KINDS = frozenset({"ib-completion", "driver-old", "dmabuf"})
 _LIBRARY_CODE = re.compile(r"nccl-library=(\d{4,6})\b")
+#: The release a framework or the package manager names without NCCL's own line: vLLM's "using nccl==2.21.5",
+#: pip's "nvidia-nccl-cu12==2.21.5" / "nvidia-nccl-cu12   2.21.5" (pip list), the loaded "libnccl.so.2.21.5".
+_NAMED_RELEASE = re.compile(r"(?:\bnccl==|\bnvidia-nccl-cu\d{2}(?:==|[ \t]+)|\blibnccl\.so\.)(\d{1,2}\.\d{1,3}\.\d{1,3})"
+                            r"(?![\d.]*\d)", re.IGNORECASE)
 
 
 def version_of_code(code: int) -> str:
@@ -471,6 +475,13 @@ class Parser:
         if m and line.lstrip().startswith("#"):
             if len(out.framework_versions) < MAX_APP_ERRORS:
                 out.framework_versions.append((version_of_code(int(m.group(1))), self._ev(name, lineno, line)))
+            out.nccl_lines += 1
+            out.recognised += 1
+            return
+        m = _NAMED_RELEASE.search(line)
+        if m:
+            if len(out.framework_versions) < MAX_APP_ERRORS:
+                out.framework_versions.append((m.group(1), self._ev(name, lineno, line)))
             out.nccl_lines += 1
             out.recognised += 1
             return
@@ -1027,7 +1038,7 @@ def _looks_like_log(path: str) -> bool:
     return _LOG_SNIFF.search(head) is not None
 
 
-_LOG_SNIFF = re.compile(rb" NCCL (?:INFO|WARN|ATTN|DIAG|TRACE) |NCCL version \d|NCCL error|nccl-library=\d|"
+_LOG_SNIFF = re.compile(rb" NCCL (?:INFO|WARN|ATTN|DIAG|TRACE) |NCCL version \d|NCCL error|nccl-library=\d|nccl==\d|"
                         rb"^NCCL (?:INFO|WARN) ", re.M)
 
 

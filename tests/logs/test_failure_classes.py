@@ -98,6 +98,21 @@ def test_version_from_the_nccl_tests_header(tmp_path):
     assert json.loads(res.stdout)["nccl_version"] == "2.31.2"
 
 
+@pytest.mark.parametrize("line,version", [
+    ("INFO 05-08 10:00:01 pynccl.py:63] vLLM is using nccl==2.21.5", "2.21.5"),
+    ("nvidia-nccl-cu12==2.20.5", "2.20.5"),
+    ("nvidia-nccl-cu12          2.26.2", "2.26.2"),
+    ("h1: loaded /usr/lib/x86_64-linux-gnu/libnccl.so.2.18.3 for nccl", "2.18.3"),
+    ("Found nccl from library libnccl.so.2", None),  # the soname's major only: no release
+    ("libnccl.so.2.18 -> libnccl.so.2", None),  # no patch level: not a release
+])
+def test_version_named_by_a_framework_or_the_package(tmp_path, line, version):
+    log = tmp_path / "app.log"
+    log.write_text(line + "\nh1:1:1 [0] NCCL INFO Bootstrap: Using eth0:10.0.0.1<0>\n")
+    res = run_cli("log", "show", str(log), "--format", "json")
+    assert json.loads(res.stdout)["nccl_version"] == version
+
+
 def test_a_framework_error_alone_is_an_nccl_log_not_exit_3(tmp_path):
     log = tmp_path / "app.log"
     log.write_text(_app := ("torch.distributed.DistBackendError: NCCL error in: NCCLUtils.cpp:93, invalid usage, "
