@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from ncclctl.nccl.version import DEFAULT, Version
+from ncclctl.record import record
 
 #: The release whose code the model follows (what ``topo predict`` and ``rings graph`` compute).
 MODELLED: Version = DEFAULT
@@ -40,7 +41,7 @@ CONNECTX8 = "0x1023"
 CONNECTX9 = "0x1025"
 
 
-@dataclass(frozen=True)
+@record
 class Change:
     """One behaviour change of NCCL after :data:`MODELLED`."""
 
