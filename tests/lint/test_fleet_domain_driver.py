@@ -9,7 +9,7 @@ import json
 from conftest import run_cli
 from ncclctl.lint.fleet import FleetCtx
 from ncclctl.lint.rules_fleet import fleet_facts, fleet_nvlink_domain
-from tests.lint.test_fleet_nvlink import RACK_A, RACK_B, tray
+from tests.lint.test_fleet_nvlink import RACK_A, RACK_B, inventory_of, tray
 
 NEW = "580.82.07"
 OLD = "580.65.06"
@@ -48,20 +48,11 @@ def test_drivers_differ_only_between_domains():
     assert hits(rack()) == []
 
 
-def _inventory(tmp_path, nodes):
-    lines = ["version: 1", "hosts:"]
-    for n in nodes:
-        (tmp_path / f"{n.hostname}.json").write_text(json.dumps(n.to_dict()))
-        lines.append(f"  {n.hostname}: {{model: {n.hostname}.json}}")
-    (tmp_path / "inv.yaml").write_text("\n".join(lines) + "\n")
-    return str(tmp_path / "inv.yaml")
-
-
 def test_cli_fleet_lint(tmp_path):
     # three trays of rack 1, each IMEX list naming exactly these three, one of them upgraded alone
     nodes = [tray(1, t, RACK_A, 1, imex_nodes=[f"10.20.1.{10 + i}" for i in (1, 2, 3)],
                   driver=NEW if t == 2 else None) for t in (1, 2, 3)]
-    inv = _inventory(tmp_path, nodes)
+    inv = inventory_of(tmp_path, nodes)
     r = run_cli("fleet", "lint", "--inventory", inv, "--rule", "FLT012", "--fail-on", "warning", "--format", "json")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "Traceback" not in r.stderr
@@ -69,6 +60,6 @@ def test_cli_fleet_lint(tmp_path):
     assert [f["subject"] for f in found] == ["r1t02"], found
     assert "r1t[01,03]" in json.dumps(found[0]) and OLD in found[0]["message"]
     nodes[1] = tray(1, 2, RACK_A, 1, imex_nodes=[f"10.20.1.{10 + i}" for i in (1, 2, 3)])
-    ok = run_cli("fleet", "lint", "--inventory", _inventory(tmp_path, nodes), "--rule", "FLT012",
+    ok = run_cli("fleet", "lint", "--inventory", inventory_of(tmp_path, nodes), "--rule", "FLT012",
                  "--fail-on", "warning")
     assert ok.returncode == 0, ok.stdout + ok.stderr

@@ -16,7 +16,7 @@ from ncclctl.errors import InputError
 from ncclctl.lint.fleet import FleetCtx
 from ncclctl.lint.rules_fleet import fleet_facts, fleet_nvlink_domain
 from ncclctl.probe import probe
-from tests.lint.test_fleet_nvlink import RACK_A, RACK_B, tray
+from tests.lint.test_fleet_nvlink import RACK_A, RACK_B, inventory_of, tray
 from tests.probe.test_nvlink_domain import _smi
 
 NEW, OLD = "97.00.B9.00.76", "97.00.82.00.5F"
@@ -213,25 +213,16 @@ def test_firmware_differs_only_between_domains_or_is_unknown():
     assert h.subject == "r1t02" and "no majority" in h.message
 
 
-def _inventory(tmp_path, nodes):
-    lines = ["version: 1", "hosts:"]
-    for n in nodes:
-        (tmp_path / f"{n.hostname}.json").write_text(json.dumps(n.to_dict()))
-        lines.append(f"  {n.hostname}: {{model: {n.hostname}.json}}")
-    (tmp_path / "inv.yaml").write_text("\n".join(lines) + "\n")
-    return str(tmp_path / "inv.yaml")
-
-
 def test_cli_fleet_lint_fails_then_passes(tmp_path):
     imex = [f"10.20.1.{10 + i}" for i in (1, 2, 3)]
     nodes = [fw_tray(1, t, imex_nodes=imex, vbios={3: OLD} if t == 3 else None) for t in (1, 2, 3)]
-    r = run_cli("fleet", "lint", "--inventory", _inventory(tmp_path, nodes), "--rule", "FLT012", "--fail-on",
+    r = run_cli("fleet", "lint", "--inventory", inventory_of(tmp_path, nodes), "--rule", "FLT012", "--fail-on",
                 "warning", "--format", "json")
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stdout + r.stderr
     (f,) = [f for h in json.loads(r.stdout)["hosts"] for f in h["findings"]]
     assert f["subject"] == "r1t03" and f"{OLD} on GPU 3" in f["message"] and "r1t[01-03]" in json.dumps(f)
     nodes[2] = fw_tray(1, 3, imex_nodes=imex)
-    ok = run_cli("fleet", "lint", "--inventory", _inventory(tmp_path, nodes), "--rule", "FLT012", "--fail-on",
+    ok = run_cli("fleet", "lint", "--inventory", inventory_of(tmp_path, nodes), "--rule", "FLT012", "--fail-on",
                  "warning")
     assert ok.returncode == 0, ok.stdout + ok.stderr
 

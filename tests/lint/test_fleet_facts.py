@@ -6,19 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
-from conftest import HOSTS, run_cli
-
-
-@pytest.fixture(scope="module")
-def models(tmp_path_factory):
-    out = {}
-    for name in ("dgx-h100", "dgx-h100-port-down"):
-        r = run_cli("probe", "--root", str(HOSTS / name), "--format", "json")
-        assert r.returncode == 0, r.stderr
-        out[name] = json.loads(r.stdout)
-    return out
+from conftest import run_cli
 
 
 def _facts_of(model_path: Path) -> dict:

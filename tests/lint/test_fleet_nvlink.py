@@ -37,6 +37,16 @@ def two_racks():
     return [tray(1, t, RACK_A, 1) for t in range(1, 19)] + [tray(2, t, RACK_B, 32766) for t in range(1, 19)]
 
 
+def inventory_of(tmp_path, nodes) -> str:
+    """An inventory of node models under ``tmp_path`` (one JSON per host): what `fleet lint --inventory` reads."""
+    lines = ["version: 1", "hosts:"]
+    for n in nodes:
+        (tmp_path / f"{n.hostname}.json").write_text(json.dumps(n.to_dict()))
+        lines.append(f"  {n.hostname}: {{model: {n.hostname}.json}}")
+    (tmp_path / "inv.yaml").write_text("\n".join(lines) + "\n")
+    return str(tmp_path / "inv.yaml")
+
+
 def check(nodes, **opts):
     fctx = FleetCtx(hosts=[(n.hostname, fleet_facts(n)) for n in nodes])
     return list(fleet_nvlink_domain(fctx, {"max_trays": 18, **opts}))
@@ -87,11 +97,7 @@ def test_node_list_missing_a_member_and_driver_split():
 def test_cli_fleet_lint_on_models(tmp_path):
     nodes = two_racks()
     nodes[0] = tray(1, 1, RACK_A, 1, imex_nodes=[f"10.20.1.{10 + i}" for i in range(1, 18)])
-    lines = ["version: 1", "hosts:"]
-    for n in nodes[:3] + nodes[17:19]:
-        (tmp_path / f"{n.hostname}.json").write_text(json.dumps(n.to_dict()))
-        lines.append(f"  {n.hostname}: {{model: {n.hostname}.json}}")
-    (tmp_path / "inv.yaml").write_text("\n".join(lines) + "\n")
+    inventory_of(tmp_path, nodes[:3] + nodes[17:19])
     r = run_cli("fleet", "lint", "--inventory", str(tmp_path / "inv.yaml"), "--rule", "FLT012", "--format", "json")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "leaves out" in r.stdout and "r1t01" in r.stdout

@@ -18,16 +18,6 @@ LAYOUT = {f"gpu{i:03d}": ("dgx-h100-port-down" if i == 2 else "dgx-h100", "535.1
           for i in range(1, 7)}
 
 
-@pytest.fixture(scope="module")
-def models(tmp_path_factory):
-    out = {}
-    for name in ("dgx-h100", "dgx-h100-port-down"):
-        r = run_cli("probe", "--root", str(HOSTS / name), "--format", "json")
-        assert r.returncode == 0, r.stderr
-        out[name] = json.loads(r.stdout)
-    return out
-
-
 def _textfile_of(model_path: Path) -> str:
     """What `ncclctl lint --model PATH --format prom` writes (the same functions, in process; one host is checked
     against the command below)."""

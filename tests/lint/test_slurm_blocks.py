@@ -4,15 +4,13 @@ is installable here)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from conftest import run_cli
 from ncclctl.errors import InputError
 from ncclctl.fabric.slurm import block_conf, check_blocks, expand, parse_topology_conf
 
-from .test_fleet_nvlink import RACK_A, RACK_B, tray
+from .test_fleet_nvlink import RACK_A, RACK_B, inventory_of, tray
 
 DOMAINS = {(RACK_A, 1): [f"r1t{t:02d}" for t in range(1, 19)], (RACK_B, 32766): [f"r2t{t:02d}" for t in range(1, 19)]}
 
@@ -74,18 +72,9 @@ def test_bad_files(text, needle):
         parse_topology_conf(text)
 
 
-def _inventory(tmp_path, nodes):
-    lines = ["version: 1", "hosts:"]
-    for n in nodes:
-        (tmp_path / f"{n.hostname}.json").write_text(json.dumps(n.to_dict()))
-        lines.append(f"  {n.hostname}: {{model: {n.hostname}.json}}")
-    (tmp_path / "inv.yaml").write_text("\n".join(lines) + "\n")
-    return str(tmp_path / "inv.yaml")
-
-
 def test_cli_write_and_check(tmp_path):
     nodes = [tray(1, t, RACK_A, 1) for t in (1, 2)] + [tray(2, t, RACK_B, 32766) for t in (1, 2)]
-    inv = _inventory(tmp_path, nodes)
+    inv = inventory_of(tmp_path, nodes)
     r = run_cli("fleet", "blocks", "--inventory", inv)
     assert r.returncode == 0, r.stderr
     assert "BlockName=nvl01 Nodes=r1t[01-02]" in r.stdout and "BlockSizes=2" in r.stdout
@@ -108,14 +97,14 @@ def test_cli_no_domain_is_a_clear_error(tmp_path):
     from conftest import HOSTS
 
     n = probe(str(HOSTS / "dgx-h100"))
-    inv = _inventory(tmp_path, [n])
+    inv = inventory_of(tmp_path, [n])
     r = run_cli("fleet", "blocks", "--inventory", inv)
     assert r.returncode not in (0, 1) and "no host reports a multi-node NVLink domain" in r.stderr
 
 
 def test_cli_imex_node_lists(tmp_path):
     nodes = [tray(1, t, RACK_A, 1) for t in (1, 2)] + [tray(2, t, RACK_B, 32766) for t in (1, 2)]
-    inv = _inventory(tmp_path, nodes)
+    inv = inventory_of(tmp_path, nodes)
     out = tmp_path / "imex"
     out.mkdir()
     r = run_cli("fleet", "blocks", "--inventory", inv, "--imex-dir", str(out))
