@@ -969,20 +969,34 @@ def _virtual(name: str, addr: str) -> bool:
     return any(name.startswith(v) for v in VIRTUAL_IFACES if v != "lo")
 
 
+def _ib_completion_status(text: str) -> str | None:
+    """What an IB completion error's status (ibv_wc_status) and vendor error say: retry counter exceeded (12, or vendor
+    err 129), local protection (4, or vendor err 81), flushed (5), remote access (10); None for any other."""
+    import re
+
+    ve = re.search(r"vendor err (\d+)", text)
+    st = re.search(r"(?:with error |status=)(\d+)", text)
+    code = int(st.group(1)) if st else None
+    vendor = ve.group(1) if ve else None
+    if code == 12 or vendor == "129":
+        return "retry-exceeded"
+    if code == 4 or vendor == "81":
+        return "local-protection"
+    return {5: "flushed", 10: "remote-access"}.get(code) if code is not None else None
+
+
 def _hint(kind: str, text: str) -> str:
     import re
 
     if kind == "ib-completion":
-        ve = re.search(r"vendor err (\d+)", text)
-        st = re.search(r"(?:with error |status=)(\d+)", text)
-        code = int(st.group(1)) if st else None
-        if code == 12 or (ve and ve.group(1) == "129"):
+        status = _ib_completion_status(text)
+        if status == "retry-exceeded":
             return ("transport retry counter exceeded: the peer is unreachable over this NIC (link down, wrong "
                     "NCCL_IB_GID_INDEX on RoCE, no route between rails: NCCL_CROSS_NIC, or NCCL_IB_TIMEOUT too low)")
-        if code == 4 or (ve and ve.group(1) == "81"):
+        if status == "local-protection":
             return ("local protection error: usually ACS or the IOMMU blocking GPUDirect RDMA peer writes "
                     "(confirm with NCCL_NET_GDR_LEVEL=LOC, fix by disabling ACS on the PCIe switches)")
-        if code == 5:
+        if status == "flushed":
             return "work request flushed: a consequence of an earlier error on this connection"
         return ""
     if kind == "ibv":
@@ -1068,21 +1082,17 @@ _KIND_FIXES = {
 
 
 def _kind_fix(kind: str, text: str) -> str | None:
-    import re
-
     if kind == "ib-completion":
-        ve = re.search(r"vendor err (\d+)", text)
-        st = re.search(r"(?:with error |status=)(\d+)", text)
-        code = int(st.group(1)) if st else None
-        if code == 12 or (ve and ve.group(1) == "129"):
+        status = _ib_completion_status(text)
+        if status == "retry-exceeded":
             return ("Test the NIC pair below NCCL (ib_write_bw between the two hosts on the same devices and GID); "
                     "check link state and errors (ibstat, perfquery), NCCL_IB_GID_INDEX on RoCE, routes between "
                     "rails (NCCL_CROSS_NIC=0 on rail-only fabrics); raise NCCL_IB_TIMEOUT only for a congested "
                     "fabric.")
-        if code == 4 or (ve and ve.group(1) == "81"):
+        if status == "local-protection":
             return ("Confirm with NCCL_NET_GDR_LEVEL=LOC (GPUDirect RDMA off): if that works, disable ACS on the PCIe "
                     "switches (or set the IOMMU to passthrough); 'ncclctl lint' checks ACS and the IOMMU.")
-        if code == 10:
+        if status == "remote-access":
             return ("A remote access error: the peer's memory registration was refused or changed; check both "
                     "hosts' peer-memory/DMA-BUF support (LOG001) and that they run the same NCCL.")
         return "Read the status code (ibv_wc_status) and run ib_write_bw between the two hosts on these devices."
