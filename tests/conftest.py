@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -118,3 +119,11 @@ def run_cli_io(*args: str, env: dict | None = None, timeout: float = 60, tmp: Pa
     counts = {k: int(v) for k, v in (ln.split(":") for ln in text.splitlines() if ":" in ln)}
     return proc, counts
 
+
+def promtool_check(text: str) -> None:
+    """Prometheus' own `promtool check metrics` accepts ``text`` (skip where promtool is not installed)."""
+    tool = shutil.which("promtool")
+    if tool is None:
+        pytest.skip("promtool not installed (Debian: apt-get install prometheus; .ci/run installs it)")
+    r = subprocess.run([tool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stdout + r.stderr

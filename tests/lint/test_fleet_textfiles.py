@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import HOSTS, run_cli
+from conftest import HOSTS, promtool_check, run_cli
 
 EPOCH = {"SOURCE_DATE_EPOCH": "1700000000"}
 LAYOUT = {f"gpu{i:03d}": ("dgx-h100-port-down" if i == 2 else "dgx-h100", "535.183.01" if i == 5 else None)
@@ -58,14 +57,6 @@ def fleet(tmp_path_factory, models):
     return tmp
 
 
-def _promtool(text: str) -> None:
-    tool = shutil.which("promtool")
-    if tool is None:
-        pytest.skip("promtool not installed (Debian: apt-get install prometheus; .ci/run installs it)")
-    r = subprocess.run([tool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
-    assert r.returncode == 0, r.stdout + r.stderr
-
-
 def test_the_command_writes_what_the_fleet_reads(fleet):
     """The node's textfile from the CLI: the same bytes as the fixture's, valid for promtool and prometheus_client,
     and the facts it carries read back equal to the facts document's (less what a textfile never has)."""
@@ -74,7 +65,7 @@ def test_the_command_writes_what_the_fleet_reads(fleet):
     assert r.returncode == 1, r.stderr
     text = target.read_text()
     assert text == (fleet / "prom" / "gpu002.prom").read_text()
-    _promtool(text)
+    promtool_check(text)
     parser = pytest.importorskip("prometheus_client.parser")
     theirs = {(s.name, tuple(sorted(s.labels.items())), s.value)
               for fam in parser.text_string_to_metric_families(text) for s in fam.samples}

@@ -9,13 +9,11 @@ installed: .ci/run installs Debian's prometheus), Slurm's one-line reason and ex
 from __future__ import annotations
 
 import os
-import shutil
 import stat
-import subprocess
 
 import pytest
 
-from conftest import HOSTS, run_cli
+from conftest import HOSTS, promtool_check, run_cli
 
 BROKEN = str(HOSTS / "dgx-h100-port-down")
 CLEAN = str(HOSTS / "dgx-h100")
@@ -31,14 +29,6 @@ def _samples(fams: dict, name: str) -> dict:
     return {tuple(sorted(s.labels.items())): s.value for s in fams[name].samples}
 
 
-def _promtool(text: str) -> None:
-    tool = shutil.which("promtool")
-    if tool is None:
-        pytest.skip("promtool not installed (Debian: apt-get install prometheus; .ci/run installs it)")
-    r = subprocess.run([tool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
-    assert r.returncode == 0, r.stdout + r.stderr
-
-
 # -- Prometheus -------------------------------------------------------------------------------------
 
 
@@ -48,7 +38,7 @@ def test_prom_broken_node_textfile(tmp_path):
     assert r.returncode == 1, r.stderr
     assert r.stdout == "" and "Traceback" not in r.stderr
     text = target.read_text()
-    _promtool(text)
+    promtool_check(text)
     fams = _families(text)
     lint = (("command", "lint"),)
     assert _samples(fams, "ncclctl_up") == {lint: 1}
@@ -78,7 +68,7 @@ def test_prom_clean_node_and_failed_run(tmp_path):
     assert _samples(fams, "ncclctl_ok") == {(("command", "lint"),): 1}
     assert _samples(fams, "ncclctl_rules_run")[(("command", "lint"),)] > 40
     assert "ncclctl_rule_findings" not in fams
-    _promtool(r.stdout)
+    promtool_check(r.stdout)
     # the run cannot look: the file still says so (up 0), the error and its exit code as usual
     target = tmp_path / "ncclctl.prom"
     target.write_text("stale\n")
@@ -144,7 +134,7 @@ def test_prom_on_fleet_log_and_perf(tmp_path, args, command, code, rule):
     r = run_cli(*args, "--format", "prom", "-o", str(target), env=EPOCH)
     assert r.returncode == code, r.stderr
     text = target.read_text()
-    _promtool(text)
+    promtool_check(text)
     fams = _families(text)
     cmd = (("command", command),)
     assert _samples(fams, "ncclctl_up") == {cmd: 1}
