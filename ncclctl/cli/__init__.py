@@ -265,9 +265,39 @@ def _nothing_left_at_exit() -> bool:
     return threading is None or threading.active_count() == 1
 
 
+def _redeliver_interrupts(previous: Any) -> Any:
+    """A ``sys.unraisablehook`` that does not let Python swallow a Ctrl-C.
+
+    A SIGINT whose handler runs inside a callback Python cannot raise from (a weakref callback such as the import
+    system's module-lock cleanup, a ``__del__``) is printed as "Exception ignored in ... Traceback ...
+    KeyboardInterrupt" and then dropped: the command would go on and exit 0/1 with a traceback on stderr. The hook
+    sends the signal again instead, so the interrupt is raised at the next ordinary line, outside the callback, and
+    :func:`main` reports it as 130. Every other unraisable exception goes to ``previous``.
+
+    Any call that marks the signal from this thread (``signal.raise_signal``, ``os.kill``, even
+    ``_thread.interrupt_main``) has the handler run at once, inside this hook, where it would be dropped again; a
+    short-lived thread sends it instead, to the thread that called :func:`main`, once this hook has returned (a real
+    signal, so a blocking call such as a sleep or a read is interrupted too; should it land in another such
+    callback, this hook passes it on once more)."""
+    import _thread
+    import signal
+
+    target = _thread.get_ident()
+
+    def hook(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_type, type) and issubclass(unraisable.exc_type, KeyboardInterrupt):
+            _thread.start_new_thread(signal.pthread_kill, (target, signal.SIGINT))
+            return
+        previous(unraisable)
+
+    return hook
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the command and turn every outcome into a documented exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = _redeliver_interrupts(previous_hook)
     try:
         code = _run(args)
         sys.stdout.flush()
@@ -284,6 +314,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"ncclctl: internal error: {type(exc).__name__}: {exc} "
               "(this is a bug; rerun with NCCLCTL_DEBUG=1 for a traceback and report it)", file=sys.stderr)
         code = 70
+    sys.unraisablehook = previous_hook
     # the console script (see keep_until_exit), all output written and flushed, nothing left to run at exit
     if argv is None and _nothing_left_at_exit():
         try:
