@@ -109,7 +109,9 @@ def test_lint_names_five_switch_ports_with_the_same_acs_state_once():
     lines = [ln for ln in res.stdout.splitlines() if ": PCI001: " in ln]
     assert len(lines) == 1, res.stdout
     ports = lines[0].split(": error:")[0].split(", ")
-    assert sorted(ports) == ["0000:18:00.0", "0000:18:04.0", "0000:18:08.0", "0000:18:0c.0", "0000:18:10.0"]
+    # in natural order: bus ids by their hexadecimal numbers (0c = 12 after 08, before 10)
+    assert ports == ["0000:18:00.0", "0000:18:04.0", "0000:18:08.0", "0000:18:0c.0", "0000:18:10.0"]
+    assert "(0000:18:00.0, 0000:18:04.0, 0000:18:08.0, 0000:18:0c.0, 0000:18:10.0)" in lines[0]
     assert "5 alike, each with its own pairs" in lines[0] and "ReqRedir+CmpltRedir" in lines[0]
     assert "5 errors" in res.stdout  # still five findings, counted as such
     doc = json.loads(run_cli("lint", "--root", str(HOSTS / "pcie-server"), "-r", "PCI001", "--format", "json",
