@@ -132,3 +132,43 @@ def test_a_gpu_the_file_lacks_is_counted_with_its_path_and_nvlinks():
 def test_explain_says_the_host_count():
     out = run_cli("explain", "NTS051").stdout
     assert "With a host (--root, --live) the count is exact" in " ".join(out.split())
+
+
+# --------------------------------------------------------------------------------------------------
+# One finding per fault against a host: a file written for another host is not one line per element
+
+
+def test_a_file_for_another_host_is_one_finding_per_fault():
+    # dgx-h100's file on dgx-a100: 8 GPU bus ids that do not exist, 12 <net> under other bus ids, 10 devices under
+    # another NUMA node, 12 <net> whose speed/port/guid differ, 8 host GPUs not in the file: one finding each (they
+    # were 8 + 12 + 10 + 12 + 8 lines), every element in the evidence and the JSON locations.
+    from conftest import REPO
+
+    path = REPO / "tests/golden/topo/dgx-h100.xml"
+    res = run_cli("topo", "validate", str(path), "--root", str(A100), "--format", "json")
+    found = json.loads(res.stdout)["findings"]
+    by = {}
+    for f in found:
+        by.setdefault((f["rule"], f["message"].split(":")[0]), []).append(f)
+    assert all(len(v) == 1 for v in by.values()), sorted(by)
+    gpus = next(f for f in found if f["rule"] == "NTH001" and "GPU bus ids" in f["message"])
+    assert gpus["message"].startswith('8 GPU bus ids of the file do not exist on this host: "0000:1b:00.0" (line 9), '
+                                      '"0000:43:00.0" (line 30)')
+    assert gpus["message"].endswith("(GPUs: 0000:07:00.0, 0000:0f:00.0, 0000:47:00.0, 0000:4e:00.0, 0000:87:00.0, "
+                                    "0000:90:00.0, 0000:b7:00.0, 0000:bd:00.0)")
+    assert [x["line"] for x in gpus["locations"]] == [9, 30, 45, 60, 77, 98, 113, 128] and gpus["line"] == 9
+    nets = next(f for f in found if f["rule"] == "NTH001" and "<net> elements" in f["message"])
+    assert nets["message"].startswith("12 <net> elements sit under another busid than the IB plugin reports them at: "
+                                      'mlx5_0 under "0000:18:00.0" (line 6; the plugin: 0000:0c:00.0)')
+    assert "and 4 more" in nets["message"] and len(nets["evidence"]) == 12 and len(nets["locations"]) == 12
+    (absent,) = [f for f in found if f["rule"] == "NTH002"]
+    assert absent["message"] == ("8 GPUs of this host are not in the file: GPU 0 (0000:07:00.0), GPU 1 (0000:0f:00.0), "
+                                 "GPU 2 (0000:47:00.0), GPU 3 (0000:4e:00.0), GPU 4 (0000:87:00.0), GPU 5 "
+                                 "(0000:90:00.0), GPU 6 (0000:b7:00.0), GPU 7 (0000:bd:00.0)")
+    (numa,) = [f for f in found if f["rule"] == "NTH005"]
+    assert numa["message"].startswith("10 devices are under another <cpu numaid> than the NUMA node they sit on")
+    assert "NIC mlx5_0 under 0, on 3 (line 4)" in numa["message"]
+    (attrs,) = [f for f in found if f["rule"] == "NTH010"]
+    assert attrs["message"].startswith("12 <net> elements differ from this host: mlx5_0 (line 6: speed 400000 (host "
+                                       "200000), guid ")
+    # One element keeps the single message (tests/test_topo_cli.py: "GPU 0 (0000:1b:00.0) is not in the file").
