@@ -45,6 +45,11 @@ def budget_on_host(result: "ParseResult", node: "Node", path: str) -> list[Findi
                                   nccl_version=version, path=f"<{node.hostname}>")
         if detected.root is None:
             return None
+        # NCCL adds at most the host's own elements and, per port, a fused <net> with its <pci>/<nic>: with room
+        # for all of them there is nothing to count
+        ports = sum(1 for n in detected.root.iter() if n.name == "net")
+        if result.node_count + detected.node_count + 3 * ports < result.max_nodes - BUDGET_MARGIN:
+            return []
         if tr is not None and tr.name == "Socket":
             plugin = Plugin(gdr=inputs.gdr, down=down, name="Socket", socket=tr.socket)
         elif tr is not None and tr.name in ("none", "external"):
