@@ -172,3 +172,24 @@ def test_a_file_for_another_host_is_one_finding_per_fault():
     assert attrs["message"].startswith("12 <net> elements differ from this host: mlx5_0 (line 6: speed 400000 (host "
                                        "200000), guid ")
     # One element keeps the single message (tests/test_topo_cli.py: "GPU 0 (0000:1b:00.0) is not in the file").
+
+
+def test_fusion_under_a_switch_counts_the_made_up_pci():
+    # NCCL_NET_MERGE_LEVEL=PIX on dgx-a100: the two NICs under each switch fuse, and NCCL makes a <pci> (a unique
+    # busid) with a <nic> and the virtual <net> under the switch (ncclTopoMakeVNics -> ncclTopoMakePciParent):
+    # 14 elements. NCCL 2.30.7 (CPU harness, same setting): dgx-a100's file + 127 bridges (242) initialises with its
+    # six virtual NICs (256); + 128 (243) fails 'too many XML nodes (max 256)'.
+    from ncclctl.nccl.build import Plugin
+    from ncclctl.nccl.detect import generate_for
+    from ncclctl.nccl.hostmerge import host_budget
+    from ncclctl.nccl.system import Params
+    from ncclctl.nccl.version import DEFAULT
+    from ncclctl.nccl.xml import parse_nccl_xml
+    from ncclctl.probe import probe
+
+    data = generate_for(probe(str(A100)))[0].decode()
+    for k, total in ((127, 256), (128, 257)):
+        res = parse_nccl_xml(_padded(data, k).encode(), kind="topology", nccl_version=DEFAULT, path="p.xml")
+        host = parse_nccl_xml(data.encode(), kind="topology", nccl_version=DEFAULT, path="h.xml")
+        b = host_budget(res.root, host.root, Params(env={"NCCL_NET_MERGE_LEVEL": "PIX"}, version=DEFAULT), Plugin())
+        assert (b.file, b.fused, b.per_rank) == (115 + k, 14, total)
