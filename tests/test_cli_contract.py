@@ -174,10 +174,19 @@ def test_lint_of_a_node_without_gpus_or_nics_says_so():
 
 def test_findings_are_in_natural_order():
     from ncclctl.findings import Finding, Severity, sort_key
+    from ncclctl.names import natural_key
 
     names = ["mlx5_10", "mlx5_2", "mlx5_1", "GPU10", "GPU2"]
     found = sorted((Finding("IB001", Severity.ERROR, "m", n) for n in names), key=sort_key)
     assert [f.subject for f in found] == ["GPU2", "GPU10", "mlx5_1", "mlx5_2", "mlx5_10"]
+    # PCI bus ids are hexadecimal: 0x0c = 12 before 0x10, 0x1a = 26 before 0x9a before 0xa0
+    bdfs = ["0000:a0:00.0", "0000:9a:00.0", "0000:18:10.0", "0000:1a:00.0", "0000:18:0c.0", "0000:18:04.0"]
+    found = sorted((Finding("PCI001", Severity.ERROR, "m", n) for n in bdfs), key=sort_key)
+    assert [f.subject for f in found] == ["0000:18:04.0", "0000:18:0c.0", "0000:18:10.0", "0000:1a:00.0",
+                                          "0000:9a:00.0", "0000:a0:00.0"]
+    mixed = ["mlx5_10 (0000:9a:00.0)", "mlx5_2 (0000:1a:00.0)", "0000:1a:00.0", "GPU2", "ens10f0", "ens9f0"]
+    assert sorted(mixed, key=natural_key) == ["0000:1a:00.0", "GPU2", "ens9f0", "ens10f0", "mlx5_2 (0000:1a:00.0)",
+                                              "mlx5_10 (0000:9a:00.0)"]
     p = run_cli("lint", "--root", str(HOSTS / "hgx-h100-roce-pfc-off"), "-f", "json")
     import json
 

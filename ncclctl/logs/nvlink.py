@@ -26,7 +26,8 @@ import re
 from typing import Any
 
 from ncclctl.findings import Severity
-from ncclctl.logs.show import busid_text
+from ncclctl.logs.show import busid_text, hostlist
+from ncclctl.names import natural_key
 
 #: The log checker (ncclctl.logs.check.Checker, which calls this module): its lines, models, nodes and ``add``.
 Checker = Any
@@ -79,7 +80,8 @@ def mnnvl_not_working(ck: Checker) -> None:
             m = MNNVL_NOT_WORKING.search(ev.text) if "is available but not working" in ev.text else None
             if m:
                 by_host.setdefault(p.host, []).append((ev, int(m.group(1)), bool(m.group(2))))
-    for host, items in sorted(by_host.items()):
+    faults: dict[tuple[str, str], list[tuple[str, list[tuple[Any, int, bool]]]]] = {}
+    for host, items in sorted(by_host.items(), key=lambda kv: natural_key(kv[0])):
         channel = any(c for _e, _n, c in items)
         size = max(n for _e, n, _c in items)
         what = ("NCCL could not allocate FABRIC memory: no IMEX channel" if channel
@@ -88,14 +90,14 @@ def mnnvl_not_working(ck: Checker) -> None:
         found = _imex_cause(node, channel) if node is not None and node.facts is not None else None
         if found is not None:
             cause, fix = found
-            msg = f"{host}: MNNVL (a clique of {size} GPUs) is available but not working: {what}; the host's snapshot: {cause}"
+            msg = f"MNNVL (a clique of {size} GPUs) is available but not working: {what}; the host's snapshot: {cause}"
         elif node is not None:
             cause, fix = (("the host's snapshot shows IMEX healthy", "compare the job's environment with the "
                            "snapshot: the container's /dev/nvidia-caps-imex-channels, NVIDIA_IMEX_CHANNELS") if
                           channel else ("the host's snapshot shows IMEX active and UP", "check nvidia-imex-ctl -N on "
                                         "every tray of the job (a peer not READY) and the IMEX log "
                                         "(/var/log/nvidia-imex.log)"))
-            msg = f"{host}: MNNVL (a clique of {size} GPUs) is available but not working: {what}; {cause}"
+            msg = f"MNNVL (a clique of {size} GPUs) is available but not working: {what}; {cause}"
         else:
             cause, fix = (("the job's container has no /dev/nvidia-caps-imex-channels/channelN, or the host none",
                            "create channel0 on every tray and pass it into the container (--device "
@@ -106,10 +108,15 @@ def mnnvl_not_working(ck: Checker) -> None:
                            "check nvidia-imex-ctl -N on every tray (service active, every node READY, Domain State "
                            "UP, nodes_config.cfg listing exactly the domain's trays); give --root/--inventory to check "
                            "the host"))
-            msg = f"{host}: MNNVL (a clique of {size} GPUs) is available but not working: {what} ({cause})"
-        ck.add("LOG030", msg + f"; {len(items)} rank(s); NCCL stops (ncclSystemError) unless NCCL_MNNVL_ENABLE=0",
-               [e for e, _n, _c in items[:3]], hosts=[host],
-               fix=fix + "; NCCL_MNNVL_ENABLE=0 only hides it (the job then runs over the NICs)")
+            msg = f"MNNVL (a clique of {size} GPUs) is available but not working: {what} ({cause})"
+        faults.setdefault((msg, fix), []).append((host, items))
+    # one finding per fault: the hosts with the same cause and fix in hostlist form (gb200-r01-t[04-05])
+    for (msg, fix), hosts in faults.items():
+        ranks = sum(len(items) for _h, items in hosts)
+        ck.add("LOG030", f"{hostlist(h for h, _ in hosts)}: {msg}; {ranks} rank(s); NCCL stops (ncclSystemError) "
+               "unless NCCL_MNNVL_ENABLE=0", [e for _h, items in hosts for e, _n, _c in items[:3 if len(hosts) == 1 else 1]],
+               hosts=[h for h, _ in hosts], fix=fix + "; NCCL_MNNVL_ENABLE=0 only hides it (the job then runs over "
+               "the NICs)")
 
 
 def _gpu_by_bus(node: Any, bus: str) -> Any:

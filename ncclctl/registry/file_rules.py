@@ -169,12 +169,15 @@ _EXTRA: dict[str, dict[str, str]] = {
                   "NICs from the NCCL model), per rank and after fusion, and with an estimate of the <nvlink> "
                   "elements NCCL adds under each GPU it completes on an NVSwitch host (one per NVSwitch, 4 on HGX "
                   "H100/H200); warned within 16 slots of the limit, or over it with the estimate only. Each NIC port "
-                  "the net plugin reports beyond the file adds 3 more (nccl#2160: 32-NIC hosts).",
+                  "the net plugin reports beyond the file adds 3 more (nccl#2160: 32-NIC hosts). With a host (--root, "
+                  "--live) the count is exact instead: the host's GPU path, <gpu> and <nvlink> elements the file "
+                  "lacks, every port its net plugin reports that the file does not list (<net>, <nic>, <pci> path), "
+                  "the NICs NCCL fuses from them, and the fused tree of its ranks.",
     },
     "NTS052": {
         "why": "NCCL reads a topology file into NCCL_TOPO_XML_MAX_NODES (256) element slots; what it adds per rank, "
                "or the fused tree of the local ranks, must fit too, or init fails with 'too many XML nodes'.",
-        "detect": "The same arithmetic as NTS051, over the limit.",
+        "detect": "The same arithmetic as NTS051, over the limit (with a host: the host's exact count).",
     },
     "NTS053": {
         "why": "Cloud providers ship skeleton files that place GPUs and NICs by bus id under <cpu> and <pci> only; "

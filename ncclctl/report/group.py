@@ -10,7 +10,9 @@ Only findings that really say the same thing are grouped: apart from its own sub
 :data:`MAX_VARYING` devices (its RDMA device, say), besides lists of device pairs (``GPU0<->GPU1 (PIX), ...``).
 Five PCI001 findings that each list the GPU pairs behind their switch port, with the same ACS state and the same
 fix, are one line naming the five ports (each port's own pairs are in the machine formats); a finding whose words
-differ (another ACS state) stays apart. Machine formats (JSON, SARIF, JUnit) never group.
+differ (another ACS state) stays apart. A fix that names many devices is no obstacle when it names the same ones in
+each finding: PCI007's ports with the same ACS state and required mask share one boot line listing every port, and
+are one line. Machine formats (JSON, SARIF, JUnit) never group.
 """
 
 from __future__ import annotations
@@ -91,6 +93,10 @@ _PAIRS = re.compile(r"\0<->\0 \([A-Z0-9]+\)(?:, \0<->\0 \([A-Z0-9]+\))*(?: and \
 def _key(f: Finding) -> tuple | None:
     msg, names = _mask(f.message, f.subject)
     fix, fix_names = _mask(f.fix or "", f.subject)
+    if len(names) <= MAX_VARYING and len(fix_names | {f.subject}) > MAX_VARYING + 1:
+        # one fix that names many devices (PCI007's boot line lists every port's ACS mask): alike when the messages
+        # are and the fix names the same devices besides the findings' own subjects (see group())
+        return (f.rule, f.severity, msg, fix, "shared")
     if len(names | fix_names) > MAX_VARYING:
         lists, n = _PAIRS.subn("\1", msg)
         # only the pair lists vary: the statement (the ACS state, say) and the fix are the same, and besides the
@@ -107,8 +113,17 @@ def group(findings: Sequence[Finding] | Iterable[Finding]) -> list[Group]:
     """``findings`` (in the order given) as groups, each at its first member's place."""
     order: list[tuple[list[Finding], bool]] = []
     by_key: dict[tuple, list[Finding]] = {}
-    for f in findings:
-        key = _key(f)
+    findings = list(findings)
+    keys = [_key(f) for f in findings]
+    subjects: dict[tuple, set[str]] = {}
+    for f, key in zip(findings, keys):
+        if key is not None and key[-1] == "shared":
+            subjects.setdefault(key, set()).add(f.subject)
+    for i, (f, key) in enumerate(zip(findings, keys)):
+        if key is not None and key[-1] == "shared":  # the fix's devices besides the alike findings' subjects
+            others = frozenset(m.group(0) for m in _DEVICE.finditer(f.fix or "")) - subjects[key]
+            keys[i] = key[:-1] + (others, "shared")
+    for f, key in zip(findings, keys):
         if key is not None and key in by_key:
             by_key[key].append(f)
             continue

@@ -58,6 +58,7 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
     confirmed: frozenset[tuple[int, int, str]] = frozenset()
     against_host: list[Finding] = []
     meant: list[Finding] = []
+    host_budget: list[Finding] | None = None  # NTS051/NTS052 counted on the host (None: the file's estimate)
     result = None
     if (load_node is not None or meaning is not None) and kind in ("topology", "graph"):
         from ncclctl.topo import hostcheck
@@ -83,6 +84,9 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
 
                     fleet = port_ids(node, fabric_file=rails.fabric, rail_map=rails.rail_map, host=rails.host)
                 against_host += hostcheck.check_rail_ids(view, node, path, version, fleet)
+                from ncclctl.topo.budget import budget_on_host
+
+                host_budget = budget_on_host(result, node, path)
             elif kind == "graph" and result.root.name == "graphs":
                 if node is not None:
                     against_host = hostcheck.check_graph_against_host(result, node, path)
@@ -106,6 +110,8 @@ def check_file(data: bytes, path: str, *, nccl_version: object = DEFAULT, xsd: b
 
         assert result is not None
         findings = findings + gpu_set(result, path)
+    if host_budget is not None:  # the host's exact count replaces the file's estimate
+        findings = [f for f in findings if f.rule not in ("NTS051", "NTS052")] + host_budget
     if any(f.rule == "NTH030" for f in against_host):  # the host confirms NTS070 GPU by GPU
         findings = [f for f in findings if f.rule != "NTS070"]
     if any(f.rule == "NTH044" for f in against_host):  # says what NTV002 says of rail=/plane=, with the host's view

@@ -210,10 +210,11 @@ class _Out:
         self.findings: list[Finding] = []
 
     def add(self, rule_id: str, message: str, el: "XmlNode", *, fix: str | None = None,
-            severity: Severity | None = None, evidence: tuple[str, ...] = ()) -> None:
+            severity: Severity | None = None, evidence: tuple[str, ...] = (),
+            locations: tuple[tuple[int, int | None, str], ...] = ()) -> None:
         r = rule(rule_id)
         self.findings.append(Finding(rule_id, severity or r.severity, message, self.path, el.line, el.column,
-                                     fix or r.fix, evidence or (el.start_tag(),)))
+                                     fix or r.fix, evidence or (el.start_tag(),), locations=locations))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -420,6 +421,17 @@ class _Endpoint:
     side: str  # "in" | "out"
     weight: float
     el: "XmlNode"
+
+
+@dataclass
+class _NicFault:
+    """An endpoint NTG027 reports: on a NET that is no rail, farther than the GPU's closest NET ((type, closest
+    type)), or without GPUDirect RDMA where another NET has it (NCCL's reason)."""
+
+    e: _Endpoint
+    not_rail: bool
+    far: tuple[str, str] | None
+    no_gdr: str | None
 
 
 class _Checks:
@@ -746,7 +758,7 @@ class _Checks:
 
         rails = self.rails()
         for g in self.graphs:
-            bad: list[tuple[_Endpoint, str, bool]] = []
+            bad: list[_NicFault] = []
             pxn: list[_Endpoint] = []
             for c in g.channels:
                 for e in self.endpoints(g, c):
@@ -760,37 +772,13 @@ class _Checks:
                         check_gdr(self.sys, gpu.rank, n, read)[0] != GDR_DISABLE for n in range(len(self.nets)))
                     members = net.name.split("+")
                     not_rail = rails is not None and not all(m in rails[0] for m in members)
-                    reasons = []
-                    if not_rail:
-                        reasons.append(f"{net.name} is not a rail (a storage or front-end NIC; rails: "
-                                       f"{', '.join(sorted(rails[0], key=_natural))})")  # type: ignore[index]
-                    if t >= s.PATH_PHB and best < s.PATH_PHB:
-                        reasons.append(f"{_tname(t)} from GPU {gpu.dev}, whose closest NET is {_tname(best)}")
-                    if mode == GDR_DISABLE and (gdr_elsewhere or reasons):
-                        reasons.append(f"no GPUDirect RDMA ({why}): traffic is staged through host memory")
-                    if reasons:
-                        bad.append((e, "; ".join(reasons), not_rail))
+                    far = t >= s.PATH_PHB and best < s.PATH_PHB
+                    if not_rail or far or (mode == GDR_DISABLE and gdr_elsewhere):
+                        bad.append(_NicFault(e, not_rail, (_tname(t), _tname(best)) if far else None,
+                                             why if mode == GDR_DISABLE else None))
                     elif t == s.PATH_PXN and e.side == "out":
                         pxn.append(e)
-            seen: set[tuple[int, int, str]] = set()
-            for e, why, not_rail in bad:
-                key = (e.gpu, e.net, e.side)
-                if key in seen:
-                    continue
-                seen.add(key)
-                chans = sorted({x.chan for x, _, _ in bad if (x.gpu, x.net, x.side) == key})
-                gpu, net = self.gpus[e.gpu], self.nets[e.net]
-                verb = ("enter" if len(chans) > 1 else "enters") if e.side == "in" else (
-                    "leave" if len(chans) > 1 else "leaves")
-                local, _ = get_local(self.sys, GPU, e.gpu, NET)
-                closest = self.nets[local[0]] if local else None
-                fix = self._nic_fix(g, e, closest)
-                self.out.add("NTG027", f"{_channels(chans)} of the {g.name} {verb} on net dev {net.dev} = {net.name} "
-                                       f"at GPU {gpu.dev}: {why}", e.el,
-                             severity=Severity.ERROR if not_rail else Severity.WARNING, fix=fix,
-                             evidence=(e.el.start_tag(), f"NCCL_IB_HCA={self.params.str('IB_HCA') or '(unset)'}",
-                                       f"NETs as NCCL numbers them: " + ", ".join(f"{n.dev}={n.name}"
-                                                                               for n in self.nets)))
+            self._report_nics(g, bad)
             if pxn:
                 chans = sorted({e.chan for e in pxn})
                 e = pxn[0]
@@ -805,31 +793,121 @@ class _Checks:
                                        "with NCCL_PXN_DISABLE=1 the path becomes PHB without GPUDirect RDMA; NCCL's "
                                        "own layout ends each channel at its out net's own GPU (PIX)", g.el)
 
-    def _nic_fix(self, g: Graph, e: _Endpoint, closest: Node | None) -> str:
+    def _report_nics(self, g: Graph, bad: list["_NicFault"]) -> None:
+        """NTG027: one finding per fault of ``g``: the endpoints with the same reasons (not a rail, farther than
+        the GPU's closest NET, no GPUDirect RDMA), each NET named once with its channels."""
+        from ncclctl.nccl.paths import get_local
+
+        kinds: dict[tuple[bool, bool, bool], list[_NicFault]] = {}
+        for b in bad:
+            kinds.setdefault((b.not_rail, b.far is not None, b.no_gdr is not None), []).append(b)
+        rails = self.rails()
+        for (not_rail, far, no_gdr), faults in kinds.items():
+            pairs: dict[tuple[int, int], list[_NicFault]] = {}
+            for b in faults:
+                pairs.setdefault((b.e.gpu, b.e.net), []).append(b)
+            chans = sorted({b.e.chan for b in faults})
+            closest_types = {b.far[1] for b in faults if b.far is not None}
+            gdr_whys = {b.no_gdr for b in faults if b.no_gdr is not None}
+            single = len(pairs) == 1
+            said = []
+            for (gi, ni), fs in pairs.items():
+                gpu = self.gpus[gi]
+                ins = [b.e.chan for b in fs if b.e.side == "in"]
+                outs = [b.e.chan for b in fs if b.e.side == "out"]
+                if single:
+                    sides = ", ".join(f"{_channels(cs)} {verb if len(set(cs)) > 1 else verb + 's'}"
+                                      for cs, verb in ((ins, "enter"), (outs, "leave")) if cs)
+                else:
+                    sides = ", ".join(f"{_channels(cs)} {side}" for cs, side in ((ins, "in"), (outs, "out")) if cs)
+                own = []
+                if fs[0].far is not None:
+                    own.append(f"{fs[0].far[0]} from GPU {gpu.dev}, whose closest NET is {fs[0].far[1]}" if single
+                               or len(closest_types) > 1 else fs[0].far[0])
+                if fs[0].no_gdr is not None and (single or len(gdr_whys) > 1):
+                    own.append(f"no GPUDirect RDMA ({fs[0].no_gdr})")
+                said.append((gi, ni, sides, own, sorted(set(ins + outs)), {b.e.side for b in fs}))
+            rail_text = (f"not a rail (a storage or front-end NIC; rails: "
+                         f"{', '.join(sorted(rails[0], key=_natural))})" if not_rail and rails else "")
+            staged = ": traffic is staged through host memory" if no_gdr else ""
+            if single:
+                gi, ni, sides, own, _, _ = said[0]
+                net = self.nets[ni]
+                why = "; ".join(([f"{net.name} is {rail_text}"] if rail_text else []) + own)
+                verb = {"in": "enter", "out": "leave"}[faults[0].e.side] if all(
+                    b.e.side == faults[0].e.side for b in faults) else "enter or leave"
+                if verb != "enter or leave" and len(chans) == 1:
+                    verb += "s"
+                message = (f"{_channels(chans)} of the {g.name} {verb} on net dev {net.dev} = {net.name} at GPU "
+                           f"{self.gpus[gi].dev}: {why}{staged}")
+            else:
+                what = [rail_text.replace("not a rail (a storage or front-end NIC;",
+                                          "that are not rails (storage or front-end NICs;")] if rail_text else []
+                if far:
+                    what.append("farther from their GPU than the GPU's closest NET"
+                                + (f" ({next(iter(closest_types))})" if len(closest_types) == 1 else ""))
+                if no_gdr:
+                    what.append("without GPUDirect RDMA" + (f" ({next(iter(gdr_whys))})" if len(gdr_whys) == 1
+                                                            else ""))
+                each = [f"dev {self.nets[ni].dev} = {self.nets[ni].name} at GPU {self.gpus[gi].dev} ("
+                        + "; ".join(own + [sides]) + ")" for gi, ni, sides, own, _, _ in said]
+                message = (f"{_channels(chans)} of the {g.name} use {len(said)} NETs {', '.join(what)}: "
+                           f"{', '.join(each)}{staged}")
+            closest = {}
+            for gi, ni, *_ in said:
+                local, _ = get_local(self.sys, GPU, gi, NET)
+                closest[(gi, ni)] = self.nets[local[0]] if local else None
+            where = sorted(faults, key=lambda b: (b.e.el.line, b.e.el.column or 0))
+            self.out.add("NTG027", message, where[0].e.el,
+                         severity=Severity.ERROR if not_rail else Severity.WARNING,
+                         fix=self._nic_fix(said, closest),
+                         evidence=tuple(f"line {b.e.el.line}: {b.e.el.start_tag()} (channel {b.e.chan} "
+                                        f"{'enters' if b.e.side == 'in' else 'leaves'} at GPU "
+                                        f"{self.gpus[b.e.gpu].dev})" for b in where)
+                         + (f"NCCL_IB_HCA={self.params.str('IB_HCA') or '(unset)'}",
+                            "NETs as NCCL numbers them: " + ", ".join(f"{n.dev}={n.name}" for n in self.nets)),
+                         locations=tuple((b.e.el.line, b.e.el.column, f"channel {b.e.chan} "
+                                          f"{'in' if b.e.side == 'in' else 'out'}: {b.e.el.start_tag()}")
+                                         for b in where) if len(where) > 1 else ())
+
+    def _nic_fix(self, said: list[tuple[int, int, str, list[str], list[int], set[str]]],
+                 closest: dict[tuple[int, int], Node | None]) -> str:
+        """The fix of one NTG027 finding: the rails as NCCL_IB_HCA (with what each NET's dev becomes), or the NET
+        closest to each GPU in its channels."""
         rails = self.rails()
         parts = []
         if rails is not None and rails[1] and self.params.str("IB_HCA") != rails[1]:
+            then = []
+            same = False
             try:
-                pred = self.m.rebuild({"NCCL_IB_HCA": rails[1]})
-                sysm = pred.system
-                idx = next((i for i, n in enumerate(sysm.nodes[NET]) if n.dev == self.nets[e.net].dev), None)
-                gi = next((i for i, x in enumerate(sysm.nodes[GPU]) if x.dev == self.gpus[e.gpu].dev), None)
-                if idx is not None and gi is not None:
-                    t = (sysm.nodes[NET][idx].paths[GPU][gi].type if e.side == "in"
-                         else sysm.nodes[GPU][gi].paths[NET][idx].type)
+                sysm = self.m.rebuild({"NCCL_IB_HCA": rails[1]}).system
+                same = [n.name for n in sysm.nodes[NET]] == [n.name for n in self.nets]
+                for gi, ni, _, _, _, sides in said:
+                    dev, gdev = self.nets[ni].dev, self.gpus[gi].dev
+                    idx = next((i for i, n in enumerate(sysm.nodes[NET]) if n.dev == dev), None)
+                    gj = next((i for i, x in enumerate(sysm.nodes[GPU]) if x.dev == gdev), None)
+                    if idx is None or gj is None:
+                        continue
+                    t = max(sysm.nodes[NET][idx].paths[GPU][gj].type if side == "in"
+                            else sysm.nodes[GPU][gj].paths[NET][idx].type for side in sides)
                     if t < s.PATH_PHB:
-                        parts.append(f"NCCL_IB_HCA={rails[1]} (then dev {self.nets[e.net].dev} is "
-                                     f"{sysm.nodes[NET][idx].name}, {_tname(t)} from GPU {self.gpus[e.gpu].dev})")
+                        then.append(f"dev {dev} is {sysm.nodes[NET][idx].name}, {_tname(t)} from GPU {gdev}")
             except Exception:  # the alternative settings do not build: no suggestion from them
                 pass
-            if not parts:
-                parts.append(f"NCCL_IB_HCA={rails[1]} (the rails) and a graph numbered for it")
-        if closest is not None:
-            parts.append(f"use dev {closest.dev:#x} ({closest.name}, the NET closest to GPU {self.gpus[e.gpu].dev}) "
-                         "in this channel")
-        return "Set " + "; or ".join(parts) if parts else "Regenerate the graph for this node"
+            if not same:  # (NCCL_IB_HCA spelt otherwise, the same NETs: nothing to gain from it)
+                parts.append(f"Set NCCL_IB_HCA={rails[1]} (then {'; '.join(then)})" if then else
+                             f"Set NCCL_IB_HCA={rails[1]} (the rails) and a graph numbered for it")
+        uses = []
+        for gi, ni, _, _, chans, _ in said:
+            c = closest.get((gi, ni))
+            if c is not None:
+                where = ("in this channel" if len(chans) == 1 else "in these channels") if len(said) == 1 \
+                    else f"in {_channels(chans)}"
+                uses.append(f"dev {c.dev:#x} ({c.name}, the NET closest to GPU {self.gpus[gi].dev}) {where}")
+        if uses:
+            parts.append(("use " if parts else "Use ") + ", ".join(uses))
+        return "; or ".join(parts) if parts else "Regenerate the graph for this node"
 
-    # -- NTG031 tree pattern ----------------------------------------------------------------------------------
     def check_tree_pattern(self) -> None:
         for g in self.graphs:
             if g.gid == 1 and g.pattern == TREE and self.sm_min < 90:

@@ -7,6 +7,8 @@ the host's cpumap, and every GPU/NIC with the NUMA node sysfs reports for it.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from ncclctl.findings import Finding
 from ncclctl.model import Node
 from ncclctl.nccl.cpuset import cpu_ranges, kernel_cpumap, nccl_cpuset
@@ -24,6 +26,27 @@ def _finding(rule_id: str, message: str, path: str, line: int | None = None, col
     r = rule(rule_id)
     return Finding(rule=rule_id, severity=r.severity, message=message, subject=path, line=line, column=column,
                    fix=fix or r.fix)
+
+
+#: How many elements a finding that covers several names before "and N more" (the evidence and JSON list all).
+_SHOWN = 8
+
+
+def _one_fault(rule_id: str, items: Sequence[tuple[str, str, int | None]], path: str, single: str, head: str,
+               tail: str = "") -> Finding:
+    """One finding for the elements (or host devices) of one fault: ``items`` are (what the single message says,
+    the short text naming the element, its line); one item keeps the single message, several become ``head``
+    naming each, ``tail`` after them, every element in the evidence and (with lines) the JSON locations."""
+    if len(items) == 1:
+        return _finding(rule_id, single, path, items[0][2])
+    shown = ", ".join(t for _, t, _ in items[:_SHOWN])
+    more = f" and {len(items) - _SHOWN} more" if len(items) > _SHOWN else ""
+    lines = [ln for _, _, ln in items if ln is not None]
+    f = _finding(rule_id, f"{head}: {shown}{more}{tail}", path, lines[0] if lines else None)
+    from dataclasses import replace
+
+    return replace(f, evidence=tuple((f"line {ln}: " if ln is not None else "") + one for one, _, ln in items),
+                   locations=tuple((ln, None, t) for _, t, ln in items if ln is not None) if lines else ())
 
 
 def _canonical(busid: str) -> str | None:
@@ -84,13 +107,16 @@ def check_against_host(view: TopoView, node: Node, path: str) -> list[Finding]:
             canon = _canonical(el.get("busid") or "")
             if canon is not None:
                 file_pci.add(canon)
+    host_list = f"(GPUs: {', '.join(sorted(host_gpus, key=natural_key)) or 'none'})"
+    no_gpu: list[tuple[str, str, int | None]] = []
+    numa_moved: list[tuple[str, str, int | None]] = []  # NTH005, GPUs and NICs
     for g in view.gpus:
         canon = _canonical(g.busid)
         pci_line = g.chain[-1].line if g.chain else g.node.line
         if canon is None or (canon not in host_gpus):
             if not g.busid.lower().startswith("ffff:"):
-                out.append(_finding("NTH001", f"GPU busid \"{g.busid}\" does not exist on this host (GPUs: "
-                                    f"{', '.join(sorted(host_gpus)) or 'none'})", path, pci_line))
+                no_gpu.append((f"GPU busid \"{g.busid}\" does not exist on this host {host_list}",
+                               f"\"{g.busid}\" (line {pci_line})", pci_line))
             continue
         seen_gpus.add(canon)
         hg = host_gpus[canon]
@@ -99,8 +125,8 @@ def check_against_host(view: TopoView, node: Node, path: str) -> list[Finding]:
                                 "NCCL compares strings and will not match it", path, pci_line))
         numa = node.numa_node_of(canon)
         if numa is not None and numa >= 0 and g.numaid is not None and g.numaid != numa:
-            out.append(_finding("NTH005", f"GPU {canon} is under <cpu numaid=\"{g.numaid}\"> but sits on NUMA node "
-                                f"{numa} of this host", path, pci_line))
+            numa_moved.append((f"GPU {canon} is under <cpu numaid=\"{g.numaid}\"> but sits on NUMA node {numa} of this "
+                               "host", f"GPU {canon} under {g.numaid}, on {numa} (line {pci_line})", pci_line))
         if g.dev is not None and g.dev != hg.index:
             out.append(_finding("NTH007", f"<gpu dev=\"{g.dev}\"> at {canon} is GPU {hg.index} on this host",
                                 path, g.node.line, g.node.column))
@@ -112,11 +138,21 @@ def check_against_host(view: TopoView, node: Node, path: str) -> list[Finding]:
             if file_total != host_total:
                 out.append(_finding("NTH009", f"GPU {hg.index} ({canon}): the file lists {file_total} NVLinks, the "
                                     f"host has {host_total} active", path, g.node.line))
-    for bdf, hg in sorted(host_gpus.items()):
-        if bdf not in seen_gpus and bdf not in file_pci:
-            out.append(_finding("NTH002", f"GPU {hg.index} ({bdf}) is not in the file", path))
+    if no_gpu:
+        out.append(_one_fault("NTH001", no_gpu, path, no_gpu[0][0], f"{len(no_gpu)} GPU bus ids of the file do not "
+                              "exist on this host", f" {host_list}"))
+    absent = [(f"GPU {hg.index} ({bdf}) is not in the file", f"GPU {hg.index} ({bdf})", None)
+              for bdf, hg in sorted(host_gpus.items(), key=lambda kv: natural_key(kv[0]))
+              if bdf not in seen_gpus and bdf not in file_pci]
+    if absent:
+        out.append(_one_fault("NTH002", absent, path, absent[0][0], f"{len(absent)} GPUs of this host are not in the "
+                              "file"))
 
     seen_nets: set[str] = set()
+    not_rdma: list[tuple[str, str, int | None]] = []
+    moved: list[tuple[str, str, int | None]] = []
+    differ: list[tuple[str, str, int | None]] = []
+    rdma_list = f"({', '.join(sorted(all_rdma, key=natural_key)) or 'none'})"
     for n in view.nets:
         if n.name is None:
             continue
@@ -124,8 +160,8 @@ def check_against_host(view: TopoView, node: Node, path: str) -> list[Finding]:
         if n.name not in all_rdma and n.name in socket_names:
             continue  # a device of NCCL's Socket transport on this host (the transport NCCL uses here)
         if n.name not in all_rdma:
-            out.append(_finding("NTH001", f"<net name=\"{n.name}\"> is not an RDMA device of this host "
-                                f"({', '.join(sorted(all_rdma, key=natural_key)) or 'none'})", path, line))
+            not_rdma.append((f"<net name=\"{n.name}\"> is not an RDMA device of this host {rdma_list}",
+                             f"{n.name} (line {line})", line))
             continue
         seen_nets.add(n.name)
         nd = host_nets.get(n.name)
@@ -140,12 +176,14 @@ def check_against_host(view: TopoView, node: Node, path: str) -> list[Finding]:
                 out.append(_finding("NTH003", f"NIC busid \"{n.busid}\" is spelled differently from sysfs "
                                     f"\"{canon}\"", path, n.chain[-1].line if n.chain else line))
             elif canon is not None and ib_pci_busid(canon) != expected_busid:
-                out.append(_finding("NTH001", f"<net name=\"{n.name}\"> sits under busid \"{n.busid}\", but the IB "
-                                    f"plugin reports {n.name} at {expected_busid}", path, line))
+                moved.append((f"<net name=\"{n.name}\"> sits under busid \"{n.busid}\", but the IB plugin reports "
+                              f"{n.name} at {expected_busid}",
+                              f"{n.name} under \"{n.busid}\" (line {line}; the plugin: {expected_busid})", line))
         numa = node.numa_node_of(nd.nic.bdf)
         if numa is not None and numa >= 0 and n.numaid is not None and n.numaid != numa:
-            out.append(_finding("NTH005", f"NIC {n.name} is under <cpu numaid=\"{n.numaid}\"> but sits on NUMA node "
-                                f"{numa} of this host", path, n.chain[-1].line if n.chain else line))
+            nic_line = n.chain[-1].line if n.chain else line
+            numa_moved.append((f"NIC {n.name} is under <cpu numaid=\"{n.numaid}\"> but sits on NUMA node {numa} of "
+                               "this host", f"NIC {n.name} under {n.numaid}, on {numa} (line {nic_line})", nic_line))
         diffs = []
         speed = n.attrs.get("speed")
         if speed is not None and nd.port.rate_gbps and speed.strip() != str(int(round(nd.port.rate_gbps * 1000))):
@@ -161,11 +199,28 @@ def check_against_host(view: TopoView, node: Node, path: str) -> list[Finding]:
             except ValueError:
                 diffs.append(f"guid {guid} (not hex)")
         if diffs:
-            out.append(_finding("NTH010", f"<net name=\"{n.name}\">: " + ", ".join(diffs), path, line))
-    for name in sorted(host_nets, key=natural_key):
-        nd = host_nets[name]
-        if name not in seen_nets and nd.busid not in file_pci and (nd.nic.bdf or "") not in file_pci:
-            out.append(_finding("NTH002", f"RDMA NIC {name} (active) is not in the file", path))
+            differ.append((f"<net name=\"{n.name}\">: " + ", ".join(diffs),
+                           f"{n.name} (line {line}: {', '.join(diffs)})", line))
+    if not_rdma:
+        out.append(_one_fault("NTH001", not_rdma, path, not_rdma[0][0], f"{len(not_rdma)} <net> names of the file "
+                              "are not RDMA devices of this host", f" {rdma_list}"))
+    if moved:
+        out.append(_one_fault("NTH001", moved, path, moved[0][0], f"{len(moved)} <net> elements sit under another "
+                              "busid than the IB plugin reports them at"))
+    if numa_moved:
+        numa_moved.sort(key=lambda m: m[2] or 0)
+        out.append(_one_fault("NTH005", numa_moved, path, numa_moved[0][0], f"{len(numa_moved)} devices are under "
+                              "another <cpu numaid> than the NUMA node they sit on (the file's <cpu>, then this host's "
+                              "node)"))
+    if differ:
+        out.append(_one_fault("NTH010", differ, path, differ[0][0], f"{len(differ)} <net> elements differ from "
+                              "this host"))
+    nics = [(f"RDMA NIC {name} (active) is not in the file", name, None) for name in sorted(host_nets, key=natural_key)
+            if name not in seen_nets and host_nets[name].busid not in file_pci
+            and (host_nets[name].nic.bdf or "") not in file_pci]
+    if nics:
+        out.append(_one_fault("NTH002", nics, path, nics[0][0], f"{len(nics)} active RDMA NICs of this host are not "
+                              "in the file"))
 
     out.extend(_pairings(view, node, path))
     return out

@@ -109,9 +109,50 @@ def test_lint_names_five_switch_ports_with_the_same_acs_state_once():
     lines = [ln for ln in res.stdout.splitlines() if ": PCI001: " in ln]
     assert len(lines) == 1, res.stdout
     ports = lines[0].split(": error:")[0].split(", ")
-    assert sorted(ports) == ["0000:18:00.0", "0000:18:04.0", "0000:18:08.0", "0000:18:0c.0", "0000:18:10.0"]
+    # in natural order: bus ids by their hexadecimal numbers (0c = 12 after 08, before 10)
+    assert ports == ["0000:18:00.0", "0000:18:04.0", "0000:18:08.0", "0000:18:0c.0", "0000:18:10.0"]
+    assert "(0000:18:00.0, 0000:18:04.0, 0000:18:08.0, 0000:18:0c.0, 0000:18:10.0)" in lines[0]
     assert "5 alike, each with its own pairs" in lines[0] and "ReqRedir+CmpltRedir" in lines[0]
     assert "5 errors" in res.stdout  # still five findings, counted as such
     doc = json.loads(run_cli("lint", "--root", str(HOSTS / "pcie-server"), "-r", "PCI001", "--format", "json",
                              timeout=300).stdout)
     assert len([f for f in doc["findings"] if f["rule"] == "PCI001"]) == 5  # machine formats never group
+
+
+_BOOT = ("0008:00:00.0", "0009:00:00.0", "0018:00:00.0", "0019:00:00.0")
+
+
+def _mask_port(port: str, mask: str = "xx111x1", ports: tuple[str, ...] = _BOOT) -> Finding:
+    boot = ";".join(f"xx111x0@{p}" for p in ports)
+    return Finding("PCI007", E, f"root port {port} has ACS control 0000000, which breaks the mask {mask}", port,
+                   fix=f'boot with pci=config_acs="{boot}"; or, until a reboot: setpci -r -s {port} ECAP_ACS+0x6.w=1d')
+
+
+def test_one_fix_naming_many_devices_groups_the_findings_it_fixes():
+    # PCI007: one boot line lists every port rdma_topo sets (the subject itself among them or not); the ports with
+    # the same state and required mask are one line, another mask stays apart.
+    found = [_mask_port(p) for p in ("0000:00:00.0", "0002:00:00.0", "0008:00:00.0", "0009:00:00.0")]
+    found.append(_mask_port("0010:00:00.0", "xx111x0"))
+    groups = group(found)
+    assert [len(g) for g in groups] == [4, 1]
+    assert groups[0].location() == "0000:00:00.0, 0002:00:00.0, 0008:00:00.0, 0009:00:00.0"
+    # A fix that names other devices besides the findings' own subjects is another fix: apart.
+    other = _mask_port("0012:00:00.0", ports=("0008:00:00.0", "0009:00:00.0", "0018:00:00.0", "0020:00:00.0"))
+    assert [len(g) for g in group(found[:2] + [other])] == [2, 1]
+
+
+def test_lint_gb300_acs_off_is_one_line_per_required_mask():
+    # Issue 28, one finding per fault: 24 PCI007 lines with the same boot line were one per port; now one line per
+    # port role and mask (Grace root ports and ConnectX switch ports at the kernel default, the Data Direct root
+    # ports, DMA-function ports, GPU ports), naming their ports; JSON keeps 24 findings.
+    from conftest import HOSTS, run_cli
+
+    res = run_cli("lint", "--root", str(HOSTS / "gb300-dd-acs-off"), "-r", "PCI007", timeout=300)
+    lines = [ln for ln in res.stdout.splitlines() if ": PCI007: " in ln]
+    assert len(lines) == 5 and "24 errors" in res.stdout, res.stdout
+    assert lines[0].startswith("0000:00:00.0, 0002:00:00.0, 0010:00:00.0, 0012:00:00.0: error: PCI007: root port")
+    assert lines[0].endswith("[4 alike; shown for 0000:00:00.0]")
+    assert lines[1].startswith("0000:02:00.0, 0002:02:00.0, 0008:05:00.0, 0009:05:00.0, 0010:02:00.0, 0012:02:00.0, "
+                               "0018:05:00.0, 0019:05:00.0: error: PCI007: switch downstream port")
+    assert "mask xx110x1" in lines[3] and lines[3].startswith("0008:02:00.0, 0009:02:00.0, 0018:02:00.0, 0019:02:00.0:")
+    assert res.stdout.count('pci=config_acs="xx111x0@0008:00:00.0;') == 5

@@ -228,11 +228,13 @@ def test_nets_on_storage_nics_when_nccl_ib_hca_does_not_name_the_rails(tmp_path)
     # The file is right for NCCL_IB_HCA = the rails; with every NIC visible (and no fusion), dev 1 is mlx5_1.
     _, findings, _ = validate(tmp_path, h100(), *H100, "--env", "NCCL_IB_HCA=", "--env", "NCCL_NET_MERGE_LEVEL=LOC")
     storage = [f for f in hits(findings, "NTG027") if "= mlx5_1 at GPU 1" in f["message"]]
-    assert storage and all(f["severity"] == "error" for f in storage)
+    assert len(storage) == 1 and storage[0]["severity"] == "error"
     msg, fix = storage[0]["message"], storage[0]["fix"]
-    assert "not a rail" in msg and "PHB from GPU 1" in msg and "no GPUDirect RDMA" in msg
+    assert "not rails (storage or front-end NICs; rails: mlx5_0, mlx5_3, " in msg and "no GPUDirect RDMA" not in msg
+    assert "without GPUDirect RDMA (path PHB is farther than NCCL_NET_GDR_LEVEL P2C)" in msg
+    assert "dev 1 = mlx5_1 at GPU 1 (PHB; channel 1 in, channel 0 out)" in msg
     assert "NCCL_IB_HCA==mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1" in fix
-    assert "then dev 1 is mlx5_3, PIX from GPU 1" in fix
+    assert "then dev 1 is mlx5_3, PIX from GPU 1; dev 2 is mlx5_4, PIX from GPU 2" in fix
 
 
 def test_net_far_from_its_gpu(tmp_path):
@@ -241,8 +243,67 @@ def test_net_far_from_its_gpu(tmp_path):
     chans[6], chans[7] = (6, ring(6, 7), 0), (0, ring(7, 6), 6)
     _, findings, _ = validate(tmp_path, h100(te="SYS", se=20, channels=chans), *H100)
     far = hits(findings, "NTG027")
-    assert far and far[0]["severity"] == "warning" and "SYS from GPU 0, whose closest NET is PIX" in far[0]["message"]
-    assert "(mlx5_0, the NET closest to GPU 0)" in far[0]["fix"]
+    assert len(far) == 1 and far[0]["severity"] == "warning"  # one fault: two channels, one finding
+    assert far[0]["message"] == ("channels 0, 7 of the ring use 2 NETs farther from their GPU than the GPU's closest "
+                                 "NET (PIX): dev 7 = mlx5_11 at GPU 0 (SYS; channel 0 in), dev 0 = mlx5_0 at GPU 7 "
+                                 "(SYS; channel 7 in)")
+    # (no NCCL_IB_HCA to suggest: it names the rails already)
+    assert far[0]["fix"] == ("Use dev 0x0 (mlx5_0, the NET closest to GPU 0) in channel 0, dev 0x7 (mlx5_11, the NET "
+                             "closest to GPU 7) in channel 7")
+
+
+def _ntg027_lines(stdout: str) -> list[str]:
+    return [ln for ln in stdout.splitlines() if ": NTG027: " in ln]
+
+
+def test_ntg027_is_one_finding_per_fault_not_one_per_channel(tmp_path):
+    # Issue 28, one finding per fault: six channel ends on three storage NICs (two each, one in and one out) were
+    # three errors (one per NIC) and four channels entering far from their GPU four warnings; now one error (the
+    # NETs that are not rails) and one warning (the NETs farther than the GPU's closest), each naming every NET
+    # once with its channels, the element of every channel end in the evidence and the JSON locations.
+    path = tmp_path / "g.xml"
+    path.write_text(graph_xml(h100()))
+    env = ("--root", str(HOSTS / "dgx-h100"), "--env", "NCCL_IB_HCA=", "--env", "NCCL_NET_MERGE_LEVEL=LOC")
+    res = run_cli("rings", "validate", str(path), *env)
+    lines = _ntg027_lines(res.stdout)
+    assert len(lines) == 2, res.stdout
+    assert lines[0].startswith(f"{path}:13:7: error: NTG027: channels 0-3, 6-7 of the ring use 3 NETs that are not")
+    assert ("dev 1 = mlx5_1 at GPU 1 (PHB; channel 1 in, channel 0 out), dev 2 = mlx5_2 at GPU 2 (PHB; channel 2 "
+            "in, channel 3 out), dev 7 = mlx5_7 at GPU 7 (PHB; channel 7 in, channel 6 out): traffic is staged "
+            "through host memory") in lines[0]
+    assert lines[1].startswith(f"{path}:40:7: warning: NTG027: channels 3-6 of the ring use 4 NETs farther from "
+                               "their GPU than the GPU's closest NET (PIX): dev 3 = mlx5_3 at GPU 3 (PHB; channel 3 in)")
+    assert "dev 4 = mlx5_4 at GPU 4 (SYS; channel 4 in)" in lines[1]
+    assert "3 errors" not in res.stdout and "1 error," in res.stdout
+    doc = json.loads(run_cli("rings", "validate", str(path), *env, "--format", "json").stdout)
+    err = [f for f in hits(doc["findings"], "NTG027") if f["severity"] == "error"]
+    assert len(err) == 1 and len(hits(doc["findings"], "NTG027")) == 2
+    assert [(x["line"], x["element"]) for x in err[0]["locations"]] == [
+        (13, 'channel 0 out: <net dev="0x1">'), (16, 'channel 1 in: <net dev="0x1">'),
+        (28, 'channel 2 in: <net dev="0x2">'), (49, 'channel 3 out: <net dev="0x2">'),
+        (85, 'channel 6 out: <net dev="0x7">'), (88, 'channel 7 in: <net dev="0x7">')]
+    assert err[0]["evidence"][0] == 'line 13: <net dev="0x1"> (channel 0 leaves at GPU 1)'
+    assert "then dev 1 is mlx5_3, PIX from GPU 1; dev 2 is mlx5_4, PIX from GPU 2; dev 7 is mlx5_11" in err[0]["fix"]
+    assert ("or use dev 0x3 (mlx5_3, the NET closest to GPU 1) in channels 0-1, dev 0x4 (mlx5_4, the NET closest "
+            "to GPU 2) in channels 2-3") in err[0]["fix"]
+    # Passing: the same file under the rails as NCCL_IB_HCA has no NTG027 at all.
+    assert not _ntg027_lines(run_cli("rings", "validate", str(path), *H100).stdout)
+
+
+def test_ntg027_one_finding_per_fault_through_the_api():
+    # The Python API gives the same single finding: the old PXN_DISABLE layout for the port-down node had five
+    # channel ends far from their GPU without GPUDirect RDMA (five warnings), now one naming them.
+    env = {"NCCL_PXN_DISABLE": "1", "NCCL_IB_HCA": PORT_DOWN_RAILS}
+    _, findings = check_file(graph_xml(PORT_DOWN_OLD).encode(), "g.xml",
+                             load_node=lambda: probe(str(HOSTS / "dgx-h100-port-down")), meaning=Meaning(env=env))
+    ntg027 = [f for f in findings if f.rule == "NTG027"]
+    assert len(ntg027) == 1 and ntg027[0].severity == Severity.WARNING
+    msg = ntg027[0].message
+    assert msg.startswith("channels 0-1, 4-6 of the ring use 5 NETs farther from their GPU than the GPU's closest NET "
+                          "(PIX), without GPUDirect RDMA (path PHB is farther than NCCL_NET_GDR_LEVEL P2C): ")
+    assert "dev 0 = mlx5_0 at GPU 2 (PHB; channel 0 out)" in msg and "dev 6 = mlx5_11 at GPU 6" in msg
+    assert len(ntg027[0].locations) == 5
+    assert ntg027[0].fix.startswith("Use dev 0x1 (mlx5_4, the NET closest to GPU 2) in channel 0, dev 0x2")
 
 
 # --------------------------------------------------------------------------------------------------
