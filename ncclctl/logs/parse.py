@@ -23,7 +23,7 @@ import re
 from typing import Any, Iterable
 
 from ncclctl.logs.lines import parse_head, split_warn_head, strip_launcher
-from ncclctl.logs.records import VERSION as _VERSION, Comm, Ev, LogSet, Member, Nic, Proc, Source, own
+from ncclctl.logs.records import VERSION as _VERSION, Comm, Ev, LogSet, Member, NetRail, Nic, Proc, Source, own
 
 #: Unrecognised NCCL lines kept as examples (all are counted).
 MAX_EXAMPLES = 20
@@ -96,6 +96,14 @@ _MNNVL_CLIQUE = re.compile(r"^MNNVL (\d{1,3}) cliqueId ([0-9a-fA-F]{1,8}) clique
 _GDR_HCA = re.compile(r"^NET/(\S+) ?: GPU Direct RDMA (Enabled|Disabled) for HCA (\d{1,9}) '([^']*)'(?: \((.*)\))?")
 _GDR_GPU = re.compile(r"^(?:NET/\S+ ?: )?GPU Direct RDMA (Enabled|Disabled) for GPU (\S+) / HCA (\S+) "
                       r"\(distance (\d{1,9}) ([<>]=?) (-?\d{1,9})\)")
+#: net_ib's virtual device line; " rail=R plane=P" from 2.31 (the 2.31.0a7 source, the 2.31.2/2.32.3 libraries).
+_VDEV = re.compile(r"^NET/(\S+) ?: Made virtual device \[(\d{1,9})\] name=(\S+) speed=-?\d{1,12} ndevs=(\d{1,4})"
+                   r"(?: rail=(-?\d{1,9}) plane=(-?\d{1,9}))?")
+#: ncclTopoPopulateNics' line: " rail=R plane=P" from 2.31; 2.32.3 adds the plugin's ids in parentheses.
+_POPULATE = re.compile(r"^ncclTopoPopulateNics : Filled (\S+) in topo with .*? rail=(-?\d{1,9})(?: \((-?\d{1,9})\))?"
+                       r" plane=(-?\d{1,9})(?: \((-?\d{1,9})\))?")
+#: Rail/plane lines kept per process (a device each, at most this many).
+MAX_RAILS = 64
 _NET_USING = re.compile(r"^NET/(\S+) ?: Using(.*)$")
 _NIC = re.compile(r"\[(\d{1,9})\](\S+)")
 _IFACE = re.compile(r"(?:\[(\d{1,9})\])?([^\s:\[\]]+):(\S*?)<\d+>")
@@ -607,6 +615,14 @@ class Parser:
             if msg.startswith("cuMem host allocations do not appear to be working"):
                 proc.shm_fallback = proc.shm_fallback or ev
                 return True
+            if msg.startswith("ncclTopoPopulateNics : Filled"):
+                m = _POPULATE.match(msg)
+                if not m:
+                    return True  # before 2.31 the line has no rail or plane
+                pr = None if m.group(3) is None else int(m.group(3))
+                pp = None if m.group(5) is None else int(m.group(5))
+                self._rail(proc, NetRail("topo", m.group(1), None, None, int(m.group(2)), int(m.group(4)), pr, pp, ev))
+                return True
             if msg.startswith("ncclMaxSharedMem") and "exceeds" in msg:  # 2.25: kernels beyond the GPU's limit
                 own(proc, "warns").append(("kernel-smem-info", ev))
                 own(proc, "warn_counts")["kernel-smem-info"] = proc.warn_counts.get("kernel-smem-info", 0) + 1
@@ -798,9 +814,12 @@ class Parser:
                 for i in _NIC.finditer(body):
                     tok = i.group(2)
                     name, _, tail = tok.partition(":")
-                    port_s = tail.split(":", 1)[0].split("/", 1)[0]
+                    fields = tail.split("/", 1)[0].split(":")
+                    port_s = fields[0]
                     link = tail.split("/", 1)[1] if "/" in tail else ""
-                    nics.append(Nic(int(i.group(1)), name, int(port_s) if port_s.isdigit() else None, link))
+                    ids = [int(x) if x.isdigit() else None for x in fields[1:3]] + [None, None]
+                    nics.append(Nic(int(i.group(1)), name, int(port_s) if port_s.isdigit() else None, link,
+                                    ids[0], ids[1]))
                 proc.ib = nics
                 proc.ib_net = net
                 proc.ib_ev = ev
@@ -811,6 +830,14 @@ class Parser:
             return True
         if msg.startswith("NET/IB : No device found"):
             proc.ib_none = proc.ib_none or ev
+            return True
+        if "Made virtual device" in msg[:30]:
+            m = _VDEV.match(msg)
+            if not m:
+                return False
+            rail = None if m.group(5) is None else int(m.group(5))
+            plane = None if m.group(6) is None else int(m.group(6))
+            self._rail(proc, NetRail("vdev", m.group(3), int(m.group(2)), int(m.group(4)), rail, plane, None, None, ev))
             return True
         m = _GDR_HCA.match(msg)
         if m:
@@ -827,6 +854,13 @@ class Parser:
                 own(proc, "plugin").append(ev)
             return True
         return False
+
+    @staticmethod
+    def _rail(proc: Proc, r: NetRail) -> None:
+        """Keep the first line of each (kind, device) of a process: every communicator prints them again."""
+        if len(proc.rails) >= MAX_RAILS or any(x.kind == r.kind and x.name == r.name for x in proc.rails):
+            return
+        own(proc, "rails").append(r)
 
     @staticmethod
     def _plugin_missing(proc: Proc, msg: str, ev: Ev) -> bool:

@@ -385,6 +385,30 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
      _DETECT + "The RAS client's report: the 'NCCL version ... compiled with CUDA' header, the communicator "
      "table's rows, the '#group-comm (hash) WORDS' blocks and their indented lines.", _CHECK,
      "warning for the Warnings section; info for an all-OK report"),
+    ("LOG037", "log-rails", E, "the rails and planes NCCL assigned disagree with each other or with the fabric",
+     "NCCL 2.31+ prints each NIC's rail and plane ('NET/IB : Made virtual device [d] name=N ... rail=R plane=P'; "
+     "'ncclTopoPopulateNics : Filled N ... rail=R plane=P', 2.32 adding the plugin's ids in parentheses; the "
+     "'NET/IB : Using [d]name:port:rail:plane' list). The ids come from NCCL_IB_HCA entries name:port:rail:plane "
+     "(-1 when absent; 2.32's NCCL_IB_RAIL_POLICY assigns them on ConnectX-9); NCCL uses them inside a node: with "
+     "NCCL_CROSS_NIC=0 a channel may enter on one NIC and leave on another of the same rail id, two NICs of "
+     "different planes are never joined, and NCCL_NET_MERGE_POLICY=RAIL fuses only NICs of one rail id (2.31.0a7 "
+     "source, graph/search.cc and graph/topo.cc). Found: two NICs of one node on one rail (an error when "
+     "--fabric or the node's rail table, --root/--inventory, has them on different rails: NCCL_CROSS_NIC=0 then "
+     "lets traffic cross rails); one NIC name on different rails or planes on different nodes; with --fabric, one "
+     "NCCL rail holding ports of several fabric rails (a miscabled port or a wrong id) or one fabric rail numbered "
+     "two ways. Ids NCCL derived itself (2.32.3: 0x10000 plus the NIC's index by GUID for the rail, plus the port "
+     "for the plane; read from the released library, whose source is not public) are shown, not compared. With "
+     "--fabric or a node and no rail line in the log, the finding says the rails are not in this log (info).",
+     "Give every node one NCCL_IB_HCA whose name:port:rail:plane ids name the rail (leaf) and plane each port is "
+     "cabled to: 'ncclctl rails --fabric FILE' writes them; recable a port that lands on another rail's leaf.",
+     "Rail ids tell NCCL which NICs are interchangeable: a NIC on the wrong rail id sends a rail-only fabric's "
+     "traffic to a leaf that cannot reach its peer (timeouts, errno 110), and the wrong plane keeps NCCL off "
+     "NICs it could use.",
+     _DETECT + "The rail/plane lines need NCCL_DEBUG_SUBSYS with NET (the plugin's) or GRAPH (the topology's). "
+     "--fabric FILE: the leaf each port lands on (as 'ncclctl fabric rails' reads it) gives its rail and plane; "
+     "--root/--inventory: the node's rail table (GPU k's closest NIC on rail k).", "ncclctl/logs/rails.py",
+     "error when NCCL's rails contradict the fabric or the node; warning for ids that disagree across nodes or "
+     "put two NICs of a node on one rail; info when the log has no rail line"),
     ("PERF001", "perf-busbw-low", E, "bus bandwidth below what the hardware gives",
      "A collective's bus bandwidth at large sizes is below min_efficiency of the expected value for the "
      "hardware (NVLink generation inside a node; NICs x rate x efficiency across nodes; PCIe for PCIe-only "
