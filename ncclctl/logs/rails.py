@@ -172,9 +172,9 @@ def check_rails(c: Any, fabric: dict[str, dict[str, tuple[int, int | None, str]]
                    f"or GRAPH" if new else "NCCL 2.31+ prints them (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS with NET or "
                    "GRAPH); " + (f"this log is of NCCL {', '.join(sorted(versions))}" if versions else
                                  "the log names no NCCL version"))
-            src = fabric_label or "the node's rail table"
+            against = fabric_label or "the node's rail table"
             c.add("LOG037", f"the rails and planes NCCL assigned: not in this log ({why}); nothing held against "
-                  f"{src}", [], severity=I,
+                  f"{against}", [], severity=I,
                   fix="Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH on NCCL 2.31 or newer to see the "
                       "'Made virtual device ... rail= plane=' and 'ncclTopoPopulateNics ... rail= plane=' lines.")
         return
@@ -220,11 +220,11 @@ def check_rails(c: Any, fabric: dict[str, dict[str, tuple[int, int | None, str]]
             src = known.get(host)
             where = f"rail {rail}" + (f" plane {plane}" if plane is not None else "")
             if src is not None:
-                theirs = {key(host, n): src.get(key(host, n)) for n in nics}
-                distinct = {v[0] for v in theirs.values() if v is not None}
+                placed = {key(host, n): src.get(key(host, n)) for n in nics}
+                distinct = {v[0] for v in placed.values() if v is not None}
                 if len(distinct) > 1:
                     cells = "; ".join(f"{k} on rail {v[0]}" + (f" ({v[2]})" if v[2] else "")
-                                      for k, v in theirs.items() if v is not None)
+                                      for k, v in placed.items() if v is not None)
                     c.add("LOG037", f"{host}: NCCL put {names} on one {where}, {label[host]} has them on different "
                           f"rails ({cells}): with NCCL_CROSS_NIC=0 NCCL lets a channel enter on one and leave on the "
                           f"other, across rails", [n.ev for n in nics], severity=E, hosts={host},

@@ -1,0 +1,119 @@
+"""LOG037 and ``log show``: the rails and planes NCCL 2.31+/2.32 assigned, read from the log and held against each
+other, ``--fabric FILE`` and the node's rail table (``--root``). Fixtures: authored lines in NCCL's formats."""
+
+from __future__ import annotations
+
+import json
+
+from ncclctl.logs.check import check
+from ncclctl.logs.parse import read_text
+from ncclctl.logs.rails import id_text, nic_ids
+from tests.conftest import REPO, run_cli
+
+LOGS = REPO / "fixtures" / "logs"
+FAB = REPO / "fixtures" / "fabric" / "ib-small"
+H = "node01:100:100 [0] NCCL INFO "
+
+
+def _log037(findings):
+    return [f for f in findings if f.rule == "LOG037"]
+
+
+def test_lines_of_each_release_are_read():
+    ls = read_text("\n".join([
+        H + "NCCL version 2.32.3+cuda12.9",
+        H + "NET/IB : Made virtual device [0] name=mlx5_0 speed=400000 ndevs=1 rail=3 plane=1",
+        H + "NET/IB : Made virtual device [1] name=mlx5_1 speed=400000 ndevs=1 rail=-1 plane=-1",
+        H + "NET/IB : Made virtual device [2] name=mlx5_0+mlx5_1 speed=800000 ndevs=2 rail=-1 plane=16387",
+        H + "NET/IB : Using [0]mlx5_0:1:3:1/IB [1]mlx5_1:1/IB [RO]; OOB eth0:10.0.0.1<0>",
+        # 2.32: the topology's ids, the plugin's in parentheses; none from the plugin: NCCL derives its own
+        H + "ncclTopoPopulateNics : Filled mlx5_1 in topo with pciPath=/sys/x net=1 gin=0 rma=0 keep=1 coll=0 "
+            "rail=65538 (-1) plane=65537 (-1)",
+        # 2.31: no parentheses
+        H + "ncclTopoPopulateNics : Filled mlx5_0 in topo with pciPath=/sys/y net=1 gin=0 rma=0 keep=1 coll=0 "
+            "rail=3 plane=1",
+        # before 2.31: neither
+        H + "ncclTopoPopulateNics : Filled mlx5_9 in topo with pciPath=/sys/z net=1 gin=0 rma=0 keep=1 coll=0",
+    ]) + "\n")
+    p = next(iter(ls.procs.values()))
+    assert ls.unrecognised == 0
+    assert [(r.kind, r.name, r.rail, r.plane, r.plugin_rail) for r in p.rails] == [
+        ("vdev", "mlx5_0", 3, 1, None), ("vdev", "mlx5_1", -1, -1, None), ("vdev", "mlx5_0+mlx5_1", -1, 16387, None),
+        ("topo", "mlx5_1", 65538, 65537, -1), ("topo", "mlx5_0", 3, 1, None)]
+    assert [(n.name, n.rail, n.plane) for n in p.ib] == [("mlx5_0", 3, 1), ("mlx5_1", None, None)]
+    ids = nic_ids(p)
+    assert (ids["mlx5_0"].rail, ids["mlx5_0"].plane, ids["mlx5_0"].derived) == (3, 1, False)
+    # derived ids are NCCL's numbering, never compared; fused devices are left out
+    assert (ids["mlx5_1"].rail, ids["mlx5_1"].plane, ids["mlx5_1"].derived) == (None, None, True)
+    assert set(ids) == {"mlx5_0", "mlx5_1"}
+    assert [id_text(v) for v in (-1, 2, 65538, 0x4000 | 0b11)] == ["-", "2", "NCCL's 2", "fused 0+1"]
+
+
+def test_two_nics_of_a_node_on_one_rail_api():
+    text = "\n".join([H + "NET/IB : Made virtual device [0] name=mlx5_0 speed=400000 ndevs=1 rail=0 plane=0",
+                      H + "NET/IB : Made virtual device [1] name=mlx5_1 speed=400000 ndevs=1 rail=0 plane=0"]) + "\n"
+    f = _log037(check(read_text(text, "a.log")))
+    assert len(f) == 1 and f[0].severity.value == "warning" and "mlx5_0, mlx5_1 on one rail 0 plane 0" in f[0].message
+    assert f[0].subject == "a.log" and f[0].line == 1 and "NCCL_IB_HCA" in f[0].fix
+    ok = text.replace("name=mlx5_1 speed=400000 ndevs=1 rail=0", "name=mlx5_1 speed=400000 ndevs=1 rail=1")
+    assert _log037(check(read_text(ok, "a.log"))) == []
+    # NCCL's own (derived) ids are not a person's: never a finding
+    derived = text.replace("rail=0 plane=0", "rail=-1 plane=-1")
+    assert _log037(check(read_text(derived, "a.log"))) == []
+
+
+def test_check_against_the_fabric_cli():
+    agree = run_cli("log", "check", str(LOGS / "v2.32-rails-agree.log"), "--fabric", str(FAB / "ibnetdiscover.txt"),
+                    "--show-info", "--format", "json")
+    assert agree.returncode == 0, agree.stderr
+    assert not [f for f in json.loads(agree.stdout)["findings"] if f["rule"] == "LOG037"]
+    # the fabric's gpu02 has mlx5_3 and mlx5_4 swapped: NCCL's rails 1 and 2 each hold two fabric rails
+    swapped = run_cli("log", "check", str(LOGS / "v2.32-rails-agree.log"), "--fabric",
+                      str(FAB / "ibnetdiscover-miscabled.txt"), "--format", "json")
+    assert swapped.returncode == 1
+    f = [x for x in json.loads(swapped.stdout)["findings"] if x["rule"] == "LOG037"]
+    assert [x["severity"] for x in f] == ["error", "error"]
+    assert "NCCL's rail 1 holds NICs" in f[0]["message"] and "g000-rail2-leaf" in f[0]["message"]
+    assert any("gpu02:3302:3302" in e and "Filled mlx5_3" in e for e in f[0]["evidence"])
+    # one node's NCCL_IB_HCA puts mlx5_4 on rail 1 with mlx5_3
+    wrong = run_cli("log", "check", str(LOGS / "v2.32-rails-wrong-id.log"), "--fabric",
+                    str(FAB / "ibnetdiscover.txt"))
+    assert wrong.returncode == 1
+    assert "error: LOG037: gpu02: NCCL put mlx5_3, mlx5_4 on one rail 1 plane 0" in wrong.stdout
+    assert "mlx5_4:1 on rail 2 (g000-rail2-leaf)" in wrong.stdout
+    assert "warning: LOG037: gpu[01-02]: NCCL gave mlx5_4 different rails" in wrong.stdout
+    # 2.31's lines (no parentheses) agree the same way
+    r231 = run_cli("log", "check", str(LOGS / "v2.31-rails-agree.log"), "--fabric", str(FAB / "ibnetdiscover.txt"))
+    assert r231.returncode == 0 and "LOG037" not in r231.stdout
+
+
+def test_check_against_the_node_and_without_a_source_cli():
+    root = run_cli("log", "check", str(LOGS / "v2.32-rails-wrong-id.log"), "--root", str(REPO / "fixtures" / "hosts" /
+                                                                                      "dgx-h100"), "--rule", "LOG037")
+    assert root.returncode == 1
+    assert "the node's rail table (GPU k's closest NIC: rail k) has them on different rails" in root.stdout
+    alone = run_cli("log", "check", str(LOGS / "v2.32-rails-wrong-id.log"), "--rule", "LOG037")
+    assert alone.returncode == 0 and alone.stdout.count("warning: LOG037") == 2
+
+
+def test_log_without_rail_lines_is_not_clean():
+    absent = run_cli("log", "check", str(LOGS / "v2.32-rails-absent.log"), "--fabric", str(FAB / "ibnetdiscover.txt"),
+                     "--show-info")
+    assert absent.returncode == 0
+    assert "info: LOG037: the rails and planes NCCL assigned: not in this log" in absent.stdout
+    show = run_cli("log", "show", str(LOGS / "v2.32-rails-absent.log"))
+    assert "rails and planes NCCL assigned: not in this log" in show.stdout
+    shown = run_cli("log", "show", str(LOGS / "v2.32-rails-wrong-id.log"))
+    assert "gpu02: mlx5_0 rail 0 plane 0, mlx5_3 rail 1 plane 0, mlx5_4 rail 1 plane 0" in shown.stdout
+    doc = json.loads(run_cli("log", "show", str(LOGS / "v2.32-rails-agree.log"), "--format", "json").stdout)
+    r = doc["process_list"][0]["rails"]
+    assert (r[0]["kind"], r[0]["name"], r[0]["index"], r[0]["rail"], r[0]["plane"]) == ("vdev", "mlx5_0", 0, 0, 0)
+    assert r[0]["line"].endswith("v2.32-rails-agree.log:3")
+
+
+def test_bad_fabric_and_explain():
+    bad = run_cli("log", "check", str(LOGS / "v2.32-rails-agree.log"), "--fabric", str(LOGS / "v2.32-rails-absent.log"))
+    assert bad.returncode != 0 and "not ibnetdiscover or iblinkinfo output" in bad.stderr
+    assert "v2.32-rails-absent.log:1" in bad.stderr and "Traceback" not in bad.stderr
+    ex = run_cli("explain", "LOG037")
+    assert ex.returncode == 0 and "NCCL_IB_HCA" in ex.stdout and "not public" in ex.stdout
