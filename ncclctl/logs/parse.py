@@ -300,6 +300,7 @@ class Parser:
         self._vias: dict[tuple[str, str | None], tuple] = {}
         self._source_procs: dict[str, set[Proc]] = {}
         self._ras_on = False  # inside the text report of NCCL's RAS client (ncclctl.logs.parse._ras)
+        self._rasj: dict[str, Any] | None = None  # inside its JSON report (ncclras -f json, 2.31+): _ras_json
         self._ras_sec = ""
 
     # ------------------------------------------------------------------ helpers
@@ -342,6 +343,9 @@ class Parser:
                         k = -1
                     else:
                         if (self._ras_on or line.startswith("Job summary")) and self._ras(line, name, lineno):
+                            continue
+                        if (self._rasj is not None or line.startswith('  "nccl_version": "')) and \
+                                self._ras_json(line, name, lineno):
                             continue
                         if "NCCL" in line or "nccl" in line:
                             self._other(line, name, lineno)
@@ -441,6 +445,59 @@ class Parser:
             return True
         return st in ("Job summary", "Communicators...") or st.startswith(("Communicators", "Group ", "#  in group",
                                                                               "(total)", "Nodes ", "=="))
+
+    def _ras_json(self, line: str, name: str, lineno: int) -> bool:
+        """A line of the RAS client's JSON report (``ncclras -f json``; its keys from the 2.31.0a7 source,
+        ras/client_support.cc, and the 2.31.2/2.32.3 libraries): one key a line, as NCCL writes it. A rank whose
+        async_error or init_state is not 0 or whose abort_flag is set, a missing rank (unresponsive, considered dead)
+        are Errors blocks of LOG036; ranks of one communicator with different collective counts a Warnings block."""
+        st = self._rasj
+        if st is None:
+            st = self._rasj = {"comm": "?", "rank": {}, "counts": set(), "in": "", "cc": []}
+        t = line.strip().rstrip(",")
+        key, sep, val = t.partition(": ")
+        if not sep:
+            if t in ("}", "]", "{", "[", "},", "],") or not t:
+                if t.startswith("}") and st["in"] == "counts":
+                    st["counts"].add(tuple(st["cc"]))
+                    st["cc"] = []
+                    st["in"] = ""
+                return True
+            self._rasj = None
+            return False
+        key = key.strip('"')
+        val = val.strip().strip('"')
+        out = self.out
+        out.nccl_lines += 1
+        out.recognised += 1
+        r = st["rank"]
+        if key == "hash":
+            st.update(comm=val, counts=set())
+            out.ras_rows += 1
+        elif key == "rank":
+            st["rank"] = r = {"rank": val}
+        elif key in ("host", "pid", "cuda_dev"):
+            r[key] = val
+        elif key == "collective_counts":
+            st["in"], st["cc"] = "counts", []
+        elif st["in"] == "counts":
+            st["cc"].append((key, val))
+        elif key == "missing_ranks":
+            if len(st["counts"]) > 1:
+                out.ras.append(["Warnings", f"communicator {st['comm']}: its ranks' collective counts differ "
+                                f"({len(st['counts'])} different sets): a rank is behind the others",
+                                [], self._ev(name, lineno, line)])
+        who = f"communicator {st['comm']} rank {r.get('rank', '?')} ({r.get('host', '?')} pid {r.get('pid', '?')} " \
+              f"GPU {r.get('cuda_dev', '?')})"
+        bad = None
+        if key in ("init_state", "async_error") and val not in ("0", ""):
+            bad = f"{key} {val} (an ncclResult_t; 0 is success)"
+        elif key in ("abort_flag", "unresponsive", "considered_dead") and val == "true":
+            bad = {"abort_flag": "aborted", "unresponsive": "missing: unresponsive",
+                   "considered_dead": "missing: considered dead"}[key]
+        if bad and len(out.ras) < 200:
+            out.ras.append(["Errors", f"{who}: {bad}", [], self._ev(name, lineno, line)])
+        return True
 
     def _version_line(self, line: str, name: str, lineno: int) -> None:
         out = self.out

@@ -117,3 +117,18 @@ def test_bad_fabric_and_explain():
     assert "v2.32-rails-absent.log:1" in bad.stderr and "Traceback" not in bad.stderr
     ex = run_cli("explain", "LOG037")
     assert ex.returncode == 0 and "NCCL_IB_HCA" in ex.stdout and "not public" in ex.stdout
+
+
+def test_ras_json_report(tmp_path):
+    """``ncclras -f json`` (2.31+; keys from the 2.31.0a7 source and the 2.31.2/2.32.3 libraries) read by LOG036."""
+    bad = run_cli("log", "check", str(LOGS / "ras-report.json"))
+    assert bad.returncode == 1
+    assert "rank 1 (gpu01 pid 2202 GPU 1): async_error 6" in bad.stdout and "rank 2 (gpu02 pid 3301 GPU 0): missing: " \
+        "unresponsive" in bad.stdout and "ras-report.json:41:" in bad.stdout
+    assert "warning: LOG036" in bad.stdout and "collective counts differ" in bad.stdout
+    text = (LOGS / "ras-report.json").read_text()
+    ok = text.replace('"async_error": 6', '"async_error": 0').replace('"AllReduce": 811', '"AllReduce": 812')
+    ok = ok[:ok.index('      "missing_ranks": [')] + '      "missing_ranks": [\n      ]\n    }\n  ]\n}\n'
+    (tmp_path / "ok.json").write_text(ok)
+    good = run_cli("log", "check", str(tmp_path / "ok.json"), "--show-info")
+    assert good.returncode == 0 and "info: LOG036" in good.stdout and "error: LOG" not in good.stdout
