@@ -378,12 +378,16 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
      "The text report of NCCL's RAS client ('ncclras', 2.24+) read as an input: communicator groups whose Status is "
      "not RUNNING or whose Errors column is not OK (INCOMPLETE, MISMATCH, ERROR), and the blocks of its Errors and "
      "Warnings sections (missing ranks, ranks whose operation counts differ, dead or aborted ranks), with their "
-     "detail lines; a report with every group RUNNING and OK is said so (info).",
+     "detail lines; a report with every group RUNNING and OK is said so (info). Its JSON report ('ncclras -f json', "
+     "2.31+; keys from the 2.31.0a7 source, ras/client_support.cc, and the 2.31.2/2.32.3 libraries) the same way: "
+     "a rank whose async_error or init_state is not 0 or whose abort_flag is set, a missing rank (unresponsive, "
+     "considered dead), ranks of one communicator whose collective_counts differ (a warning).",
      "Go to the ranks and processes the block names (host, process id, GPU): a rank missing or behind the others is "
      "where the job stopped; check that host's application log, dmesg (Xid, OOM) and its NICs.",
      "RAS collects every rank's state through its own network: its report names the outliers a hung job has.",
      _DETECT + "The RAS client's report: the 'NCCL version ... compiled with CUDA' header, the communicator "
-     "table's rows, the '#group-comm (hash) WORDS' blocks and their indented lines.", _CHECK,
+     "table's rows, the '#group-comm (hash) WORDS' blocks and their indented lines; its JSON report read key by "
+     "key as NCCL writes it (one key a line), from its '\"nccl_version\"' line on.", _CHECK,
      "warning for the Warnings section; info for an all-OK report"),
     ("LOG037", "log-rails", E, "the rails and planes NCCL assigned disagree with each other or with the fabric",
      "NCCL 2.31+ prints each NIC's rail and plane ('NET/IB : Made virtual device [d] name=N ... rail=R plane=P'; "
