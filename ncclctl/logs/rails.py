@@ -244,9 +244,11 @@ def check_rails(c: Any, fabric: dict[str, dict[str, tuple[int, int | None, str]]
         for n in ids.values():
             if n.rail is not None or n.plane is not None:
                 by_name[n.name][(n.rail, n.plane)].append((host, n))
+    named: set[tuple[str, str]] = set()  # (host, NIC) found here: 2b leaves ranks on only those alone
     for name, groups in sorted(by_name.items()):
         if len(groups) < 2:
             continue
+        named.update((h, name) for items in groups.values() for h, _n in items)
         ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), str(kv[0])))
         cells = "; ".join(f"rail {id_text(r)} plane {id_text(pl)} on {hostlist(h for h, _n in items)}"
                           for (r, pl), items in ordered)
@@ -257,6 +259,33 @@ def check_rails(c: Any, fabric: dict[str, dict[str, tuple[int, int | None, str]]
               hosts={h for _k, items in ordered for h, _n in items},
               fix="Set one NCCL_IB_HCA with rail/plane ids for the whole job (or per node from the fabric: 'ncclctl "
                   "rails --fabric FILE'); ranks of one local index must find their NICs on one rail.")
+    # 2b. ranks of one local index on NICs of different rails on different nodes (the NICs their channels use)
+    for comm in ls.comms:
+        by_local: dict[int, dict[tuple[int, ...], list[Any]]] = defaultdict(lambda: defaultdict(list))
+        for m in comm.members:
+            nids = per_host.get(m.host)
+            if m.local_rank is None or nids is None or not m.net_ch:
+                continue
+            used = {m.proc.nic_name(dev) for chs in m.net_ch.values() for _d, dev, _g, proxy in chs if proxy is None}
+            rr: set[int] = set()
+            for nic in used:
+                x = nids.get(nic)
+                if x is not None and x.rail is not None:
+                    rr.add(x.rail)
+            if rr and not all((m.host, nic) in named for nic in used):
+                by_local[m.local_rank][tuple(sorted(rr))].append(m)
+        for local, lgroups in sorted(by_local.items()):
+            if len(lgroups) < 2:
+                continue
+            lordered = sorted(lgroups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+            cells = "; ".join(f"rail {'+'.join(str(r) for r in rails)} on {c.who(mems)}" for rails, mems in lordered)
+            evs = [next((ev for k, ev in sorted(mems[0].conn_ev.items()) if k.startswith("NET/")), mems[0].first)
+                   for _r, mems in lordered]
+            c.add("LOG037", f"{comm.label}: the ranks of local index {local} send on NICs of different rails on "
+                  f"different nodes ({cells}): with rail ids NCCL expects a local index on one rail everywhere",
+                  evs, severity=W, hosts={m.host for _r, mems in lordered for m in mems},
+                  fix="Give every node the same NCCL_IB_HCA rail ids for the NIC of each GPU (the rail its port is "
+                      "cabled to): 'ncclctl rails --fabric FILE' writes them per node.")
     # 3. NCCL's rails against the fabric's across the job: one NCCL rail, several fabric rails, and back
     if fabric is None:
         return

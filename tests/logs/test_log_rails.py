@@ -132,3 +132,12 @@ def test_ras_json_report(tmp_path):
     (tmp_path / "ok.json").write_text(ok)
     good = run_cli("log", "check", str(tmp_path / "ok.json"), "--show-info")
     assert good.returncode == 0 and "info: LOG036" in good.stdout and "error: LOG" not in good.stdout
+
+
+def test_ranks_of_one_local_index_on_different_rails():
+    # gpu02 names its NICs otherwise (mlx5_4, mlx5_7) and its NCCL_IB_HCA swaps the two rail ids
+    r = run_cli("log", "check", str(LOGS / "v2.32-rails-local-index.log"), "--rule", "LOG037")
+    assert r.returncode == 0 and r.stdout.count("warning: LOG037") == 2
+    assert "the ranks of local index 0 send on NICs of different rails on different nodes (rail 0 on gpu01 rank 0; " \
+           "rail 1 on gpu02 rank 2)" in r.stdout
+    assert "v2.32-rails-local-index.log:10: gpu01:2200:2200 [0] NCCL INFO Channel 00/0" in r.stdout
