@@ -213,7 +213,9 @@ def check_rails(c: Any, fabric: dict[str, dict[str, tuple[int, int | None, str]]
         for n in ids.values():
             if n.rail is not None:
                 by_rail[(n.rail, n.plane)].append(n)
-        for (rail, plane), nics in sorted(by_rail.items()):
+        # a plane is None where none was given: sorted before every given one
+        for (rail, plane), nics in sorted(by_rail.items(), key=lambda kv: (kv[0][0], -2 if kv[0][1] is None
+                                                                           else kv[0][1])):
             if len(nics) < 2:
                 continue
             names = ", ".join(n.name for n in nics)

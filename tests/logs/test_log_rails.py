@@ -57,6 +57,9 @@ def test_two_nics_of_a_node_on_one_rail_api():
     assert f[0].subject == "a.log" and f[0].line == 1 and "NCCL_IB_HCA" in f[0].fix
     ok = text.replace("name=mlx5_1 speed=400000 ndevs=1 rail=0", "name=mlx5_1 speed=400000 ndevs=1 rail=1")
     assert _log037(check(read_text(ok, "a.log"))) == []
+    # rail 0 without a plane beside rail 0 plane 0 twice (a mangled line must not stop the check)
+    mixed = text + H + "NET/IB : Made virtual device [2] name=mlx5_2 speed=400000 ndevs=1 rail=0 plane=-1\n"
+    assert len(_log037(check(read_text(mixed, "a.log")))) == 1
     # NCCL's own (derived) ids are not a person's: never a finding
     derived = text.replace("rail=0 plane=0", "rail=-1 plane=-1")
     assert _log037(check(read_text(derived, "a.log"))) == []
