@@ -102,6 +102,8 @@ _VDEV = re.compile(r"^NET/(\S+) ?: Made virtual device \[(\d{1,9})\] name=(\S+) 
 #: ncclTopoPopulateNics' line: " rail=R plane=P" from 2.31; 2.32.3 adds the plugin's ids in parentheses.
 _POPULATE = re.compile(r"^ncclTopoPopulateNics : Filled (\S+) in topo with .*? rail=(-?\d{1,9})(?: \((-?\d{1,9})\))?"
                        r" plane=(-?\d{1,9})(?: \((-?\d{1,9})\))?")
+#: The release a RAS JSON report names.
+_RAS_VERSION = re.compile(r"^\d{1,3}\.\d{1,3}\.\d{1,3}\S{0,40}$")
 #: Rail/plane lines kept per process (a device each, at most this many).
 MAX_RAILS = 64
 _NET_USING = re.compile(r"^NET/(\S+) ?: Using(.*)$")
@@ -301,6 +303,7 @@ class Parser:
         self._source_procs: dict[str, set[Proc]] = {}
         self._ras_on = False  # inside the text report of NCCL's RAS client (ncclctl.logs.parse._ras)
         self._rasj: dict[str, Any] | None = None  # inside its JSON report (ncclras -f json, 2.31+): _ras_json
+        self._rasj_last: dict[str, Any] | None = None  # the last JSON report met (its end seen or not)
         self._ras_sec = ""
 
     # ------------------------------------------------------------------ helpers
@@ -453,7 +456,8 @@ class Parser:
         are Errors blocks of LOG036; ranks of one communicator with different collective counts a Warnings block."""
         st = self._rasj
         if st is None:
-            st = self._rasj = {"comm": "?", "rank": {}, "counts": set(), "in": "", "cc": []}
+            st = self._rasj = self._rasj_last = {"comm": "?", "rank": {}, "counts": set(), "in": "", "cc": [],
+                                                 "end": False, "last": None}
         t = line.strip().rstrip(",")
         key, sep, val = t.partition(": ")
         if not sep:
@@ -468,16 +472,25 @@ class Parser:
         key = key.strip('"')
         val = val.strip().strip('"')
         out = self.out
+        st["last"] = (name, lineno, line)
         out.nccl_lines += 1
         out.recognised += 1
         r = st["rank"]
-        if key == "hash":
+        if key == "nccl_version":
+            if _RAS_VERSION.match(val) and out.ras_version is None:
+                out.ras_version = val
+        elif key == "hash":
             st.update(comm=val, counts=set())
             out.ras_rows += 1
         elif key == "rank":
             st["rank"] = r = {"rank": val}
         elif key in ("host", "pid", "cuda_dev"):
             r[key] = val
+        elif key == "timeouts_count":
+            st["end"] = True
+            if val not in ("0", ""):
+                out.ras.append(["Warnings", f"RAS timed out {val} time(s) collecting the ranks' state: what it says of "
+                                "some ranks may be missing or stale", [], self._ev(name, lineno, line)])
         elif key == "collective_counts":
             st["in"], st["cc"] = "counts", []
         elif st["in"] == "counts":
@@ -1063,6 +1076,10 @@ class Parser:
     # ------------------------------------------------------------------ end
     def finish(self) -> LogSet:
         out = self.out
+        st = self._rasj_last
+        if st is not None and not st["end"] and st["last"] is not None:
+            out.ras.append(["Warnings", "the RAS JSON report ends before its closing \"ras\" section (cut short): "
+                            "ranks and communicators after its last line are not in it", [], self._ev(*st["last"])])
         # NCCL < 2.22 prints its version once, on stdout, without a prefix: in a file that shows one host only, it
         # is that host's version
         for ev in out.bare_versions:

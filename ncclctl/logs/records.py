@@ -323,6 +323,8 @@ class LogSet:
     #: per communicator group row that is not RUNNING/OK ("row") and per block of its Errors/Warnings sections
     ras: list[list[Any]] = field(default_factory=list)
     ras_rows: int = 0
+    #: the release its JSON report (ncclras -f json) names ("nccl_version")
+    ras_version: str | None = None
     nccl_tests: bool = False
 
     @property
@@ -349,7 +351,7 @@ class LogSet:
                 return m.group(1)
         for v, _ev in self.framework_versions:
             return v
-        return None
+        return self.ras_version
 
     def members(self) -> list[Member]:
         return [m for c in self.comms for m in c.members]

@@ -131,7 +131,9 @@ def test_ras_json_report(tmp_path):
     assert "warning: LOG036" in bad.stdout and "collective counts differ" in bad.stdout
     text = (LOGS / "ras-report.json").read_text()
     ok = text.replace('"async_error": 6', '"async_error": 0').replace('"AllReduce": 811', '"AllReduce": 812')
-    ok = ok[:ok.index('      "missing_ranks": [')] + '      "missing_ranks": [\n      ]\n    }\n  ]\n}\n'
+    ok = ok[:ok.index('      "missing_ranks": [')] + ('      "missing_ranks": [\n      ]\n    }\n  ],\n  "ras": {\n'
+                                                        '    "collection_time_sec": 0.012,\n    "timeouts_count": 0\n'
+                                                        '  }\n}\n')
     (tmp_path / "ok.json").write_text(ok)
     good = run_cli("log", "check", str(tmp_path / "ok.json"), "--show-info")
     assert good.returncode == 0 and "info: LOG036" in good.stdout and "error: LOG" not in good.stdout
@@ -144,3 +146,13 @@ def test_ranks_of_one_local_index_on_different_rails():
     assert "the ranks of local index 0 send on NICs of different rails on different nodes (rail 0 on gpu01 rank 0; " \
            "rail 1 on gpu02 rank 2)" in r.stdout
     assert "v2.32-rails-local-index.log:10: gpu01:2200:2200 [0] NCCL INFO Channel 00/0" in r.stdout
+
+
+def test_ras_json_version_timeouts_and_a_cut_report(tmp_path):
+    r = run_cli("log", "check", str(LOGS / "ras-report.json"))
+    assert "NCCL 2.32.3;" in r.stdout.splitlines()[0] and "RAS timed out 1 time(s)" in r.stdout
+    cut = tmp_path / "cut.json"
+    cut.write_text("".join((LOGS / "ras-report.json").read_text().splitlines(keepends=True)[:40]))
+    c = run_cli("log", "check", str(cut))
+    assert c.returncode == 0 and "cut.json:40: warning: LOG036" in c.stdout and "cut short" in c.stdout
+    assert "Traceback" not in c.stderr
