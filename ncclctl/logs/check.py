@@ -28,7 +28,7 @@ VIRTUAL_IFACES = ("lo", "docker", "virbr", "veth", "br-", "cni", "flannel", "tun
 #: WARN classes that stop NCCL (errors) and those that do not (warnings); others belong to their own rules.
 ERROR_WARNS = {"ib-completion", "ibv", "socket", "cuda", "version-mismatch", "bootstrap", "ib-open", "ib-mismatch",
                "no-interface", "ring", "duplicate-gpu", "no-net-plugin", "no-algorithm", "nvls-bind", "shm-space",
-               "gpu-oom", "driver-old", "dmabuf", "kernel-smem"}
+               "gpu-oom", "driver-old", "dmabuf", "kernel-smem", "rails"}
 SOFT_WARNS = {"no-verbs", "nvls", "topo-open", "other", "gdr", "attn", "ras", "proxy", "gin", "ib-other", "socket-other",
               "cuda-other", "nvml", "topology", "registration", "collnet", "memory", "usage", "setting", "mismatch",
               "timeout", "mnnvl", "gdrcopy", "symmetric", "system-call", "plugin", "abort", "internal", "ofi", "graph-fallback", "ib-async",
@@ -36,7 +36,7 @@ SOFT_WARNS = {"no-verbs", "nvls", "topo-open", "other", "gdr", "attn", "ras", "p
 #: WARN classes with a rule of their own (cause, evidence and fix of that class): LOG014 leaves them alone.
 OWN_RULE_WARNS = {"no-interface": "LOG018", "duplicate-gpu": "LOG019", "no-net-plugin": "LOG020",
                   "no-algorithm": "LOG021", "topo-open": "LOG023", "nvls-bind": "LOG024", "shm-space": "LOG025",
-                  "gpu-oom": "LOG026", "driver-old": "LOG032", "dmabuf": "LOG033"}
+                  "gpu-oom": "LOG026", "driver-old": "LOG032", "dmabuf": "LOG033", "rails": "LOG037"}
 
 #: Settings that name local things (an interface, a device list, a file): differences between hosts are normal.
 LOCAL_SETTINGS = {"NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_DEBUG_FILE", "NCCL_TOPO_FILE", "NCCL_TOPO_DUMP_FILE",

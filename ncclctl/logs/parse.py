@@ -182,6 +182,8 @@ WARN_KINDS: tuple[tuple[str, str], ...] = (
     ("has already checked in", "bootstrap"),
     ("Bootstrap", "bootstrap"),
     ("incompatible devices", "ib-mismatch"),
+    # rail and plane ids (LOG037): the topology's against the plugin's (2.32), too many or reserved plane ids (2.31+)
+    ("Inconsistent rail/plane", "rails"), ("NCCL cannot use more than", "rails"), ("NCCL cannot use a plane ID", "rails"),
     ("Connect to", "socket"),
     ("Connection", "socket"),
     ("socket", "socket"),

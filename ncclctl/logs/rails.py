@@ -16,6 +16,7 @@ gave are compared here.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from typing import Any
 
@@ -151,6 +152,45 @@ def _short(h: str) -> str:
     return h.split(".", 1)[0]
 
 
+_INCONSISTENT = re.compile(r"Inconsistent rail/plane for net (\S+): existing (-?\d+)/(-?\d+), new (-?\d+)/(-?\d+)")
+
+
+def _rail_warns(c: Any) -> None:
+    """The WARNs that stop NCCL over rail/plane ids: the topology's ids against the plugin's (2.32.3: NCCL returns
+    ncclInvalidUsage, read from the library), more plane ids than it takes or a reserved one (2.31+:
+    transport/net_ib/init.cc), more rails than it takes (2.32.3)."""
+    from ncclctl.logs.show import hostlist
+
+    groups: dict[str, list[tuple[str, Ev]]] = defaultdict(list)
+    for p in c.ls.procs.values():
+        for kind, ev in p.warns:
+            if kind != "rails":
+                continue
+            text = ev.text
+            what = ("inconsistent" if "Inconsistent rail/plane" in text else "planes" if "plane ID" in text
+                    else "rails")
+            groups[what].append((p.host, ev))
+    for what, items in sorted(groups.items()):
+        hosts = {h for h, _e in items}
+        evs = [e for _h, e in items[:4]]
+        if what == "inconsistent":
+            m = _INCONSISTENT.search(items[0][1].text)
+            detail = (f" ({m.group(1)}: rail {m.group(2)} plane {m.group(3)} in the topology NCCL read, rail "
+                      f"{id_text(int(m.group(4)))} plane {id_text(int(m.group(5)))} from the net plugin)" if m else "")
+            c.add("LOG037", f"{hostlist(hosts)}: NCCL stopped: the rail/plane ids of the topology it read (the "
+                  f"<net rail= plane=> of NCCL_TOPO_FILE or of a VM's virtual topology) differ from those its net plugin gives{detail}", evs,
+                  severity=E, hosts=hosts,
+                  fix="Make the two agree: write NCCL_TOPO_FILE with the ids NCCL_IB_HCA gives ('ncclctl topo "
+                      "generate' with the same rail ids), or drop the rail/plane attributes from the file or the "
+                      "rail:plane fields from NCCL_IB_HCA.")
+        else:
+            c.add("LOG037", f"{hostlist(hosts)}: NCCL stopped over the {'plane' if what == 'planes' else 'rail'} ids "
+                  f"it was given: {items[0][1].text.split('NCCL WARN', 1)[-1].strip()}", evs, severity=E, hosts=hosts,
+                  fix=("Give NCCL_IB_HCA at most 12 distinct plane ids, each below 16384 (NCCL marks fused devices' "
+                       "planes with bit 14)." if what == "planes" else
+                       "Give fewer distinct rail ids (NCCL_IB_HCA, the topology file's <net rail=>)."))
+
+
 def check_rails(c: Any, fabric: dict[str, dict[str, tuple[int, int | None, str]]] | None = None,
                 fabric_label: str = "") -> None:
     """LOG037: NCCL's rails and planes against each other and against the fabric (``fabric``) or the node's rail
@@ -158,6 +198,7 @@ def check_rails(c: Any, fabric: dict[str, dict[str, tuple[int, int | None, str]]
     from ncclctl.logs.show import hostlist
 
     ls: LogSet = c.ls
+    _rail_warns(c)
     per_host: dict[str, dict[str, NicIds]] = {}
     for p in ls.procs.values():
         ids = nic_ids(p)

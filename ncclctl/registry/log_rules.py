@@ -404,7 +404,10 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
      "local index sending on NICs of different rails on different nodes (their channels' NICs: nodes that name "
      "their NICs otherwise); with --fabric, one "
      "NCCL rail holding ports of several fabric rails (a miscabled port or a wrong id) or one fabric rail numbered "
-     "two ways. Ids NCCL derived itself (2.32.3: 0x10000 plus the NIC's index by GUID for the rail, plus the port "
+     "two ways. The WARNs that stop NCCL over the ids are this rule's errors too: 2.32's 'Inconsistent rail/plane for net "
+     "N: existing R/P, new R/P' (the topology file's ids against the plugin's; NCCL returns ncclInvalidUsage, read "
+     "from the 2.32.3 library), 'cannot use more than N user-defined plane IDs' / 'a plane ID that is N' (2.31+) and "
+     "'cannot use more than N rails' (2.32). Ids NCCL derived itself (2.32.3: 0x10000 plus the NIC's index by GUID for the rail, plus the port "
      "for the plane; read from the released library, whose source is not public) are shown, not compared. With "
      "--fabric or a node and no rail line in the log, the finding says the rails are not in this log (info).",
      "Give every node one NCCL_IB_HCA whose name:port:rail:plane ids name the rail (leaf) and plane each port is "

@@ -156,3 +156,19 @@ def test_ras_json_version_timeouts_and_a_cut_report(tmp_path):
     c = run_cli("log", "check", str(cut))
     assert c.returncode == 0 and "cut.json:40: warning: LOG036" in c.stdout and "cut short" in c.stdout
     assert "Traceback" not in c.stderr
+
+
+def test_warns_that_stop_nccl_over_rail_ids(tmp_path):
+    log = tmp_path / "w.log"
+    log.write_text(
+        "gpu01:2201:2201 [0] NCCL INFO NCCL version 2.32.3+cuda12.9\n"
+        "gpu01:2201:2201 [0] graph/topo.cc:1787 NCCL WARN TOPO/NET : Inconsistent rail/plane for net mlx5_3: existing "
+        "2/0, new 1/0.\n"
+        "gpu02:3302:3302 [0] transport/net_ib/init.cc:103 NCCL WARN NCCL cannot use a plane ID that is 16384.\n")
+    r = run_cli("log", "check", str(log), "--format", "json")
+    f = [x for x in json.loads(r.stdout)["findings"] if x["rule"] == "LOG037"]
+    assert r.returncode == 1 and [x["severity"] for x in f] == ["error", "error"]
+    assert "mlx5_3: rail 2 plane 0 in the topology NCCL read, rail 1 plane 0 from the net plugin" in f[0]["message"]
+    assert "NCCL_TOPO_FILE" in f[0]["fix"] and f[0]["line"] == 2 and "below 16384" in f[1]["fix"]
+    # LOG014 leaves them to LOG037
+    assert not [x for x in json.loads(r.stdout)["findings"] if x["rule"] == "LOG014" and "rail" in x["message"]]
