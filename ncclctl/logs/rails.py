@@ -204,11 +204,11 @@ def check_rails(c: Any, fabric: dict[str, dict[str, tuple[int, int | None, str]]
         ids = nic_ids(p)
         if ids and p.host not in per_host:
             per_host[p.host] = ids
-    asked = fabric is not None or bool(c.nodes)
     if not per_host:
-        if asked:
-            versions = {p.version for p in ls.procs.values() if p.version}
-            new = [v for v in versions if _version_has_rails(v)]
+        versions = {p.version for p in ls.procs.values() if p.version}
+        new = [v for v in versions if _version_has_rails(v)]
+        # asked with --fabric; with a node (--root/--inventory) only where the NCCL of the log prints them
+        if fabric is not None or (c.nodes and new):
             why = (f"NCCL {', '.join(sorted(new))} prints them with NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS including NET "
                    f"or GRAPH" if new else "NCCL 2.31+ prints them (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS with NET or "
                    "GRAPH); " + (f"this log is of NCCL {', '.join(sorted(versions))}" if versions else

@@ -104,6 +104,13 @@ def test_log_without_rail_lines_is_not_clean():
                      "--show-info")
     assert absent.returncode == 0
     assert "info: LOG037: the rails and planes NCCL assigned: not in this log" in absent.stdout
+    # with the node: said for NCCL 2.31+ (which prints them), not for an older log
+    node = str(REPO / "fixtures" / "hosts" / "dgx-h100")
+    r = run_cli("log", "check", str(LOGS / "v2.32-rails-absent.log"), "--root", node, "--rule", "LOG037", "--show-info")
+    assert "info: LOG037: the rails and planes NCCL assigned: not in this log" in r.stdout
+    old = run_cli("log", "check", str(LOGS / "v2.12-mpirun-prefixed.log"), "--root", node, "--rule", "LOG037",
+                  "--show-info")
+    assert old.returncode == 0 and "LOG037" not in old.stdout
     show = run_cli("log", "show", str(LOGS / "v2.32-rails-absent.log"))
     assert "rails and planes NCCL assigned: not in this log" in show.stdout
     shown = run_cli("log", "show", str(LOGS / "v2.32-rails-wrong-id.log"))
