@@ -409,7 +409,8 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
      "from the 2.32.3 library), 'cannot use more than N user-defined plane IDs' / 'a plane ID that is N' (2.31+) and "
      "'cannot use more than N rails' (2.32). Ids NCCL derived itself (2.32.3: 0x10000 plus the NIC's index by GUID for the rail, plus the port "
      "for the plane; read from the released library, whose source is not public) are shown, not compared. With "
-     "--fabric or a node and no rail line in the log, the finding says the rails are not in this log (info).",
+     "--fabric (or a node and a log of NCCL 2.31+) and no rail line in the log, the finding says the rails are not "
+     "in this log (info).",
      "Give every node one NCCL_IB_HCA whose name:port:rail:plane ids name the rail (leaf) and plane each port is "
      "cabled to: 'ncclctl rails --fabric FILE' writes them; recable a port that lands on another rail's leaf.",
      "Rail ids tell NCCL which NICs are interchangeable: a NIC on the wrong rail id sends a rail-only fabric's "
