@@ -179,3 +179,12 @@ def test_warns_that_stop_nccl_over_rail_ids(tmp_path):
     assert "NCCL_TOPO_FILE" in f[0]["fix"] and f[0]["line"] == 2 and "below 16384" in f[1]["fix"]
     # LOG014 leaves them to LOG037
     assert not [x for x in json.loads(r.stdout)["findings"] if x["rule"] == "LOG014" and "rail" in x["message"]]
+
+
+def test_log_diff_names_the_rails_that_changed():
+    r = run_cli("log", "diff", str(LOGS / "v2.32-rails-agree.log"), str(LOGS / "v2.32-rails-wrong-id.log"))
+    assert r.returncode == 1 and "rails/planes NCCL assigned (NIC=rail/plane):" in r.stdout
+    assert "mlx5_4=1/0" in r.stdout
+    # a release that prints them against one that does the same: no rail change
+    same = run_cli("log", "diff", str(LOGS / "v2.32-rails-agree.log"), str(LOGS / "v2.31-rails-agree.log"))
+    assert "rails/planes" not in same.stdout
