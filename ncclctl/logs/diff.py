@@ -79,9 +79,9 @@ def diff(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
     cmp("ranks", a["ranks"], b["ranks"])
     cmp("network", _procs_fact(a, "network"), _procs_fact(b, "network"))
     cmp("NET devices", _nics(a), _nics(b))
-    ra, rb = _rails(a), _rails(b)
-    if ra and rb:  # a log of NCCL before 2.31 (or without NET/GRAPH lines) has none: no change to report
-        cmp("rails/planes NCCL assigned (NIC=rail/plane)", ra, rb)
+    rails_a, rails_b = _rails(a), _rails(b)
+    if rails_a and rails_b:  # a log of NCCL before 2.31 (or without NET/GRAPH lines) has none: no change to report
+        cmp("rails/planes NCCL assigned (NIC=rail/plane)", rails_a, rails_b)
     cmp("bootstrap interface", sorted({x.split(":", 1)[0] for p in a["process_list"] for x in p["bootstrap"][:1]}),
         sorted({x.split(":", 1)[0] for p in b["process_list"] for x in p["bootstrap"][:1]}))
     cmp("GPUDirect RDMA disabled for HCA", sorted({k for p in a["process_list"] for k, v in p["gdr_hca"].items()
