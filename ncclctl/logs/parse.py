@@ -96,10 +96,10 @@ _MNNVL_CLIQUE = re.compile(r"^MNNVL (\d{1,3}) cliqueId ([0-9a-fA-F]{1,8}) clique
 _GDR_HCA = re.compile(r"^NET/(\S+) ?: GPU Direct RDMA (Enabled|Disabled) for HCA (\d{1,9}) '([^']*)'(?: \((.*)\))?")
 _GDR_GPU = re.compile(r"^(?:NET/\S+ ?: )?GPU Direct RDMA (Enabled|Disabled) for GPU (\S+) / HCA (\S+) "
                       r"\(distance (\d{1,9}) ([<>]=?) (-?\d{1,9})\)")
-#: net_ib's virtual device line; " rail=R plane=P" from 2.31 (the 2.31.0a7 source, the 2.31.2/2.32.3 libraries).
+#: net_ib's virtual device line; " rail=R plane=P" from 2.30.7 (the 2.30.7/2.31.2/2.32.3 libraries, 2.28.9 and 2.29.7 without).
 _VDEV = re.compile(r"^NET/(\S+) ?: Made virtual device \[(\d{1,9})\] name=(\S+) speed=-?\d{1,12} ndevs=(\d{1,4})"
                    r"(?: rail=(-?\d{1,9}) plane=(-?\d{1,9}))?")
-#: ncclTopoPopulateNics' line: " rail=R plane=P" from 2.31; 2.32.3 adds the plugin's ids in parentheses.
+#: ncclTopoPopulateNics' line: " rail=R plane=P" from 2.30.7; 2.32.3 adds the plugin's ids in parentheses.
 _POPULATE = re.compile(r"^ncclTopoPopulateNics : Filled (\S+) in topo with .*? rail=(-?\d{1,9})(?: \((-?\d{1,9})\))?"
                        r" plane=(-?\d{1,9})(?: \((-?\d{1,9})\))?")
 #: The release a RAS JSON report names.
@@ -182,7 +182,7 @@ WARN_KINDS: tuple[tuple[str, str], ...] = (
     ("has already checked in", "bootstrap"),
     ("Bootstrap", "bootstrap"),
     ("incompatible devices", "ib-mismatch"),
-    # rail and plane ids (LOG037): the topology's against the plugin's (2.32), too many or reserved plane ids (2.31+)
+    # rail and plane ids (LOG037): the topology's against the plugin's (2.32), too many or reserved plane ids (2.30.7+)
     ("Inconsistent rail/plane", "rails"), ("NCCL cannot use more than", "rails"), ("NCCL cannot use a plane ID", "rails"),
     ("Connect to", "socket"),
     ("Connection", "socket"),
@@ -690,7 +690,7 @@ class Parser:
             if msg.startswith("ncclTopoPopulateNics : Filled"):
                 m = _POPULATE.match(msg)
                 if not m:
-                    return True  # before 2.31 the line has no rail or plane
+                    return True  # before 2.30.7 the line has no rail or plane
                 pr = None if m.group(3) is None else int(m.group(3))
                 pp = None if m.group(5) is None else int(m.group(5))
                 self._rail(proc, NetRail("topo", m.group(1), None, None, int(m.group(2)), int(m.group(4)), pr, pp, ev))

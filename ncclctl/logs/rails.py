@@ -1,9 +1,9 @@
-"""The rails and planes NCCL assigned to each NIC (2.31+), read from its log, and LOG037: held against each other
+"""The rails and planes NCCL assigned to each NIC (2.30.7+), read from its log, and LOG037: held against each other
 across the job's nodes, and against the rails ncclctl knows (``log check --fabric FILE``: the leaf each port lands
 on; ``--root DIR``: the node's rail table, GPU k's closest NIC on rail k).
 
-What NCCL does with the ids (2.31.0a7 source, NVIDIA/nccl 86fa684d; the 2.31.2 and 2.32.3 libraries print the same
-lines): the IB plugin takes them from ``NCCL_IB_HCA`` entries ``name:port:rail:plane`` (``misc/utils.cc``; -1 when
+What NCCL does with the ids (2.30.7 and 2.31.0a7 source, NVIDIA/nccl 5067397c and 86fa684d; the 2.30.7, 2.31.2
+and 2.32.3 libraries print the lines, 2.29.7's not): the IB plugin takes them from ``NCCL_IB_HCA`` entries ``name:port:rail:plane`` (``misc/utils.cc``; -1 when
 absent); a virtual device fusing ports of different rails gets rail -1 and plane 0x4000 plus one bit per plane;
 the topology search keeps a channel on NICs of one rail id with ``NCCL_CROSS_NIC=0`` (and on one NIC when no id is
 defined), never joins two NICs of different planes, and ``NCCL_NET_MERGE_POLICY=RAIL`` fuses only NICs of one rail
@@ -27,7 +27,7 @@ from ncclctl.record import record
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 #: NCCL prints rail and plane ids from this release on.
-RAILS_SINCE = (2, 31)
+RAILS_SINCE = (2, 30, 7)
 
 
 @record
@@ -113,7 +113,7 @@ def _version_has_rails(v: str | None) -> bool | None:
     if not v:
         return None
     try:
-        parts = tuple(int(x) for x in v.split("+")[0].split(".")[:2])
+        parts = tuple(int(x) for x in v.split("+")[0].split(".")[:3])
     except ValueError:
         return None
     return parts >= RAILS_SINCE
@@ -157,7 +157,7 @@ _INCONSISTENT = re.compile(r"Inconsistent rail/plane for net (\S+): existing (-?
 
 def _rail_warns(c: Any) -> None:
     """The WARNs that stop NCCL over rail/plane ids: the topology's ids against the plugin's (2.32.3: NCCL returns
-    ncclInvalidUsage, read from the library), more plane ids than it takes or a reserved one (2.31+:
+    ncclInvalidUsage, read from the library), more plane ids than it takes or a reserved one (2.30.7+:
     transport/net_ib/init.cc), more rails than it takes (2.32.3)."""
     from ncclctl.logs.show import hostlist
 
@@ -210,13 +210,13 @@ def check_rails(c: Any, fabric: dict[str, dict[str, tuple[int, int | None, str]]
         # asked with --fabric; with a node (--root/--inventory) only where the NCCL of the log prints them
         if fabric is not None or (c.nodes and new):
             why = (f"NCCL {', '.join(sorted(new))} prints them with NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS including NET "
-                   f"or GRAPH" if new else "NCCL 2.31+ prints them (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS with NET or "
+                   f"or GRAPH" if new else "NCCL 2.30.7+ prints them (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS with NET or "
                    "GRAPH); " + (f"this log is of NCCL {', '.join(sorted(versions))}" if versions else
                                  "the log names no NCCL version"))
             against = fabric_label or "the node's rail table"
             c.add("LOG037", f"the rails and planes NCCL assigned: not in this log ({why}); nothing held against "
                   f"{against}", [], severity=I,
-                  fix="Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH on NCCL 2.31 or newer to see the "
+                  fix="Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH on NCCL 2.30.7 or newer to see the "
                       "'Made virtual device ... rail= plane=' and 'ncclTopoPopulateNics ... rail= plane=' lines.")
         return
     # what ncclctl knows of each host's ports

@@ -96,7 +96,7 @@ class Nic:
     name: str
     port: int | None
     link: str  # IB, RoCE, IB/SHARP, ...
-    #: 2.31+: the ids the list shows after the port (``[0]mlx5_0:1:2:0/IB``: rail 2, plane 0; ``::0``: plane only)
+    #: 2.30.7+: the ids the list shows after the port (``[0]mlx5_0:1:2:0/IB``: rail 2, plane 0; ``::0``: plane only)
     rail: int | None = None
     plane: int | None = None
 
@@ -104,13 +104,13 @@ class Nic:
 #: NCCL marks a rail or plane id it derived itself (no id from the net plugin) with this bit (2.32.3: the topology's
 #: rail is this bit plus the index of the NIC's GUID in the order NCCL met them, its plane this bit plus the port).
 DERIVED_ID_BIT = 0x10000
-#: net_ib's plane of a virtual device that fuses several planes: this bit plus one bit per plane index (2.31+).
+#: net_ib's plane of a virtual device that fuses several planes: this bit plus one bit per plane index (2.30.7+).
 FUSED_PLANE_BIT = 0x4000
 
 
 @record
 class NetRail:
-    """A network device's rail and plane as one NCCL line printed them (2.31+; ``NCCL_DEBUG_SUBSYS`` NET or GRAPH).
+    """A network device's rail and plane as one NCCL line printed them (2.30.7+; ``NCCL_DEBUG_SUBSYS`` NET or GRAPH).
 
     ``kind`` "vdev": the IB plugin's "Made virtual device" line (its own ids: the NCCL_IB_HCA ``name:port:rail:plane``
     fields, or 2.32's NCCL_IB_RAIL_POLICY); "topo": ncclTopoPopulateNics' line (the ids the topology search uses;
@@ -120,7 +120,7 @@ class NetRail:
     name: str
     index: int | None  # the virtual device's index (vdev lines)
     ndevs: int | None  # how many physical ports the virtual device fuses (vdev lines)
-    rail: int | None  # None: the line has no rail (NCCL before 2.31)
+    rail: int | None  # None: the line has no rail (NCCL before 2.30.7)
     plane: int | None
     plugin_rail: int | None  # 2.32 topo lines: the net plugin's id in parentheses
     plugin_plane: int | None
@@ -192,7 +192,7 @@ class Proc:
         self.mnnvl_clique: list[tuple[int, int, int, int, int | None, Ev]] = EMPTY_LIST
         #: "Cross-clique P2P enabled: nvlDomainSize=D cliqueSize=S" (init.cc, 2.30+ with NCCL_MNNVL_CROSS_CLIQUE=1)
         self.cross_clique: Ev | None = None
-        #: the rail/plane lines (2.31+): the first of each (kind, device name)
+        #: the rail/plane lines (2.30.7+): the first of each (kind, device name)
         self.rails: list[NetRail] = EMPTY_LIST
 
     @property

@@ -344,8 +344,8 @@ def _hosts_text(ls: LogSet, d: dict[str, Any]) -> list[str]:
 
 
 def _rails_text(ls: LogSet) -> list[str]:
-    """The rails and planes NCCL assigned (2.31+), hosts grouped by what they show; "not in this log" when NCCL
-    2.31+ ran with NICs and printed none."""
+    """The rails and planes NCCL assigned (2.30.7+), hosts grouped by what they show; "not in this log" when NCCL
+    2.30.7+ ran with NICs and printed none."""
     from ncclctl.logs.rails import _version_has_rails, rails_text
 
     groups: dict[str, list[str]] = {}
@@ -359,7 +359,7 @@ def _rails_text(ls: LogSet) -> list[str]:
         if p.host not in hosts:
             hosts.append(p.host)
     if not groups:
-        return (["  rails and planes NCCL assigned: not in this log (NCCL 2.31+ prints them with NCCL_DEBUG_SUBSYS "
+        return (["  rails and planes NCCL assigned: not in this log (NCCL 2.30.7+ prints them with NCCL_DEBUG_SUBSYS "
                  "including NET or GRAPH)"] if without else [])
     out = ["  rails and planes NCCL assigned (-: none given; NCCL's N: derived by NCCL):"]
     for t, hosts in sorted(groups.items(), key=lambda kv: kv[1][0]):

@@ -391,14 +391,14 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
      "key as NCCL writes it (one key a line), from its '\"nccl_version\"' line on.", _CHECK,
      "warning for the Warnings section; info for an all-OK report"),
     ("LOG037", "log-rails", E, "the rails and planes NCCL assigned disagree with each other or with the fabric",
-     "NCCL 2.31+ prints each NIC's rail and plane ('NET/IB : Made virtual device [d] name=N ... rail=R plane=P'; "
+     "NCCL 2.30.7+ prints each NIC's rail and plane ('NET/IB : Made virtual device [d] name=N ... rail=R plane=P'; "
      "'ncclTopoPopulateNics : Filled N ... rail=R plane=P', 2.32 adding the plugin's ids in parentheses; the "
      "'NET/IB : Using [d]name:port:rail:plane' list). The ids come from NCCL_IB_HCA entries name:port:rail:plane "
      "(-1 when absent; with 2.32's NCCL_IB_RAIL_POLICY=CX9[:FLIP|:ALT|:BLOCK] the IB plugin assigns them from the "
      "ConnectX-9 NICs of each socket: the 2.32.3 library's names, its rules not public); NCCL uses them inside a "
      "node: with NCCL_CROSS_NIC=0 a channel may enter on one NIC and leave on another of the same rail id, two NICs of "
-     "different planes are never joined, and NCCL_NET_MERGE_POLICY=RAIL fuses only NICs of one rail id (2.31.0a7 "
-     "source, graph/search.cc and graph/topo.cc). Found: two NICs of one node on one rail (an error when "
+     "different planes are never joined, and NCCL_NET_MERGE_POLICY=RAIL fuses only NICs of one rail id (2.30.7 "
+     "and 2.31.0a7 source, graph/search.cc and graph/topo.cc). Found: two NICs of one node on one rail (an error when "
      "--fabric or the node's rail table, --root/--inventory, has them on different rails: NCCL_CROSS_NIC=0 then "
      "lets traffic cross rails); one NIC name on different rails or planes on different nodes; the ranks of one "
      "local index sending on NICs of different rails on different nodes (their channels' NICs: nodes that name "
@@ -406,10 +406,10 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
      "NCCL rail holding ports of several fabric rails (a miscabled port or a wrong id) or one fabric rail numbered "
      "two ways. The WARNs that stop NCCL over the ids are this rule's errors too: 2.32's 'Inconsistent rail/plane for net "
      "N: existing R/P, new R/P' (the topology file's ids against the plugin's; NCCL returns ncclInvalidUsage, read "
-     "from the 2.32.3 library), 'cannot use more than N user-defined plane IDs' / 'a plane ID that is N' (2.31+) and "
+     "from the 2.32.3 library), 'cannot use more than N user-defined plane IDs' / 'a plane ID that is N' (2.30.7+) and "
      "'cannot use more than N rails' (2.32). Ids NCCL derived itself (2.32.3: 0x10000 plus the NIC's index by GUID for the rail, plus the port "
      "for the plane; read from the released library, whose source is not public) are shown, not compared. With "
-     "--fabric (or a node and a log of NCCL 2.31+) and no rail line in the log, the finding says the rails are not "
+     "--fabric (or a node and a log of NCCL 2.30.7+) and no rail line in the log, the finding says the rails are not "
      "in this log (info).",
      "Give every node one NCCL_IB_HCA whose name:port:rail:plane ids name the rail (leaf) and plane each port is "
      "cabled to: 'ncclctl rails --fabric FILE' writes them; recable a port that lands on another rail's leaf.",

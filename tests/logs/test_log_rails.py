@@ -1,4 +1,4 @@
-"""LOG037 and ``log show``: the rails and planes NCCL 2.31+/2.32 assigned, read from the log and held against each
+"""LOG037 and ``log show``: the rails and planes NCCL 2.30.7+/2.32 assigned, read from the log and held against each
 other, ``--fabric FILE`` and the node's rail table (``--root``). Fixtures: authored lines in NCCL's formats."""
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def test_log_without_rail_lines_is_not_clean():
                      "--show-info")
     assert absent.returncode == 0
     assert "info: LOG037: the rails and planes NCCL assigned: not in this log" in absent.stdout
-    # with the node: said for NCCL 2.31+ (which prints them), not for an older log
+    # with the node: said for NCCL 2.30.7+ (which prints them), not for an older log
     node = str(REPO / "fixtures" / "hosts" / "dgx-h100")
     r = run_cli("log", "check", str(LOGS / "v2.32-rails-absent.log"), "--root", node, "--rule", "LOG037", "--show-info")
     assert "info: LOG037: the rails and planes NCCL assigned: not in this log" in r.stdout
