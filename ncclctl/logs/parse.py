@@ -304,7 +304,7 @@ class Parser:
         self._vias: dict[tuple[str, str | None], tuple] = {}
         self._source_procs: dict[str, set[Proc]] = {}
         self._ras_on = False  # inside the text report of NCCL's RAS client (ncclctl.logs.parse._ras)
-        self._rasj: dict[str, Any] | None = None  # inside its JSON report (ncclras -f json, 2.31+): _ras_json
+        self._rasj: dict[str, Any] | None = None  # inside its JSON report (ncclras -f json): _ras_json
         self._rasj_last: dict[str, Any] | None = None  # the last JSON report met (its end seen or not)
         self._ras_sec = ""
 
@@ -453,7 +453,7 @@ class Parser:
 
     def _ras_json(self, line: str, name: str, lineno: int) -> bool:
         """A line of the RAS client's JSON report (``ncclras -f json``; its keys from the 2.31.0a7 source,
-        ras/client_support.cc, and the 2.31.2/2.32.3 libraries): one key a line, as NCCL writes it. A rank whose
+        ras/client_support.cc, and the same in the 2.28.9-2.32.3 libraries): one key a line, as NCCL writes it. A rank whose
         async_error or init_state is not 0 or whose abort_flag is set, a missing rank (unresponsive, considered dead)
         are Errors blocks of LOG036; ranks of one communicator with different collective counts a Warnings block."""
         st = self._rasj

@@ -379,8 +379,8 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
      "not RUNNING or whose Errors column is not OK (INCOMPLETE, MISMATCH, ERROR), and the blocks of its Errors and "
      "Warnings sections (missing ranks, ranks whose operation counts differ, dead or aborted ranks), with their "
      "detail lines; a report with every group RUNNING and OK is said so (info). Its JSON report ('ncclras -f json', "
-     "2.31+; keys from the 2.31.0a7 source, ras/client_support.cc, and the 2.31.2/2.32.3 libraries) the same way: "
-     "a rank whose async_error or init_state is not 0 or whose abort_flag is set, a missing rank (unresponsive, "
+     "keys from the 2.31.0a7 source, ras/client_support.cc, the same in the 2.28.9 to 2.32.3 libraries) the same "
+     "way: a rank whose async_error or init_state is not 0 or whose abort_flag is set, a missing rank (unresponsive, "
      "considered dead), ranks of one communicator whose collective_counts differ, RAS timeouts while collecting, a "
      "report cut before its closing 'ras' section (warnings).",
      "Go to the ranks and processes the block names (host, process id, GPU): a rank missing or behind the others is "

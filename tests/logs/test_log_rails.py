@@ -130,7 +130,7 @@ def test_bad_fabric_and_explain():
 
 
 def test_ras_json_report(tmp_path):
-    """``ncclras -f json`` (2.31+; keys from the 2.31.0a7 source and the 2.31.2/2.32.3 libraries) read by LOG036."""
+    """``ncclras -f json`` (keys from the 2.31.0a7 source, the same in the 2.28.9-2.32.3 libraries) read by LOG036."""
     bad = run_cli("log", "check", str(LOGS / "ras-report.json"))
     assert bad.returncode == 1
     assert "rank 1 (gpu01 pid 2202 GPU 1): async_error 6" in bad.stdout and "rank 2 (gpu02 pid 3301 GPU 0): missing: " \
