@@ -45,6 +45,9 @@ def log_check(
     root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP + " Its model is held against every host.",
                                        metavar="DIR"),
     inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help=INVENTORY_HELP, metavar="INV"),
+    fabric: Optional[str] = typer.Option(None, "--fabric", help="The fabric (ibnetdiscover/iblinkinfo output, or the "
+                                         "fabric formats 'ncclctl fabric' reads): the rails and planes NCCL assigned "
+                                         "(2.31+) held against the leaf each port lands on (LOG037).", metavar="FILE"),
     fmt: CheckFormat = format_option(CheckFormat.text, "Output format: text, json, sarif, junit, prom (a node_exporter textfile, docs/operations.md section 5)."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help=FAIL_ON_HELP),
     config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP, metavar="FILE"),
@@ -73,7 +76,7 @@ def log_check(
         models, notes = ({}, []) if root is None and inventory is None else predict_models(ls, root=root,
                                                                                             inventory=inventory)
         options = {r.id: cfg.options(r) for r in rules_of(scope="log")}
-        findings = check(ls, models=models, options=options)
+        findings = check(ls, models=models, options=options, fabric_file=fabric)
         doc = show.counts(ls)  # the figures only: the whole summary holds a document per process and rank
         header = _header(doc, models, notes)
         subject = logs[0] if len(logs) == 1 else f"{len(logs)} logs"

@@ -28,7 +28,7 @@ VIRTUAL_IFACES = ("lo", "docker", "virbr", "veth", "br-", "cni", "flannel", "tun
 #: WARN classes that stop NCCL (errors) and those that do not (warnings); others belong to their own rules.
 ERROR_WARNS = {"ib-completion", "ibv", "socket", "cuda", "version-mismatch", "bootstrap", "ib-open", "ib-mismatch",
                "no-interface", "ring", "duplicate-gpu", "no-net-plugin", "no-algorithm", "nvls-bind", "shm-space",
-               "gpu-oom", "driver-old", "dmabuf", "kernel-smem"}
+               "gpu-oom", "driver-old", "dmabuf", "kernel-smem", "rails"}
 SOFT_WARNS = {"no-verbs", "nvls", "topo-open", "other", "gdr", "attn", "ras", "proxy", "gin", "ib-other", "socket-other",
               "cuda-other", "nvml", "topology", "registration", "collnet", "memory", "usage", "setting", "mismatch",
               "timeout", "mnnvl", "gdrcopy", "symmetric", "system-call", "plugin", "abort", "internal", "ofi", "graph-fallback", "ib-async",
@@ -36,7 +36,7 @@ SOFT_WARNS = {"no-verbs", "nvls", "topo-open", "other", "gdr", "attn", "ras", "p
 #: WARN classes with a rule of their own (cause, evidence and fix of that class): LOG014 leaves them alone.
 OWN_RULE_WARNS = {"no-interface": "LOG018", "duplicate-gpu": "LOG019", "no-net-plugin": "LOG020",
                   "no-algorithm": "LOG021", "topo-open": "LOG023", "nvls-bind": "LOG024", "shm-space": "LOG025",
-                  "gpu-oom": "LOG026", "driver-old": "LOG032", "dmabuf": "LOG033"}
+                  "gpu-oom": "LOG026", "driver-old": "LOG032", "dmabuf": "LOG033", "rails": "LOG037"}
 
 #: Settings that name local things (an interface, a device list, a file): differences between hosts are normal.
 LOCAL_SETTINGS = {"NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_DEBUG_FILE", "NCCL_TOPO_FILE", "NCCL_TOPO_DUMP_FILE",
@@ -91,8 +91,12 @@ class HostModel:
 
 class Checker:
     def __init__(self, ls: LogSet, *, models: dict[str, HostModel] | None = None,
-                 options: dict[str, dict[str, Any]] | None = None) -> None:
+                 options: dict[str, dict[str, Any]] | None = None,
+                 fabric: dict[str, dict[str, tuple[int, int | None, str]]] | None = None, fabric_label: str = "") -> None:
         self.ls = ls
+        #: ``--fabric FILE``: host -> {"mlx5_0:1": (rail, plane, leaf)} (LOG037)
+        self.fabric = fabric
+        self.fabric_label = fabric_label
         models = models or {}
         #: host -> its node (facts), for every host given, predicted or not
         self.nodes = {h: m.node for h, m in models.items() if m.node is not None}
@@ -134,6 +138,7 @@ class Checker:
     def run(self) -> list[Finding]:
         from ncclctl.logs.classes import failure_classes
         from ncclctl.logs.nvlink import mnnvl_not_working, nvlink_domains
+        from ncclctl.logs.rails import check_rails
 
         mnnvl_not_working(self)  # LOG030: first, a cause the generic error rules (LOG013, LOG014) then leave alone
         for fn in (self.gdr, self.socket, self.interfaces, self.versions, self.nic_mismatch, self.channels,
@@ -142,6 +147,7 @@ class Checker:
                    self.shm, self.fewer_channels, self.mnnvl):
             fn()
         nvlink_domains(self)  # LOG031
+        check_rails(self, self.fabric, self.fabric_label)  # LOG037
         return self.findings
 
     def _failed(self, p: Proc) -> bool:
@@ -1136,9 +1142,15 @@ _FAMILY_HINTS = {
 
 
 def check(ls: LogSet, *, models: dict[str, HostModel] | None = None,
-          options: dict[str, dict[str, Any]] | None = None) -> list[Finding]:
-    """Every LOG finding for ``ls`` (``models``: host -> what the model predicts for it)."""
-    return Checker(ls, models=models, options=options).run()
+          options: dict[str, dict[str, Any]] | None = None, fabric_file: str | None = None) -> list[Finding]:
+    """Every LOG finding for ``ls`` (``models``: host -> what the model predicts for it; ``fabric_file``: the
+    fabric NCCL's rails are held against, LOG037)."""
+    fabric = None
+    if fabric_file is not None:
+        from ncclctl.logs.rails import fabric_rails
+
+        fabric = fabric_rails(fabric_file)
+    return Checker(ls, models=models, options=options, fabric=fabric, fabric_label=fabric_file or "").run()
 
 
 def predict_models(ls: LogSet, *, root: str | None = None, inventory: str | None = None) -> tuple[

@@ -16,7 +16,8 @@ after initialisation; which rank stopped is not in this rank's log (NCCL's RAS r
 
 LOG036: the text report of NCCL's RAS client (``ncclras``, 2.24+): communicator groups not RUNNING/OK, and the blocks
 of its Errors and Warnings sections (ranks missing, operation counts that disagree, ranks that are dead or aborted);
-a report with every group RUNNING and OK is said so (info).
+a report with every group RUNNING and OK is said so (info). Its JSON report (``ncclras -f json``, 2.28.9+ at least) comes as the
+same blocks (``ncclctl.logs.parse.Parser._ras_json``).
 
 Only what the parser already keeps is read (WARN lines by class, the application's error lines, the RAS report).
 """

@@ -1,9 +1,9 @@
 """``ncclctl log diff A B``: what changed between two runs, for "it was fast yesterday".
 
 Both sides are read into :func:`ncclctl.logs.show.summary` documents and compared fact by fact: NCCL and CUDA
-driver versions, the settings NCCL reports, hosts, networks and NIC lists, GPUDirect RDMA, and per communicator
-(matched by size, then order) the rank count, channels, transports, NICs per local GPU, the first ring and the
-slowest initialisation. Counts of lines or pointers never count as a change.
+driver versions, the settings NCCL reports, hosts, networks and NIC lists, the rails and planes NCCL assigned
+(2.30.7+), GPUDirect RDMA, and per communicator (matched by size, then order) the rank count, channels,
+transports, NICs per local GPU, the first ring and the slowest initialisation. Counts of lines or pointers never count as a change.
 """
 
 from __future__ import annotations
@@ -20,6 +20,18 @@ def _procs_fact(doc: dict[str, Any], key: str) -> dict[str, int]:
 
 def _nics(doc: dict[str, Any]) -> dict[str, int]:
     return dict(Counter(" ".join(p["nics"]) for p in doc["process_list"] if p["nics"]))
+
+
+def _rails(doc: dict[str, Any]) -> dict[str, int]:
+    """Processes per set of rail/plane ids NCCL assigned (2.30.7+: the topology's line first, else the plugin's)."""
+    out: Counter[str] = Counter()
+    for p in doc["process_list"]:
+        ids: dict[str, str] = {}
+        for r in sorted(p["rails"], key=lambda r: r["kind"] != "topo"):
+            ids.setdefault(r["name"], f"{r['rail']}/{r['plane']}")
+        if ids:
+            out[" ".join(f"{n}={v}" for n, v in sorted(ids.items()))] += 1
+    return dict(out)
 
 
 def _gdr(comm: dict[str, Any]) -> dict[str, int]:
@@ -67,6 +79,9 @@ def diff(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
     cmp("ranks", a["ranks"], b["ranks"])
     cmp("network", _procs_fact(a, "network"), _procs_fact(b, "network"))
     cmp("NET devices", _nics(a), _nics(b))
+    rails_a, rails_b = _rails(a), _rails(b)
+    if rails_a and rails_b:  # a log of NCCL before 2.30.7 (or without NET/GRAPH lines) has none: no change to report
+        cmp("rails/planes NCCL assigned (NIC=rail/plane)", rails_a, rails_b)
     cmp("bootstrap interface", sorted({x.split(":", 1)[0] for p in a["process_list"] for x in p["bootstrap"][:1]}),
         sorted({x.split(":", 1)[0] for p in b["process_list"] for x in p["bootstrap"][:1]}))
     cmp("GPUDirect RDMA disabled for HCA", sorted({k for p in a["process_list"] for k, v in p["gdr_hca"].items()

@@ -23,7 +23,7 @@ import re
 from typing import Any, Iterable
 
 from ncclctl.logs.lines import parse_head, split_warn_head, strip_launcher
-from ncclctl.logs.records import VERSION as _VERSION, Comm, Ev, LogSet, Member, Nic, Proc, Source, own
+from ncclctl.logs.records import VERSION as _VERSION, Comm, Ev, LogSet, Member, NetRail, Nic, Proc, Source, own
 
 #: Unrecognised NCCL lines kept as examples (all are counted).
 MAX_EXAMPLES = 20
@@ -96,6 +96,16 @@ _MNNVL_CLIQUE = re.compile(r"^MNNVL (\d{1,3}) cliqueId ([0-9a-fA-F]{1,8}) clique
 _GDR_HCA = re.compile(r"^NET/(\S+) ?: GPU Direct RDMA (Enabled|Disabled) for HCA (\d{1,9}) '([^']*)'(?: \((.*)\))?")
 _GDR_GPU = re.compile(r"^(?:NET/\S+ ?: )?GPU Direct RDMA (Enabled|Disabled) for GPU (\S+) / HCA (\S+) "
                       r"\(distance (\d{1,9}) ([<>]=?) (-?\d{1,9})\)")
+#: net_ib's virtual device line; " rail=R plane=P" from 2.30.7 (the 2.30.7/2.31.2/2.32.3 libraries, 2.28.9 and 2.29.7 without).
+_VDEV = re.compile(r"^NET/(\S+) ?: Made virtual device \[(\d{1,9})\] name=(\S+) speed=-?\d{1,12} ndevs=(\d{1,4})"
+                   r"(?: rail=(-?\d{1,9}) plane=(-?\d{1,9}))?")
+#: ncclTopoPopulateNics' line: " rail=R plane=P" from 2.30.7; 2.32.3 adds the plugin's ids in parentheses.
+_POPULATE = re.compile(r"^ncclTopoPopulateNics : Filled (\S+) in topo with .*? rail=(-?\d{1,9})(?: \((-?\d{1,9})\))?"
+                       r" plane=(-?\d{1,9})(?: \((-?\d{1,9})\))?")
+#: The release a RAS JSON report names.
+_RAS_VERSION = re.compile(r"^\d{1,3}\.\d{1,3}\.\d{1,3}\S{0,40}$")
+#: Rail/plane lines kept per process (a device each, at most this many).
+MAX_RAILS = 64
 _NET_USING = re.compile(r"^NET/(\S+) ?: Using(.*)$")
 _NIC = re.compile(r"\[(\d{1,9})\](\S+)")
 _IFACE = re.compile(r"(?:\[(\d{1,9})\])?([^\s:\[\]]+):(\S*?)<\d+>")
@@ -172,6 +182,8 @@ WARN_KINDS: tuple[tuple[str, str], ...] = (
     ("has already checked in", "bootstrap"),
     ("Bootstrap", "bootstrap"),
     ("incompatible devices", "ib-mismatch"),
+    # rail and plane ids (LOG037): the topology's against the plugin's (2.32), too many or reserved plane ids (2.30.7+)
+    ("Inconsistent rail/plane", "rails"), ("NCCL cannot use more than", "rails"), ("NCCL cannot use a plane ID", "rails"),
     ("Connect to", "socket"),
     ("Connection", "socket"),
     ("socket", "socket"),
@@ -292,6 +304,8 @@ class Parser:
         self._vias: dict[tuple[str, str | None], tuple] = {}
         self._source_procs: dict[str, set[Proc]] = {}
         self._ras_on = False  # inside the text report of NCCL's RAS client (ncclctl.logs.parse._ras)
+        self._rasj: dict[str, Any] | None = None  # inside its JSON report (ncclras -f json): _ras_json
+        self._rasj_last: dict[str, Any] | None = None  # the last JSON report met (its end seen or not)
         self._ras_sec = ""
 
     # ------------------------------------------------------------------ helpers
@@ -334,6 +348,9 @@ class Parser:
                         k = -1
                     else:
                         if (self._ras_on or line.startswith("Job summary")) and self._ras(line, name, lineno):
+                            continue
+                        if (self._rasj is not None or line.startswith('  "nccl_version": "')) and \
+                                self._ras_json(line, name, lineno):
                             continue
                         if "NCCL" in line or "nccl" in line:
                             self._other(line, name, lineno)
@@ -433,6 +450,69 @@ class Parser:
             return True
         return st in ("Job summary", "Communicators...") or st.startswith(("Communicators", "Group ", "#  in group",
                                                                               "(total)", "Nodes ", "=="))
+
+    def _ras_json(self, line: str, name: str, lineno: int) -> bool:
+        """A line of the RAS client's JSON report (``ncclras -f json``; its keys from the 2.31.0a7 source,
+        ras/client_support.cc, and the same in the 2.28.9-2.32.3 libraries): one key a line, as NCCL writes it. A rank whose
+        async_error or init_state is not 0 or whose abort_flag is set, a missing rank (unresponsive, considered dead)
+        are Errors blocks of LOG036; ranks of one communicator with different collective counts a Warnings block."""
+        st = self._rasj
+        if st is None:
+            st = self._rasj = self._rasj_last = {"comm": "?", "rank": {}, "counts": set(), "in": "", "cc": [],
+                                                 "end": False, "last": None}
+        t = line.strip().rstrip(",")
+        key, sep, val = t.partition(": ")
+        if not sep:
+            if t in ("}", "]", "{", "[", "},", "],") or not t:
+                if t.startswith("}") and st["in"] == "counts":
+                    st["counts"].add(tuple(st["cc"]))
+                    st["cc"] = []
+                    st["in"] = ""
+                return True
+            self._rasj = None
+            return False
+        key = key.strip('"')
+        val = val.strip().strip('"')
+        out = self.out
+        st["last"] = (name, lineno, line)
+        out.nccl_lines += 1
+        out.recognised += 1
+        r = st["rank"]
+        if key == "nccl_version":
+            if _RAS_VERSION.match(val) and out.ras_version is None:
+                out.ras_version = val
+        elif key == "hash":
+            st.update(comm=val, counts=set())
+            out.ras_rows += 1
+        elif key == "rank":
+            st["rank"] = r = {"rank": val}
+        elif key in ("host", "pid", "cuda_dev"):
+            r[key] = val
+        elif key == "timeouts_count":
+            st["end"] = True
+            if val not in ("0", ""):
+                out.ras.append(["Warnings", f"RAS timed out {val} time(s) collecting the ranks' state: what it says of "
+                                "some ranks may be missing or stale", [], self._ev(name, lineno, line)])
+        elif key == "collective_counts":
+            st["in"], st["cc"] = "counts", []
+        elif st["in"] == "counts":
+            st["cc"].append((key, val))
+        elif key == "missing_ranks":
+            if len(st["counts"]) > 1:
+                out.ras.append(["Warnings", f"communicator {st['comm']}: its ranks' collective counts differ "
+                                f"({len(st['counts'])} different sets): a rank is behind the others",
+                                [], self._ev(name, lineno, line)])
+        who = f"communicator {st['comm']} rank {r.get('rank', '?')} ({r.get('host', '?')} pid {r.get('pid', '?')} " \
+              f"GPU {r.get('cuda_dev', '?')})"
+        bad = None
+        if key in ("init_state", "async_error") and val not in ("0", ""):
+            bad = f"{key} {val} (an ncclResult_t; 0 is success)"
+        elif key in ("abort_flag", "unresponsive", "considered_dead") and val == "true":
+            bad = {"abort_flag": "aborted", "unresponsive": "missing: unresponsive",
+                   "considered_dead": "missing: considered dead"}[key]
+        if bad and len(out.ras) < 200:
+            out.ras.append(["Errors", f"{who}: {bad}", [], self._ev(name, lineno, line)])
+        return True
 
     def _version_line(self, line: str, name: str, lineno: int) -> None:
         out = self.out
@@ -606,6 +686,14 @@ class Parser:
         if c0 == "c" or c0 == "n" or c0 == "[":
             if msg.startswith("cuMem host allocations do not appear to be working"):
                 proc.shm_fallback = proc.shm_fallback or ev
+                return True
+            if msg.startswith("ncclTopoPopulateNics : Filled"):
+                m = _POPULATE.match(msg)
+                if not m:
+                    return True  # before 2.30.7 the line has no rail or plane
+                pr = None if m.group(3) is None else int(m.group(3))
+                pp = None if m.group(5) is None else int(m.group(5))
+                self._rail(proc, NetRail("topo", m.group(1), None, None, int(m.group(2)), int(m.group(4)), pr, pp, ev))
                 return True
             if msg.startswith("ncclMaxSharedMem") and "exceeds" in msg:  # 2.25: kernels beyond the GPU's limit
                 own(proc, "warns").append(("kernel-smem-info", ev))
@@ -798,9 +886,12 @@ class Parser:
                 for i in _NIC.finditer(body):
                     tok = i.group(2)
                     name, _, tail = tok.partition(":")
-                    port_s = tail.split(":", 1)[0].split("/", 1)[0]
+                    fields = tail.split("/", 1)[0].split(":")
+                    port_s = fields[0]
                     link = tail.split("/", 1)[1] if "/" in tail else ""
-                    nics.append(Nic(int(i.group(1)), name, int(port_s) if port_s.isdigit() else None, link))
+                    ids = [int(x) if x.isdigit() else None for x in fields[1:3]] + [None, None]
+                    nics.append(Nic(int(i.group(1)), name, int(port_s) if port_s.isdigit() else None, link,
+                                    ids[0], ids[1]))
                 proc.ib = nics
                 proc.ib_net = net
                 proc.ib_ev = ev
@@ -811,6 +902,14 @@ class Parser:
             return True
         if msg.startswith("NET/IB : No device found"):
             proc.ib_none = proc.ib_none or ev
+            return True
+        if "Made virtual device" in msg[:30]:
+            m = _VDEV.match(msg)
+            if not m:
+                return False
+            rail = None if m.group(5) is None else int(m.group(5))
+            plane = None if m.group(6) is None else int(m.group(6))
+            self._rail(proc, NetRail("vdev", m.group(3), int(m.group(2)), int(m.group(4)), rail, plane, None, None, ev))
             return True
         m = _GDR_HCA.match(msg)
         if m:
@@ -827,6 +926,13 @@ class Parser:
                 own(proc, "plugin").append(ev)
             return True
         return False
+
+    @staticmethod
+    def _rail(proc: Proc, r: NetRail) -> None:
+        """Keep the first line of each (kind, device) of a process: every communicator prints them again."""
+        if len(proc.rails) >= MAX_RAILS or any(x.kind == r.kind and x.name == r.name for x in proc.rails):
+            return
+        own(proc, "rails").append(r)
 
     @staticmethod
     def _plugin_missing(proc: Proc, msg: str, ev: Ev) -> bool:
@@ -972,6 +1078,10 @@ class Parser:
     # ------------------------------------------------------------------ end
     def finish(self) -> LogSet:
         out = self.out
+        st = self._rasj_last
+        if st is not None and not st["end"] and st["last"] is not None:
+            out.ras.append(["Warnings", "the RAS JSON report ends before its closing \"ras\" section (cut short): "
+                            "ranks and communicators after its last line are not in it", [], self._ev(*st["last"])])
         # NCCL < 2.22 prints its version once, on stdout, without a prefix: in a file that shows one host only, it
         # is that host's version
         for ev in out.bare_versions:

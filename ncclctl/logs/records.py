@@ -96,6 +96,46 @@ class Nic:
     name: str
     port: int | None
     link: str  # IB, RoCE, IB/SHARP, ...
+    #: 2.30.7+: the ids the list shows after the port (``[0]mlx5_0:1:2:0/IB``: rail 2, plane 0; ``::0``: plane only)
+    rail: int | None = None
+    plane: int | None = None
+
+
+#: NCCL marks a rail or plane id it derived itself (no id from the net plugin) with this bit (2.32.3: the topology's
+#: rail is this bit plus the index of the NIC's GUID in the order NCCL met them, its plane this bit plus the port).
+DERIVED_ID_BIT = 0x10000
+#: net_ib's plane of a virtual device that fuses several planes: this bit plus one bit per plane index (2.30.7+).
+FUSED_PLANE_BIT = 0x4000
+
+
+@record
+class NetRail:
+    """A network device's rail and plane as one NCCL line printed them (2.30.7+; ``NCCL_DEBUG_SUBSYS`` NET or GRAPH).
+
+    ``kind`` "vdev": the IB plugin's "Made virtual device" line (its own ids: the NCCL_IB_HCA ``name:port:rail:plane``
+    fields, or 2.32's NCCL_IB_RAIL_POLICY); "topo": ncclTopoPopulateNics' line (the ids the topology search uses;
+    2.32 adds the plugin's in parentheses). -1 is "undefined" in both."""
+
+    kind: str
+    name: str
+    index: int | None  # the virtual device's index (vdev lines)
+    ndevs: int | None  # how many physical ports the virtual device fuses (vdev lines)
+    rail: int | None  # None: the line has no rail (NCCL before 2.30.7)
+    plane: int | None
+    plugin_rail: int | None  # 2.32 topo lines: the net plugin's id in parentheses
+    plugin_plane: int | None
+    ev: Ev
+
+    @property
+    def defined_rail(self) -> int | None:
+        """The rail id a person (or the plugin) gave: None when undefined or derived by NCCL."""
+        r = self.rail
+        return None if r is None or r < 0 or r & DERIVED_ID_BIT else r
+
+    @property
+    def defined_plane(self) -> int | None:
+        p = self.plane
+        return None if p is None or p < 0 or p & (DERIVED_ID_BIT | FUSED_PLANE_BIT) else p
 
 
 class Proc:
@@ -105,7 +145,7 @@ class Proc:
                  "ib_net", "ib_ev", "ib_ro", "oob", "ib_none", "socket", "socket_ev", "network", "network_ev",
                  "plugin", "plugins_missing", "topo_open", "shm_fallback", "hints", "settings", "gdr_hca", "dmabuf",
                  "virtual", "warns", "warn_counts", "error_trace", "devs", "members", "mnnvl", "mnnvl_clique",
-                 "cross_clique")
+                 "cross_clique", "rails")
 
     def __init__(self, host: str, pid: int | None, ev: Ev) -> None:
         self.host = host
@@ -152,6 +192,8 @@ class Proc:
         self.mnnvl_clique: list[tuple[int, int, int, int, int | None, Ev]] = EMPTY_LIST
         #: "Cross-clique P2P enabled: nvlDomainSize=D cliqueSize=S" (init.cc, 2.30+ with NCCL_MNNVL_CROSS_CLIQUE=1)
         self.cross_clique: Ev | None = None
+        #: the rail/plane lines (2.30.7+): the first of each (kind, device name)
+        self.rails: list[NetRail] = EMPTY_LIST
 
     @property
     def key(self) -> str:
@@ -281,6 +323,8 @@ class LogSet:
     #: per communicator group row that is not RUNNING/OK ("row") and per block of its Errors/Warnings sections
     ras: list[list[Any]] = field(default_factory=list)
     ras_rows: int = 0
+    #: the release its JSON report (ncclras -f json) names ("nccl_version")
+    ras_version: str | None = None
     nccl_tests: bool = False
 
     @property
@@ -307,7 +351,7 @@ class LogSet:
                 return m.group(1)
         for v, _ev in self.framework_versions:
             return v
-        return None
+        return self.ras_version
 
     def members(self) -> list[Member]:
         return [m for c in self.comms for m in c.members]

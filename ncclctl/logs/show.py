@@ -166,7 +166,14 @@ def proc_doc(p: Proc) -> dict[str, Any]:
         "settings": {k: v for k, (v, _e) in sorted(p.settings.items())},
         "warnings": dict(sorted(p.warn_counts.items())),
         "ranks": sorted({m.rank for m in p.members if m.rank is not None}),
+        "rails": _rails_doc(p),
     }
+
+
+def _rails_doc(p: Proc) -> list[dict[str, Any]]:
+    from ncclctl.logs.rails import rails_doc
+
+    return rails_doc(p)
 
 
 def _versions(procs: Iterable[Proc]) -> dict[str, int]:
@@ -270,6 +277,7 @@ def text(ls: LogSet, doc: dict[str, Any] | None = None, *, ranks: bool = False) 
         out.append("Settings NCCL reports: " + ", ".join(parts))
     out.append("")
     out += _hosts_text(ls, d)
+    out += _rails_text(ls)
     for c, cd in zip(ls.comms, d["communicators"]):
         out.append("")
         out += _comm_text(c, cd, ranks=ranks)
@@ -332,6 +340,30 @@ def _hosts_text(ls: LogSet, d: dict[str, Any]) -> list[str]:
             out.append(f"    bootstrap: {', '.join(shown)}")
         if gdr_off:
             out.append(f"    GPUDirect RDMA disabled for HCA {', '.join(gdr_off)}")
+    return out
+
+
+def _rails_text(ls: LogSet) -> list[str]:
+    """The rails and planes NCCL assigned (2.30.7+), hosts grouped by what they show; "not in this log" when NCCL
+    2.30.7+ ran with NICs and printed none."""
+    from ncclctl.logs.rails import _version_has_rails, rails_text
+
+    groups: dict[str, list[str]] = {}
+    without = False
+    for p in sorted(ls.procs.values(), key=_proc_key):
+        t = rails_text(p)
+        if t is None:
+            without = without or bool(p.ib and _version_has_rails(p.version))
+            continue
+        hosts = groups.setdefault(t, [])
+        if p.host not in hosts:
+            hosts.append(p.host)
+    if not groups:
+        return (["  rails and planes NCCL assigned: not in this log (NCCL 2.30.7+ prints them with NCCL_DEBUG_SUBSYS "
+                 "including NET or GRAPH)"] if without else [])
+    out = ["  rails and planes NCCL assigned (-: none given; NCCL's N: derived by NCCL):"]
+    for t, hosts in sorted(groups.items(), key=lambda kv: kv[1][0]):
+        out.append(f"    {hostlist(hosts)}: {t}")
     return out
 
 

@@ -76,8 +76,9 @@ CHANGES: tuple[Change, ...] = (
            "(2.30.7: Sapphire Rapids), so the inter-socket bandwidth NCCL assumes rises", "intel_gnr_multi_socket",
            "source", f"src/graph/topo.cc ({SOURCE_2_31})", modelled=True),
     Change(Version(2, 31, 0), "2.31/cpu-familyid", "topology",
-           "detection writes the CPUID family as is (AMD: 25, 26; 2.30.7 wrote 175, 191); both are read the same",
-           "amd_cpu", "source", f"src/graph/xml.cc, topo.cc ({SOURCE_2_31})"),
+           "detection writes the CPUID family as is (AMD: 25, 26; 2.30.7 wrote 175, 191), the extended model only "
+           "for families 6 and 15; 2.31 reads both AMD spellings ('topo generate --nccl-version' writes each "
+           "release's)", "amd_cpu", "source", f"src/graph/xml.cc, topo.cc ({SOURCE_2_31})", modelled=True),
     Change(Version(2, 31, 0), "2.31/nvlink-tclass", "topology",
            "an <nvlink> without tclass is no longer filled in (2.30.7 read the target's PCI class, else assumed an "
            "NVSwitch): NCCL stops (attribute tclass not found)", "nvlink_without_tclass", "harness",

@@ -161,7 +161,25 @@ def _pci_attrs(node: Node, dev: PciDevice, opts: Options, *, busid: str | None =
     return attrs
 
 
-def _cpu_attrs(node: Node, numa: int) -> list[tuple[str, str]]:
+#: From 2.31 NCCL's detection writes the CPUID family as is, adding the extended family only to family 15 (AMD: 25
+#: for Zen 3/4, 26 for Zen 5), and adds the extended model only for families 6 and 15; 2.30.7 and older wrote family
+#: + (extended family << 4) (AMD: 175, 191) and always added the extended model (graph/xml.cc at 2.30.7, 5067397c,
+#: and 2.31.0a7, 86fa684d). 2.31's reader takes both AMD spellings.
+CPUID_FAMILY_AS_IS = Version(2, 31, 0)
+
+
+def cpu_ids(cpu, version: Version) -> tuple[int | None, int | None]:
+    """(familyid, modelid) as NCCL ``version``'s detection writes them for ``cpu`` (/proc/cpuinfo's family and model:
+    Linux adds the extended family to family 15 and the extended model from family 6 on)."""
+    fam, model = cpu.family, cpu.model
+    if version < CPUID_FAMILY_AS_IS:
+        return cpu.nccl_familyid, model
+    if fam is not None and model is not None and fam != 6 and fam < 0xF:
+        model &= 0xF  # 2.31 adds the extended model only for families 6 and 15 (Zhaoxin, family 7: the base model)
+    return fam, model
+
+
+def _cpu_attrs(node: Node, numa: int, opts: "Options") -> list[tuple[str, str]]:
     cpu = node.cpu
     numa_node = next((n for n in node.numa if n.id == numa), None)
     attrs = [("numaid", str(numa))]
@@ -184,10 +202,11 @@ def _cpu_attrs(node: Node, numa: int) -> list[tuple[str, str]]:
     if cpu.arch == "x86_64":
         # NCCL fills vendor/familyid/modelid only on x86 builds (from CPUID), so only there are they "complete".
         attrs.append(("vendor", cpu.vendor))
-        if cpu.nccl_familyid is not None:
-            attrs.append(("familyid", str(cpu.nccl_familyid)))
-        if cpu.model is not None:
-            attrs.append(("modelid", str(cpu.model)))
+        familyid, modelid = cpu_ids(cpu, opts.nccl_version)
+        if familyid is not None:
+            attrs.append(("familyid", str(familyid)))
+        if modelid is not None:
+            attrs.append(("modelid", str(modelid)))
     return attrs
 
 
@@ -385,7 +404,7 @@ def _bare_metal(node: Node, opts: Options) -> El:
         if parent_bdf is None:
             numa = numa_of(dev)
             if numa not in cpus:
-                cpus[numa] = El("cpu", _cpu_attrs(node, numa))
+                cpus[numa] = El("cpu", _cpu_attrs(node, numa, opts))
             cpus[numa].children.append(el)
         else:
             elements[parent_bdf].children.append(el)
@@ -601,7 +620,7 @@ def _virtual(node: Node, layout: VirtualLayout, opts: Options) -> El:
                            ("link_speed", _speed_string(gen, opts, f"virtual switch {busid}")), ("link_width", str(width))])
         sw_el.children = [el for _, el, _ in sorted(members, key=lambda m: _bdf_int(m[0]))]
         if numa not in cpus:
-            cpus[numa] = El("cpu", _cpu_attrs(node, numa))
+            cpus[numa] = El("cpu", _cpu_attrs(node, numa, opts))
         cpus[numa].children.append(sw_el)
     system = El("system", [("version", "1")])
     for numa in sorted(cpus):

@@ -378,13 +378,49 @@ _ROWS: tuple[tuple[str, str, Severity, str, str, str, str, str, str, str | None]
      "The text report of NCCL's RAS client ('ncclras', 2.24+) read as an input: communicator groups whose Status is "
      "not RUNNING or whose Errors column is not OK (INCOMPLETE, MISMATCH, ERROR), and the blocks of its Errors and "
      "Warnings sections (missing ranks, ranks whose operation counts differ, dead or aborted ranks), with their "
-     "detail lines; a report with every group RUNNING and OK is said so (info).",
+     "detail lines; a report with every group RUNNING and OK is said so (info). Its JSON report ('ncclras -f json', "
+     "keys from the 2.31.0a7 source, ras/client_support.cc, the same in the 2.28.9 to 2.32.3 libraries) the same "
+     "way: a rank whose async_error or init_state is not 0 or whose abort_flag is set, a missing rank (unresponsive, "
+     "considered dead), ranks of one communicator whose collective_counts differ, RAS timeouts while collecting, a "
+     "report cut before its closing 'ras' section (warnings).",
      "Go to the ranks and processes the block names (host, process id, GPU): a rank missing or behind the others is "
      "where the job stopped; check that host's application log, dmesg (Xid, OOM) and its NICs.",
      "RAS collects every rank's state through its own network: its report names the outliers a hung job has.",
      _DETECT + "The RAS client's report: the 'NCCL version ... compiled with CUDA' header, the communicator "
-     "table's rows, the '#group-comm (hash) WORDS' blocks and their indented lines.", _CHECK,
+     "table's rows, the '#group-comm (hash) WORDS' blocks and their indented lines; its JSON report read key by "
+     "key as NCCL writes it (one key a line), from its '\"nccl_version\"' line on.", _CHECK,
      "warning for the Warnings section; info for an all-OK report"),
+    ("LOG037", "log-rails", E, "the rails and planes NCCL assigned disagree with each other or with the fabric",
+     "NCCL 2.30.7+ prints each NIC's rail and plane ('NET/IB : Made virtual device [d] name=N ... rail=R plane=P'; "
+     "'ncclTopoPopulateNics : Filled N ... rail=R plane=P', 2.32 adding the plugin's ids in parentheses; the "
+     "'NET/IB : Using [d]name:port:rail:plane' list). The ids come from NCCL_IB_HCA entries name:port:rail:plane "
+     "(-1 when absent; with 2.32's NCCL_IB_RAIL_POLICY=CX9[:FLIP|:ALT|:BLOCK] the IB plugin assigns them from the "
+     "ConnectX-9 NICs of each socket: the 2.32.3 library's names, its rules not public); NCCL uses them inside a "
+     "node: with NCCL_CROSS_NIC=0 a channel may enter on one NIC and leave on another of the same rail id, two NICs of "
+     "different planes are never joined, and NCCL_NET_MERGE_POLICY=RAIL fuses only NICs of one rail id (2.30.7 "
+     "and 2.31.0a7 source, graph/search.cc and graph/topo.cc). Found: two NICs of one node on one rail (an error when "
+     "--fabric or the node's rail table, --root/--inventory, has them on different rails: NCCL_CROSS_NIC=0 then "
+     "lets traffic cross rails); one NIC name on different rails or planes on different nodes; the ranks of one "
+     "local index sending on NICs of different rails on different nodes (their channels' NICs: nodes that name "
+     "their NICs otherwise); with --fabric, one "
+     "NCCL rail holding ports of several fabric rails (a miscabled port or a wrong id) or one fabric rail numbered "
+     "two ways. The WARNs that stop NCCL over the ids are this rule's errors too: 2.32's 'Inconsistent rail/plane for net "
+     "N: existing R/P, new R/P' (the topology file's ids against the plugin's; NCCL returns ncclInvalidUsage, read "
+     "from the 2.32.3 library), 'cannot use more than N user-defined plane IDs' / 'a plane ID that is N' (2.30.7+) and "
+     "'cannot use more than N rails' (2.32). Ids NCCL derived itself (2.32.3: 0x10000 plus the NIC's index by GUID for the rail, plus the port "
+     "for the plane; read from the released library, whose source is not public) are shown, not compared. With "
+     "--fabric (or a node and a log of NCCL 2.30.7+) and no rail line in the log, the finding says the rails are not "
+     "in this log (info).",
+     "Give every node one NCCL_IB_HCA whose name:port:rail:plane ids name the rail (leaf) and plane each port is "
+     "cabled to: 'ncclctl rails --fabric FILE' writes them; recable a port that lands on another rail's leaf.",
+     "Rail ids tell NCCL which NICs are interchangeable: a NIC on the wrong rail id sends a rail-only fabric's "
+     "traffic to a leaf that cannot reach its peer (timeouts, errno 110), and the wrong plane keeps NCCL off "
+     "NICs it could use.",
+     _DETECT + "The rail/plane lines need NCCL_DEBUG_SUBSYS with NET (the plugin's) or GRAPH (the topology's). "
+     "--fabric FILE: the leaf each port lands on (as 'ncclctl fabric rails' reads it) gives its rail and plane; "
+     "--root/--inventory: the node's rail table (GPU k's closest NIC on rail k).", "ncclctl/logs/rails.py",
+     "error when NCCL's rails contradict the fabric or the node; warning for ids that disagree across nodes or "
+     "put two NICs of a node on one rail; info when the log has no rail line"),
     ("PERF001", "perf-busbw-low", E, "bus bandwidth below what the hardware gives",
      "A collective's bus bandwidth at large sizes is below min_efficiency of the expected value for the "
      "hardware (NVLink generation inside a node; NICs x rate x efficiency across nodes; PCIe for PCIe-only "
