@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from typing import Any, Iterable
 
 from ncclctl.logs.lines import parse_head, split_warn_head, strip_launcher
-from ncclctl.logs.records import VERSION as _VERSION, Comm, Ev, LogSet, Member, Nic, Proc, Source, own
+from ncclctl.logs.records import EMPTY_LIST, VERSION as _VERSION, Comm, Ev, LogSet, Member, Nic, Proc, Source, own, \
+    with_dev
 
 #: Unrecognised NCCL lines kept as examples (all are counted).
 MAX_EXAMPLES = 20
@@ -293,13 +295,18 @@ class Parser:
         self._source_procs: dict[str, set[Proc]] = {}
         self._ras_on = False  # inside the text report of NCCL's RAS client (ncclctl.logs.parse._ras)
         self._ras_sec = ""
+        self._last_ev: Ev | None = None
+        self._ints: dict[int, int] = {}  # one int object per pid and communicator size
 
     # ------------------------------------------------------------------ helpers
     def _proc(self, host: str, pid: int | None, ev: Ev) -> Proc:
         key = (host, pid)
         p = self.out.procs.get(key)
         if p is None:
-            p = self.out.procs[key] = Proc(host, pid, ev)
+            host = sys.intern(host)  # a host's processes share its name
+            if pid is not None:  # and the hosts their pids (the launcher starts them in the same order)
+                pid = self._ints.setdefault(pid, pid) if len(self._ints) < 65536 else pid
+            p = self.out.procs[(host, pid)] = Proc(host, pid, ev)
         return p
 
     def _member(self, proc: Proc, dev: int | None, ev: Ev, *, fresh: bool = False) -> Member:
@@ -307,7 +314,10 @@ class Parser:
         m = self._cur.get(key)
         if m is None or fresh:
             m = Member(proc, dev, ev)
-            proc.members.append(m)
+            if proc.members is EMPTY_LIST:
+                proc.members = [m]  # most processes have one: a list of one slot (a first append makes four)
+            else:
+                proc.members.append(m)
             self._cur[key] = m
         return m
 
@@ -395,12 +405,16 @@ class Parser:
         ev = self._ev(name, lineno, line)
         proc = self._proc(host, pid, ev) if pid is not None or host else self._anon_proc(name, ev)
         if dev is not None:
-            own(proc, "devs").add(dev)
+            with_dev(proc, dev)
         procs_here.add(proc)
         return (proc, dev, (proc.host, proc.pid, dev))
 
     def _ev(self, name: str, lineno: int, line: str) -> Ev:
-        return Ev(name, lineno, line.strip()[:400])
+        last = self._last_ev  # the line's prefix and its message ask for the same one (a process's first line)
+        if last is not None and last.line == lineno and last.source == name:
+            return last
+        ev = self._last_ev = Ev(name, lineno, line.strip()[:400])
+        return ev
 
     def _anon_proc(self, name: str, ev: Ev) -> Proc:
         p = self._anon.get(name)
@@ -546,7 +560,7 @@ class Parser:
         proc = self._proc(host, pid, ev) if pid is not None or host else self._anon_proc(name, ev)
         self._source_procs.setdefault(name, set()).add(proc)
         if dev is not None:
-            own(proc, "devs").add(dev)
+            with_dev(proc, dev)
         kind = warn_kind(msg)
         if "nvls.cc" in loc and kind in ("cuda", "gpu-oom", "other", "internal"):
             kind = "nvls-bind"  # "transport/nvls.cc:158 NCCL WARN Cuda failure 1 'invalid argument'"
@@ -886,6 +900,8 @@ class Parser:
             mem = cur
         else:
             mem = self._member(proc, dev, ev, fresh=True)
+        if len(self._ints) < 65536:
+            nranks = self._ints.setdefault(nranks, nranks)
         mem.rank, mem.nranks, mem.comm_ptr = rank, nranks, ptr
         if fn and fn != "comm":
             mem.init_fn = fn
@@ -894,9 +910,9 @@ class Parser:
         if m.group(6) is not None:
             mem.nvml_dev = int(m.group(6))
         if m.group(7) is not None:
-            mem.busid = m.group(7).lower()
+            mem.busid = sys.intern(m.group(7).lower())
         if m.group(8) is not None:
-            mem.comm_id = m.group(8).lower()
+            mem.comm_id = sys.intern(m.group(8).lower())  # every rank of a communicator names it
         if phase == "COMPLETE":
             mem.completed = ev
 
