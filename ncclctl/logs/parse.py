@@ -33,6 +33,9 @@ MAX_EXAMPLES = 20
 MAX_WARNS = 50
 #: Application lines that report an NCCL error kept.
 MAX_APP_ERRORS = 20
+#: Line prefixes (``host:pid:tid [dev]``) whose process is remembered: a 1,024-rank job prints a few thousand; a
+#: log of more (a million one-line processes) starts again when over it (about 250 bytes each).
+HEADS_MAX = 16_384
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -362,7 +365,7 @@ class Parser:
                     hp = heads.get(head)
                     if hp is None:
                         hp = self._resolve(head, name, lineno, line, procs_here)
-                        if len(heads) > 100_000:
+                        if len(heads) > HEADS_MAX:
                             heads.clear()
                         heads[head] = hp
                     c0 = msg[:1]
