@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import NamedTuple
+from typing import Iterable, NamedTuple
 
 from ncclctl.errors import InputError
 
@@ -340,6 +340,54 @@ def iter_lines(path: str, kind: str = "log", *, display: str | None = None, stre
     default ``sys.stdin.buffer``). Unpacked bytes count against the kind's cap; invalid UTF-8 is replaced and
     counted in ``stream`` (a :class:`LineStream`), as are lines cut at :data:`LINE_MAX`. Errors are
     :class:`InputError` naming the file."""
+    shown = display or ("<stdin>" if path == "-" else path)
+    st = stream if stream is not None else LineStream(shown)
+    return lines_of(iter_chunks(path, kind, display=display, stream=st, stdin=stdin), st)
+
+
+def lines_of(chunks: Iterable[bytes], st: LineStream):
+    """The batches of lines (:func:`iter_lines`) of the unpacked byte chunks of :func:`iter_chunks`."""
+    rest = b""
+    for data in chunks:
+        rest, lines = _split(rest + data, st)
+        if lines:
+            yield lines
+    if rest:
+        yield _decode_lines(rest, st)
+
+
+def text_of(chunks: Iterable[bytes], st: LineStream):
+    """The unpacked byte chunks of :func:`iter_chunks` as str chunks, in any size, without regard to lines (a
+    reader of one-line JSON documents). Invalid UTF-8 is replaced from the first invalid byte on, counted once in
+    ``st.replaced`` (a one-line document is one line)."""
+    import codecs
+
+    dec = codecs.getincrementaldecoder("utf-8")("strict")
+    strict = True
+    for data in chunks:
+        pending = dec.getstate()[0] if strict else b""
+        try:
+            text = dec.decode(data)
+        except UnicodeDecodeError:
+            strict = False
+            st.replaced += 1
+            dec = codecs.getincrementaldecoder("utf-8")("replace")
+            text = dec.decode(pending + data)
+        if text:
+            yield text
+    try:
+        tail = dec.decode(b"", final=True)
+    except UnicodeDecodeError:
+        st.replaced += 1
+        tail = dec.getstate()[0].decode("utf-8", "replace")
+    if tail:
+        yield tail
+
+
+def iter_chunks(path: str, kind: str = "log", *, display: str | None = None, stream: LineStream | None = None,
+                stdin=None):
+    """The unpacked bytes of a file of ``kind`` (plain or gzip, ``-`` for standard input), in chunks of up to
+    about 1 MiB, under the checks :func:`iter_lines` describes (the kind's cap, the gzip ratio)."""
     import sys
     import zlib
 
@@ -359,7 +407,6 @@ def iter_lines(path: str, kind: str = "log", *, display: str | None = None, stre
         if first[:2] == b"\x1f\x8b":
             st.gzip = True
             inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        rest = b""
         data = first
         while True:
             if inflate is not None:
@@ -377,9 +424,7 @@ def iter_lines(path: str, kind: str = "log", *, display: str | None = None, stre
                                         f"gzip stream unpacks to over {GZIP_RATIO} bytes per compressed byte "
                                         f"({st.bytes:,} bytes from {used:,}): a compression bomb, not a log",
                                         path=shown, fix="give the log uncompressed if it really is one")
-                            rest, lines = _split(rest + out, st)
-                            if lines:
-                                yield lines
+                            yield out
                         if inflate.eof:
                             # concatenated gzip members (cat a.gz b.gz): start the next one
                             tail = inflate.unused_data
@@ -398,17 +443,14 @@ def iter_lines(path: str, kind: str = "log", *, display: str | None = None, stre
                 st.bytes += len(data)
                 if st.bytes > spec.cap:
                     raise too_big(shown, None, spec)
-                rest, lines = _split(rest + data, st)
-                if lines:
-                    yield lines
+                if data:
+                    yield data
             if not data:
                 break
             data = _read_some(raw, shown, spec)
             st.packed += len(data)
         if inflate is not None and not inflate.eof and st.bytes:
             st.truncated_gzip = True
-        if rest:
-            yield _decode_lines(rest, st)
     finally:
         if close:
             raw.close()

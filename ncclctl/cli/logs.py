@@ -83,8 +83,10 @@ def log_check(
         rep = configured(findings, subject=subject, fail_on=Severity(fail_on.value), config=cfg, only=only,
                          header=header, name="ncclctl log check", evidence=True,
                          fields=(("logs", list(logs)), ("model", root or inventory), ("model_notes", notes),
-                                 ("summary", {k: doc[k] for k in ("lines", "nccl_lines", "unrecognised", "nccl_version",
-                                                                  "hosts", "processes", "ranks")}),
+                                 # beside the report's own "summary" (the findings' counts), which it was once
+                                 # given as and which overwrote it
+                                 ("log_summary", {k: doc[k] for k in ("lines", "nccl_lines", "unrecognised",
+                                                                      "nccl_version", "hosts", "processes", "ranks")}),
                                  ("config", cfg_path)))
         return rep
 

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from typing import Any, Iterable
 
 from ncclctl.logs.lines import parse_head, split_warn_head, strip_launcher
-from ncclctl.logs.records import VERSION as _VERSION, Comm, Ev, LogSet, Member, NetRail, Nic, Proc, Source, own
+from ncclctl.logs.records import EMPTY_LIST, VERSION as _VERSION, Comm, Ev, LogSet, Member, NetRail, Nic, Proc, \
+    Source, own, with_dev
 
 #: Unrecognised NCCL lines kept as examples (all are counted).
 MAX_EXAMPLES = 20
@@ -31,6 +33,9 @@ MAX_EXAMPLES = 20
 MAX_WARNS = 50
 #: Application lines that report an NCCL error kept.
 MAX_APP_ERRORS = 20
+#: Line prefixes (``host:pid:tid [dev]``) whose process is remembered: a 1,024-rank job prints a few thousand; a
+#: log of more (a million one-line processes) starts again when over it (about 250 bytes each).
+HEADS_MAX = 16_384
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -307,13 +312,18 @@ class Parser:
         self._rasj: dict[str, Any] | None = None  # inside its JSON report (ncclras -f json): _ras_json
         self._rasj_last: dict[str, Any] | None = None  # the last JSON report met (its end seen or not)
         self._ras_sec = ""
+        self._last_ev: Ev | None = None
+        self._ints: dict[int, int] = {}  # one int object per pid and communicator size
 
     # ------------------------------------------------------------------ helpers
     def _proc(self, host: str, pid: int | None, ev: Ev) -> Proc:
         key = (host, pid)
         p = self.out.procs.get(key)
         if p is None:
-            p = self.out.procs[key] = Proc(host, pid, ev)
+            host = sys.intern(host)  # a host's processes share its name
+            if pid is not None:  # and the hosts their pids (the launcher starts them in the same order)
+                pid = self._ints.setdefault(pid, pid) if len(self._ints) < 65536 else pid
+            p = self.out.procs[(host, pid)] = Proc(host, pid, ev)
         return p
 
     def _member(self, proc: Proc, dev: int | None, ev: Ev, *, fresh: bool = False) -> Member:
@@ -321,7 +331,10 @@ class Parser:
         m = self._cur.get(key)
         if m is None or fresh:
             m = Member(proc, dev, ev)
-            proc.members.append(m)
+            if proc.members is EMPTY_LIST:
+                proc.members = [m]  # most processes have one: a list of one slot (a first append makes four)
+            else:
+                proc.members.append(m)
             self._cur[key] = m
         return m
 
@@ -369,7 +382,7 @@ class Parser:
                     hp = heads.get(head)
                     if hp is None:
                         hp = self._resolve(head, name, lineno, line, procs_here)
-                        if len(heads) > 100_000:
+                        if len(heads) > HEADS_MAX:
                             heads.clear()
                         heads[head] = hp
                     c0 = msg[:1]
@@ -412,12 +425,16 @@ class Parser:
         ev = self._ev(name, lineno, line)
         proc = self._proc(host, pid, ev) if pid is not None or host else self._anon_proc(name, ev)
         if dev is not None:
-            own(proc, "devs").add(dev)
+            with_dev(proc, dev)
         procs_here.add(proc)
         return (proc, dev, (proc.host, proc.pid, dev))
 
     def _ev(self, name: str, lineno: int, line: str) -> Ev:
-        return Ev(name, lineno, line.strip()[:400])
+        last = self._last_ev  # the line's prefix and its message ask for the same one (a process's first line)
+        if last is not None and last.line == lineno and last.source == name:
+            return last
+        ev = self._last_ev = Ev(name, lineno, line.strip()[:400])
+        return ev
 
     def _anon_proc(self, name: str, ev: Ev) -> Proc:
         p = self._anon.get(name)
@@ -626,7 +643,7 @@ class Parser:
         proc = self._proc(host, pid, ev) if pid is not None or host else self._anon_proc(name, ev)
         self._source_procs.setdefault(name, set()).add(proc)
         if dev is not None:
-            own(proc, "devs").add(dev)
+            with_dev(proc, dev)
         kind = warn_kind(msg)
         if "nvls.cc" in loc and kind in ("cuda", "gpu-oom", "other", "internal"):
             kind = "nvls-bind"  # "transport/nvls.cc:158 NCCL WARN Cuda failure 1 'invalid argument'"
@@ -992,6 +1009,8 @@ class Parser:
             mem = cur
         else:
             mem = self._member(proc, dev, ev, fresh=True)
+        if len(self._ints) < 65536:
+            nranks = self._ints.setdefault(nranks, nranks)
         mem.rank, mem.nranks, mem.comm_ptr = rank, nranks, ptr
         if fn and fn != "comm":
             mem.init_fn = fn
@@ -1000,9 +1019,9 @@ class Parser:
         if m.group(6) is not None:
             mem.nvml_dev = int(m.group(6))
         if m.group(7) is not None:
-            mem.busid = m.group(7).lower()
+            mem.busid = sys.intern(m.group(7).lower())
         if m.group(8) is not None:
-            mem.comm_id = m.group(8).lower()
+            mem.comm_id = sys.intern(m.group(8).lower())  # every rank of a communicator names it
         if phase == "COMPLETE":
             mem.completed = ev
 

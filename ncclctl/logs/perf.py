@@ -558,19 +558,209 @@ def _wrong(tok: str, columns: list[str]) -> float | None:
     return v
 
 
-def parse_json(text: str, source: str, *, min_bytes: int | None = None) -> list[Test]:
-    """nccl-tests' ``-J`` output (JSON format version 3)."""
+class _JsonStream:
+    """A JSON object read member by member from str chunks, and one array member's elements one by one: what
+    ``-J`` output needs (a document of one line, up to :data:`MAX_JSON`) without holding it. Each value is
+    decoded by ``json.JSONDecoder.raw_decode`` from a buffer that holds the value being read and what follows it
+    in the last chunk; a value that runs past the buffer is tried again after reading at least as much again
+    (linear time for any size). Errors are ``json.JSONDecodeError`` (or the decoder's own ``ValueError`` /
+    ``RecursionError``), as ``json.loads`` raises them."""
+
+    _WS = re.compile(r"[ \t\n\r]*")
+
+    def __init__(self, chunks: Any, cap: int) -> None:
+        self._chunks = iter(chunks)
+        self._dec = json.JSONDecoder()
+        self.buf = ""
+        self.pos = 0
+        self.eof = False
+        self.cap = cap
+        self.read = 0  # characters read, against the cap
+        self.over = False
+        self._lines = 0  # newlines dropped from the buffer's front
+        self._col = 0  # characters after the last of them
+        self.fills = 0  # buffer refills (what a test counts)
+
+    def _fill(self) -> bool:
+        """Drop what was read and read at least as much again as the buffer holds; False at the end."""
+        if self.eof:
+            return False
+        if self.pos:
+            buf, pos = self.buf, self.pos
+            n = buf.count("\n", 0, pos)
+            self._lines += n
+            self._col = pos - buf.rfind("\n", 0, pos) - 1 if n else self._col + pos
+            self.buf, self.pos = buf[pos:], 0
+        want = max(len(self.buf), 1 << 16)
+        got = [self.buf]
+        n = 0
+        for chunk in self._chunks:
+            got.append(chunk)
+            n += len(chunk)
+            if n >= want:
+                break
+        else:
+            self.eof = True
+        self.read += n
+        if self.read > self.cap:
+            self.over = True
+            raise _TooBig()
+        self.fills += 1
+        self.buf = "".join(got)
+        return n > 0
+
+    def where(self, index: int) -> tuple[int, int]:
+        """Line and column (1-based) of the buffer's ``index``."""
+        n = self.buf.count("\n", 0, index)
+        if n:
+            return self._lines + n + 1, index - self.buf.rfind("\n", 0, index)
+        return self._lines + 1, self._col + index + 1
+
+    def peek(self) -> str:
+        """The next character that is not white space ("" at the end), left unread."""
+        while True:
+            self.pos = self._WS.match(self.buf, self.pos).end()  # type: ignore[union-attr]
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self._fill():
+                return ""
+
+    def take(self, char: str) -> None:
+        if self.peek() != char:
+            raise json.JSONDecodeError(f"Expecting {char!r}", self.buf, self.pos)
+        self.pos += 1
+
+    def value(self) -> tuple[Any, int]:
+        """The next value and where it starts in :attr:`buf` (valid until the next read)."""
+        self.peek()
+        while True:
+            buf = self.buf
+            try:
+                v, end = self._dec.raw_decode(buf, self.pos)
+            except json.JSONDecodeError as exc:
+                # cut by the buffer's end (a string's error names where it starts), or wrong where it stands
+                if self.eof or not (exc.pos >= len(buf) - 16 or exc.msg.startswith("Unterminated string")):
+                    raise
+                self._fill()
+                continue
+            if end < len(buf) or self.eof:  # a number at the buffer's end may go on in the next chunk
+                start, self.pos = self.pos, end
+                return v, start
+            self._fill()
+
+
+class _TooBig(Exception):
+    pass
+
+
+#: ``results`` in :func:`_json_members`' answer when it was a list (its rows were handed over, not kept)
+_STREAMED = object()
+
+
+def _json_members(js: _JsonStream, on_row) -> dict[str, Any]:
+    """The members of the top-level object, each ``results`` element given to ``on_row(index, value, start)`` as
+    it is read instead of kept (``results`` is then :data:`_STREAMED`); a value that is not an object comes back as
+    the member ``""``."""
+    if js.peek() != "{":
+        v, _ = js.value()
+        if js.peek():
+            raise json.JSONDecodeError("Extra data", js.buf, js.pos)
+        return {"": v}
+    js.pos += 1
+    members: dict[str, Any] = {}
+    c = js.peek()
+    while c != "}":
+        if c != '"':
+            raise json.JSONDecodeError("Expecting property name enclosed in double quotes", js.buf, js.pos)
+        key, _ = js.value()
+        js.take(":")
+        if key == "results" and js.peek() == "[":
+            if "results" in members:
+                raise json.JSONDecodeError("a second 'results' list", js.buf, js.pos)
+            js.pos += 1
+            i = 0
+            c = js.peek()
+            while c != "]":
+                row, start = js.value()
+                on_row(i, row, start)
+                i += 1
+                c = _next(js, "]")
+            js.pos += 1
+            members["results"] = _STREAMED
+        else:
+            value, start = js.value()
+            members[key] = value
+            if key == "average_bus_bandwidth":  # where a refused average is, before the buffer moves on
+                members["\0avg"] = _json_where(js, start)
+        c = _next(js, "}")
+    js.pos += 1
+    if js.peek():
+        raise json.JSONDecodeError("Extra data", js.buf, js.pos)
+    return members
+
+
+def _next(js: _JsonStream, close: str) -> str:
+    """After a member or an element: ``close`` (left unread) or a comma, then the next one's first character."""
+    c = js.peek()
+    if c == close:
+        return c
+    if c != ",":
+        raise json.JSONDecodeError("Expecting ',' delimiter", js.buf, js.pos)
+    js.pos += 1
+    c = js.peek()
+    if c == close or not c:  # a trailing comma, or the end
+        raise json.JSONDecodeError("Expecting value", js.buf, js.pos)
+    return c
+
+
+def _json_where(js: _JsonStream, start: int) -> tuple[int | None, int | None]:
+    """Line and column of the first value :func:`_implausible` refuses in the value read last (from ``start``)."""
+    line, column = _json_position(js.buf[start:js.pos], None)
+    if line is None or column is None:
+        return None, None
+    at_line, at_col = js.where(start)
+    return at_line + line - 1, (at_col + column - 1 if line == 1 else column)
+
+
+def parse_json(text: Any, source: str, *, min_bytes: int | None = None) -> list[Test]:
+    """nccl-tests' ``-J`` output (JSON format version 3): ``text`` a str or str chunks (:func:`read_results`
+    streams the file). Rows are read one at a time: memory holds one row, not the document."""
     from ncclctl.errors import InputError
 
+    t = Test(source=source, line=1, json=True, acc=_Table(min_bytes))
+    js = _JsonStream([text] if isinstance(text, str) else text, MAX_JSON)
+
+    def on_row(i: int, r: Any, start: int) -> None:
+        if not isinstance(r, dict):
+            return
+        try:
+            root = r.get("root")
+            row = Row(int(r.get("size") or 0), int(r.get("count") or 0), str(r.get("type", "")), str(r.get("redop", "")),
+                      int(str(root).strip()) if root is not None and str(root).strip().lstrip("-").isdigit() else None,
+                      _side(r.get("out_of_place")), _side(r.get("in_place")), i + 1)
+        except (TypeError, ValueError, OverflowError):  # a value of another type, or too large for a float
+            line, column = _json_where(js, start)
+            if line is not None:
+                raise InputError(f"not a usable nccl-tests result: results[{i}] holds a value that is not a number "
+                                 "nccl-tests can measure (NaN, Infinity, or too large)", path=source, line=line,
+                                 column=column, fix="give the unmodified output of the nccl-tests run (rerun the "
+                                                    "test if the file is damaged)") from None
+            return
+        if _implausible(row.oop) or _implausible(row.ip) or not (0 <= row.size < MAX_COUNT and 0 <= row.count < MAX_COUNT):
+            line, column = _json_where(js, start)
+            _check_row(row, source, line, column, where=f"results[{i}] ")
+        t.add(row)
+
     try:
-        doc = json.loads(text)
+        doc = _json_members(js, on_row)
+    except _TooBig:
+        raise InputError("nccl-tests JSON output over 256 MiB", path=source, fix="give the text output instead") from None
     except (ValueError, RecursionError) as exc:
         raise InputError(f"not nccl-tests JSON output: {type(exc).__name__}", path=source,
                          fix="give the file written by 'all_reduce_perf -J FILE.json', or its text output") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
+    if doc.get("results") is not _STREAMED:
         raise InputError("not nccl-tests JSON output (no 'results' list)", path=source,
                          fix="give the file written by 'all_reduce_perf -J FILE.json', or its text output")
-    t = Test(source=source, line=1, json=True, acc=_Table(min_bytes))
     args = doc.get("args")
     if isinstance(args, list) and args and isinstance(args[0], str):
         m = _PERFNAME.search(args[0])
@@ -579,31 +769,12 @@ def parse_json(text: str, source: str, *, min_bytes: int | None = None) -> list[
     cfg: dict[str, Any] = doc["config"] if isinstance(doc.get("config"), dict) else {}
     t.nthreads = cfg.get("nthreads") if isinstance(cfg.get("nthreads"), int) else None
     t.ngpus = cfg.get("ngpus") if isinstance(cfg.get("ngpus"), int) else None
-    for d in doc.get("devices") or []:
+    devices = doc.get("devices") or []
+    for d in devices if isinstance(devices, (list, dict, str)) else []:
         if isinstance(d, dict):
             t.devices.append({"rank": d.get("rank"), "host": str(d.get("hostname", "")), "device": d.get("device"),
                               "bus": str(d.get("device_hex", "")), "name": str(d.get("device_info", "")).strip(),
                               "pid": d.get("pid"), "group": d.get("group")})
-    for i, r in enumerate(doc["results"]):
-        if not isinstance(r, dict):
-            continue
-        try:
-            root = r.get("root")
-            row = Row(int(r.get("size") or 0), int(r.get("count") or 0), str(r.get("type", "")), str(r.get("redop", "")),
-                      int(str(root).strip()) if root is not None and str(root).strip().lstrip("-").isdigit() else None,
-                      _side(r.get("out_of_place")), _side(r.get("in_place")), i + 1)
-        except (TypeError, ValueError, OverflowError):  # a value of another type, or too large for a float
-            line, column = _json_position(text, i)
-            if line is not None:
-                raise InputError(f"not a usable nccl-tests result: results[{i}] holds a value that is not a number "
-                                 "nccl-tests can measure (NaN, Infinity, or too large)", path=source, line=line,
-                                 column=column, fix="give the unmodified output of the nccl-tests run (rerun the "
-                                                    "test if the file is damaged)") from None
-            continue
-        if _implausible(row.oop) or _implausible(row.ip) or not (0 <= row.size < MAX_COUNT and 0 <= row.count < MAX_COUNT):
-            line, column = _json_position(text, i)
-            _check_row(row, source, line, column, where=f"results[{i}] ")
-        t.add(row)
     oob = doc.get("out_of_bounds")
     if isinstance(oob, dict) and isinstance(oob.get("count"), int):
         t.oob = oob["count"]
@@ -612,10 +783,11 @@ def parse_json(text: str, source: str, *, min_bytes: int | None = None) -> list[
     avg = doc.get("average_bus_bandwidth")
     if isinstance(avg, dict) and isinstance(avg.get("bandwidth"), (int, float)):
         t.avg_busbw = float(avg["bandwidth"])
-        _check_avg(t.avg_busbw, source, *_json_position(text, None))
+        _check_avg(t.avg_busbw, source, *doc["\0avg"])
         t.avg_failed = avg.get("okay") is False
         t.footer = True
-    for e in doc.get("errors") or []:
+    errors = doc.get("errors") or []
+    for e in errors if isinstance(errors, (list, dict, str)) else []:
         t.errors.append(Ev(source, 1, str(e)[:400]))
     t.concluded = t.footer
     return [t]
@@ -949,32 +1121,29 @@ def check(results: list[Result], *, options: dict[str, dict[str, Any]],
 def read_results(paths: list[str], *, stdin=None, min_bytes: int | None = None) -> tuple[list[Test], list[str]]:
     """Every nccl-tests result in the inputs (text or JSON), and notes. ``min_bytes`` (PERF001's): the size from
     which a huge table's best bus bandwidth is folded in while reading (:func:`evaluate` with the same value)."""
-    from ncclctl.inputs import LineStream, iter_lines
+    from ncclctl.inputs import LineStream, iter_chunks, lines_of, text_of
     from ncclctl.logs.parse import expand_inputs
 
     tests: list[Test] = []
     notes: list[str] = []
     for path in expand_inputs(paths):
         name = "<stdin>" if path == "-" else path
-        st = LineStream(name, line_max=MAX_JSON)  # nccl-tests -J may write its document on one line
-        batches = iter_lines(path, "log", stream=st, stdin=stdin)
-        first: list[str] = []
-        for b in batches:
-            first = b
-            break
-        head = next((x for x in first if x.strip()), "")
-        if head.lstrip().startswith("{"):
-            text = "\n".join(first) + "\n" + "\n".join(x for b in batches for x in b)
-            if len(text) > MAX_JSON or st.cut_lines:
-                from ncclctl.errors import InputError
+        st = LineStream(name, line_max=MAX_JSON)  # a text output's lines as before (the JSON is not read by lines)
+        chunks = iter_chunks(path, "log", stream=st, stdin=stdin)
+        head: list[bytes] = []
+        for b in chunks:  # up to the first byte that is not white space: "{" is nccl-tests -J output
+            head.append(b)
+            if b.strip():
+                break
 
-                raise InputError("nccl-tests JSON output over 256 MiB", path=name, fix="give the text output instead")
-            tests += parse_json(text, name, min_bytes=min_bytes)
+        def again(head=head, chunks=chunks):
+            yield from head
+            yield from chunks
+
+        if b"".join(head).lstrip().startswith(b"{"):
+            tests += parse_json(text_of(again(), st), name, min_bytes=min_bytes)  # streamed, one row at a time
         else:
-            def chain(first=first, batches=batches):
-                yield first
-                yield from batches
-            found = parse_results(chain(), name, min_bytes=min_bytes)
+            found = parse_results(lines_of(again(), st), name, min_bytes=min_bytes)
             tests += found
             if not found:
                 notes.append(f"{name}: no nccl-tests result table")

@@ -3,15 +3,17 @@
 
 A :class:`LogSet` holds every input's :class:`Source`, the processes (:class:`Proc`, ``host:pid``), the
 communicators (:class:`Comm`) and their ranks (:class:`Member`); :class:`Ev` says where a fact was read. A log
-with millions of processes or ranks holds one of these per process and rank, so the classes have ``__slots__``
-(no per-object ``__dict__``) and the parser interns the strings many of them share (hosts, input names).
+with millions of processes or ranks holds one of these per process and rank, so :class:`Ev` has ``__slots__``,
+:class:`Proc` and :class:`Member` keep only the fields every record sets in slots (the rest are class defaults
+until set: :class:`_Sparse`), and the parser shares what many of them hold alike (hosts, communicator and bus ids,
+device sets, pids, one Ev for a line).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import AbstractSet, Any
 
 from ncclctl.record import record
 
@@ -138,62 +140,70 @@ class NetRail:
         return None if p is None or p < 0 or p & (DERIVED_ID_BIT | FUSED_PLANE_BIT) else p
 
 
-class Proc:
+class _Sparse:
+    """A record most of whose fields keep their default in a huge log (a process or a rank that printed a line or
+    two): the fields every record sets are slots, the others are class-level defaults that an instance stores
+    (in its own ``__dict__``, made on the first such store) only when the parser sets one. A process holds about
+    100 bytes instead of 360, a rank 170 instead of 330 (``tests/logs/test_show_bounded.py`` counts them)."""
+
+    __slots__ = ("__dict__",)
+
+
+class Proc(_Sparse):
     """One process (``host:pid``): what NCCL prints once per process."""
 
-    __slots__ = ("host", "pid", "first", "version", "version_ev", "cuda_driver", "bootstrap", "bootstrap_ev", "ib",
-                 "ib_net", "ib_ev", "ib_ro", "oob", "ib_none", "socket", "socket_ev", "network", "network_ev",
-                 "plugin", "plugins_missing", "topo_open", "shm_fallback", "hints", "settings", "gdr_hca", "dmabuf",
-                 "virtual", "warns", "warn_counts", "error_trace", "devs", "members", "mnnvl", "mnnvl_clique",
-                 "cross_clique", "rails")
+    __slots__ = ("host", "pid", "first", "devs", "members")
+
+    version: str | None = None
+    version_ev: Ev | None = None
+    cuda_driver: int | None = None
+    bootstrap: list[tuple[str, str]] = EMPTY_LIST
+    bootstrap_ev: Ev | None = None
+    ib: list[Nic] = EMPTY_LIST
+    ib_net = ""  # the name in "NET/IB : Using" (a plugin may print its own)
+    ib_ev: Ev | None = None
+    ib_ro = False
+    oob: tuple[str, str] | None = None
+    ib_none: Ev | None = None
+    socket: list[tuple[str, str]] = EMPTY_LIST
+    socket_ev: Ev | None = None
+    network: str | None = None
+    network_ev: Ev | None = None
+    plugin: list[Ev] = EMPTY_LIST
+    #: "<TYPE>/Plugin: Could not find: NAMES": (type, the names NCCL tried, the line) when a plugin was asked for
+    plugins_missing: list[tuple[str, tuple[str, ...], Ev]] = EMPTY_LIST
+    #: "Could not open XML topology file F : reason" (INFO since 2.19; WARN before)
+    topo_open: Ev | None = None
+    #: "cuMem host allocations do not appear to be working; falling back to a /dev/shm/ based implementation"
+    shm_fallback: Ev | None = None
+    #: NCCL 2.32's own diagnosis after an error: "HINT: In many cases this error indicates that ..." (INFO)
+    hints: list[Ev] = EMPTY_LIST
+    settings: dict[str, tuple[str, Ev]] = EMPTY_DICT
+    gdr_hca: dict[str, tuple[bool, str, Ev]] = EMPTY_DICT
+    dmabuf: Ev | None = None
+    virtual: Ev | None = None
+    warns: list[tuple[str, Ev]] = EMPTY_LIST
+    warn_counts: dict[str, int] = EMPTY_DICT
+    error_trace: Ev | None = None
+    #: NCCL's "MNNVL busId ... fabric UUID ... cliqueId ... state ... healthMask ..." lines: (int64 bus id in hex, cluster UUID
+    #: in canonical form, clique id, fabric state, health mask, the line).
+    mnnvl: list[tuple[str, str, int, int, int, Ev]] = EMPTY_LIST
+    #: NCCL's "MNNVL M cliqueId C cliqueSize S cliqueRank R[ nvlDomainSize D]" lines (mnnvl.cc; nvlDomainSize
+    #: in 2.30.7 and 2.32, absent in older releases): (M, clique id, clique size, clique rank, NVLink domain size or None, the line).
+    mnnvl_clique: list[tuple[int, int, int, int, int | None, Ev]] = EMPTY_LIST
+    #: "Cross-clique P2P enabled: nvlDomainSize=D cliqueSize=S" (init.cc, 2.30+ with NCCL_MNNVL_CROSS_CLIQUE=1)
+    cross_clique: Ev | None = None
+    #: the rail/plane lines (2.30.7+): the first of each (kind, device name)
+    rails: list[NetRail] = EMPTY_LIST
 
     def __init__(self, host: str, pid: int | None, ev: Ev) -> None:
         self.host = host
         self.pid = pid
         self.first = ev
-        self.version: str | None = None
-        self.version_ev: Ev | None = None
-        self.cuda_driver: int | None = None
-        self.bootstrap: list[tuple[str, str]] = EMPTY_LIST
-        self.bootstrap_ev: Ev | None = None
-        self.ib: list[Nic] = EMPTY_LIST
-        self.ib_net = ""  # the name in "NET/IB : Using" (a plugin may print its own)
-        self.ib_ev: Ev | None = None
-        self.ib_ro = False
-        self.oob: tuple[str, str] | None = None
-        self.ib_none: Ev | None = None
-        self.socket: list[tuple[str, str]] = EMPTY_LIST
-        self.socket_ev: Ev | None = None
-        self.network: str | None = None
-        self.network_ev: Ev | None = None
-        self.plugin: list[Ev] = EMPTY_LIST
-        #: "<TYPE>/Plugin: Could not find: NAMES": (type, the names NCCL tried, the line) when a plugin was asked for
-        self.plugins_missing: list[tuple[str, tuple[str, ...], Ev]] = EMPTY_LIST
-        #: "Could not open XML topology file F : reason" (INFO since 2.19; WARN before)
-        self.topo_open: Ev | None = None
-        #: "cuMem host allocations do not appear to be working; falling back to a /dev/shm/ based implementation"
-        self.shm_fallback: Ev | None = None
-        #: NCCL 2.32's own diagnosis after an error: "HINT: In many cases this error indicates that ..." (INFO)
-        self.hints: list[Ev] = EMPTY_LIST
-        self.settings: dict[str, tuple[str, Ev]] = EMPTY_DICT
-        self.gdr_hca: dict[str, tuple[bool, str, Ev]] = EMPTY_DICT
-        self.dmabuf: Ev | None = None
-        self.virtual: Ev | None = None
-        self.warns: list[tuple[str, Ev]] = EMPTY_LIST
-        self.warn_counts: dict[str, int] = EMPTY_DICT
-        self.error_trace: Ev | None = None
-        self.devs: set[int] = EMPTY_SET
-        self.members: list[Member] = []
-        #: NCCL's "MNNVL busId ... fabric UUID ... cliqueId ... state ... healthMask ..." lines: (int64 bus id in hex, cluster UUID
-        #: in canonical form, clique id, fabric state, health mask, the line).
-        self.mnnvl: list[tuple[str, str, int, int, int, Ev]] = EMPTY_LIST
-        #: NCCL's "MNNVL M cliqueId C cliqueSize S cliqueRank R[ nvlDomainSize D]" lines (mnnvl.cc; nvlDomainSize
-        #: in 2.30.7 and 2.32, absent in older releases): (M, clique id, clique size, clique rank, NVLink domain size or None, the line).
-        self.mnnvl_clique: list[tuple[int, int, int, int, int | None, Ev]] = EMPTY_LIST
-        #: "Cross-clique P2P enabled: nvlDomainSize=D cliqueSize=S" (init.cc, 2.30+ with NCCL_MNNVL_CROSS_CLIQUE=1)
-        self.cross_clique: Ev | None = None
-        #: the rail/plane lines (2.30.7+): the first of each (kind, device name)
-        self.rails: list[NetRail] = EMPTY_LIST
+        #: the devices (``[dev]``) the process printed: a frozenset shared by the processes that printed the same
+        #: ones (the parser's :func:`with_dev`), or a set of the process's own
+        self.devs: AbstractSet[int] = EMPTY_SET
+        self.members: list[Member] = EMPTY_LIST  # the parser gives it a list when the first rank comes
 
     @property
     def key(self) -> str:
@@ -206,14 +216,61 @@ class Proc:
         return f"NET/{dev}"
 
 
-class Member:
+#: The device sets processes share (``{0}``, ``{0, 1}``...): a huge log's processes print one device or a few.
+_DEV_SETS: dict[frozenset[int], frozenset[int]] = {}
+
+
+def with_dev(proc: Proc, dev: int) -> None:
+    """Add ``dev`` to ``proc.devs``: the shared frozenset of the new set when one of the first 4,096 such sets
+    seen, a set of the process's own otherwise (so a hostile log with many devices per process stays linear)."""
+    devs = proc.devs
+    if dev in devs:
+        return
+    if isinstance(devs, set) and devs is not EMPTY_SET:
+        devs.add(dev)
+        return
+    new = frozenset(devs | {dev})
+    shared = _DEV_SETS.get(new)
+    if shared is None:
+        if len(_DEV_SETS) >= 4096 or len(new) > 64:
+            proc.devs = set(new)
+            return
+        shared = _DEV_SETS[new] = new
+    proc.devs = shared
+
+
+class Member(_Sparse):
     """One rank of one communicator (what a device of a process prints while that communicator initialises)."""
 
-    __slots__ = ("proc", "dev", "first", "comm_ptr", "comm_id", "init_fn", "rank", "nranks", "nnodes", "local_ranks",
-                 "local_rank", "cuda_dev", "nvml_dev", "busid", "started", "completed", "init_total", "init_parts",
-                 "init_ev", "coll_channels", "nvls_channels", "p2p_channels", "channels_ev", "rings", "nrings",
-                 "ring_nb", "trees", "graphs", "conns", "conn_ev", "net_ch", "local_peers", "gdr_gpu", "pxn",
-                 "ring_gdr", "nvls", "ordinal")
+    __slots__ = ("proc", "dev", "first", "comm_ptr", "comm_id", "rank", "nranks", "cuda_dev", "nvml_dev", "busid",
+                 "started", "completed")
+
+    init_fn: str | None = None
+    nnodes: int | None = None
+    local_ranks: int | None = None
+    local_rank: int | None = None
+    init_total: float | None = None
+    init_parts: dict[str, float] = EMPTY_DICT
+    init_ev: Ev | None = None
+    coll_channels: int | None = None
+    nvls_channels: int | None = None
+    p2p_channels: int | None = None
+    channels_ev: Ev | None = None
+    rings: dict[int, tuple[list[int], bool]] = EMPTY_DICT
+    nrings: int | None = None
+    ring_nb: dict[int, tuple[int, int]] = EMPTY_DICT
+    trees: dict[int, tuple[tuple[int, ...], int]] = EMPTY_DICT
+    graphs: list[dict[str, Any]] = EMPTY_LIST
+    conns: dict[str, int] = EMPTY_DICT
+    conn_ev: dict[str, Ev] = EMPTY_DICT
+    #: channel (as printed, "07") -> the NET uses of it: (direction, net dev, GDRDMA, proxy rank)
+    net_ch: dict[str, set[tuple[str, int, bool, int | None]]] = EMPTY_DICT
+    local_peers: dict[int, str] = EMPTY_DICT
+    gdr_gpu: dict[str, tuple[bool, str, Ev]] = EMPTY_DICT
+    pxn: int | None = None
+    ring_gdr: int | None = None
+    nvls: bool | None = None
+    ordinal = 0  # the how-manyth member of this nranks in its process (grouping without commId)
 
     def __init__(self, proc: Proc, dev: int | None, ev: Ev) -> None:
         self.proc = proc
@@ -221,39 +278,13 @@ class Member:
         self.first = ev
         self.comm_ptr: str | None = None
         self.comm_id: str | None = None
-        self.init_fn: str | None = None
         self.rank: int | None = None
         self.nranks: int | None = None
-        self.nnodes: int | None = None
-        self.local_ranks: int | None = None
-        self.local_rank: int | None = None
         self.cuda_dev: int | None = None
         self.nvml_dev: int | None = None
         self.busid: str | None = None
         self.started: Ev | None = None
         self.completed: Ev | None = None
-        self.init_total: float | None = None
-        self.init_parts: dict[str, float] = EMPTY_DICT
-        self.init_ev: Ev | None = None
-        self.coll_channels: int | None = None
-        self.nvls_channels: int | None = None
-        self.p2p_channels: int | None = None
-        self.channels_ev: Ev | None = None
-        self.rings: dict[int, tuple[list[int], bool]] = EMPTY_DICT
-        self.nrings: int | None = None
-        self.ring_nb: dict[int, tuple[int, int]] = EMPTY_DICT
-        self.trees: dict[int, tuple[tuple[int, ...], int]] = EMPTY_DICT
-        self.graphs: list[dict[str, Any]] = EMPTY_LIST
-        self.conns: dict[str, int] = EMPTY_DICT
-        self.conn_ev: dict[str, Ev] = EMPTY_DICT
-        #: channel (as printed, "07") -> the NET uses of it: (direction, net dev, GDRDMA, proxy rank)
-        self.net_ch: dict[str, set[tuple[str, int, bool, int | None]]] = EMPTY_DICT
-        self.local_peers: dict[int, str] = EMPTY_DICT
-        self.gdr_gpu: dict[str, tuple[bool, str, Ev]] = EMPTY_DICT
-        self.pxn: int | None = None
-        self.ring_gdr: int | None = None
-        self.nvls: bool | None = None
-        self.ordinal = 0  # the how-manyth member of this nranks in its process (grouping without commId)
 
     @property
     def host(self) -> str:

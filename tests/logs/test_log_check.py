@@ -211,3 +211,13 @@ def test_log_diff(tmp_path):
     assert "NCCL version" in whats and "GPUDirect RDMA disabled for HCA" in whats and doc["same"] is False
     both = run_cli("log", "diff", "-", "-")
     assert both.returncode == 2
+
+
+def test_check_json_keeps_the_log_figures_beside_the_findings_counts() -> None:
+    """``log check -f json`` gave the log's figures as ``summary``, which the report's own ``summary`` (the
+    findings' counts) overwrote: the log's figures never reached the JSON. Now ``log_summary`` beside it."""
+    p = run_cli("log", "check", str(LOGS / "v2.28-duplicate-gpu.log"), "-f", "json")
+    doc = json.loads(p.stdout)
+    assert p.returncode == 1 and doc["summary"] == {"error": 1, "warning": 0, "info": 0}
+    assert doc["log_summary"] == {"lines": 10, "nccl_lines": 10, "unrecognised": 0, "nccl_version": "2.28.9+cuda12.9",
+                                  "hosts": 1, "processes": 2, "ranks": 2}

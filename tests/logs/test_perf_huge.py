@@ -110,7 +110,7 @@ def test_folded_figures_equal_those_of_the_whole_table(tmp_path: Path, monkeypat
 
 
 def test_a_huge_json_document_keeps_a_bounded_table(tmp_path: Path) -> None:
-    """nccl-tests -J output: the document is read whole (up to 256 MiB), its results folded the same way."""
+    """nccl-tests -J output: the document is streamed (up to 256 MiB), its results folded the same way."""
     doc = json.loads((PERF / "all_reduce-h100-1node.json").read_text())
     one = doc["results"][0]
     n = 3 * perf.TABLE_MAX
@@ -122,6 +122,72 @@ def test_a_huge_json_document_keeps_a_bounded_table(tmp_path: Path) -> None:
     res = json.loads(p.stdout)["results"][0]
     assert res["json"] and res["rows"] == n and len(res["table"]) == perf.TABLE_MAX
     assert res["table_omitted"] == n - perf.TABLE_MAX and res["table"][-1]["size"] == 8 * n
+
+
+def _json_doc(n: int, indent: int | None = None) -> str:
+    doc = json.loads((PERF / "all_reduce-h100-1node.json").read_text())
+    one = doc["results"][-1]
+    doc["results"] = [dict(one, size=8 * (i + 1), count=2 * (i + 1)) for i in range(n)]
+    return json.dumps(doc, indent=indent)
+
+
+def test_json_rows_are_read_one_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """-J output, one line of 7.5 MB: the reader's buffer holds one chunk and the row being read, never the
+    document (counted: the longest buffer and the rows handed over), and the figures equal the indented
+    document's and json.loads' own count."""
+    text = _json_doc(24_000)
+    f = tmp_path / "rows.json"
+    f.write_text(text)
+    longest = [0]
+    fill = perf._JsonStream._fill
+
+    def counted(self) -> bool:
+        got = fill(self)
+        longest[0] = max(longest[0], len(self.buf))
+        return got
+
+    monkeypatch.setattr(perf._JsonStream, "_fill", counted)
+    t = perf.read_results([str(f)])[0][0]
+    assert len(text) > 7_000_000 and t.nrows == len(json.loads(text)["results"]) == 24_000
+    assert longest[0] < 3 << 20, longest  # a chunk (1 MiB) and a row's start, not 7.5 MB
+    f.write_text(_json_doc(24_000, indent=1))
+    i = perf.read_results([str(f)])[0][0]
+    assert (i.nrows, i.avg_busbw, _table_size(i)) == (t.nrows, t.avg_busbw, _table_size(t))
+
+
+def _table_size(t: perf.Test) -> tuple:
+    top = perf._table(t).top
+    return (top.size if top else None, len(t.rows))
+
+
+@pytest.mark.parametrize("text,error", [
+    ('{"results": [1, 2', "not nccl-tests JSON output: JSONDecodeError"),
+    ('{"results": [{"size": 8},]}', "not nccl-tests JSON output: JSONDecodeError"),
+    ('{"results": [], "x": 1} x', "not nccl-tests JSON output: JSONDecodeError"),
+    ('{"results": true}', "no 'results' list"),
+    ('{"results": [], "results": []}', "not nccl-tests JSON output: JSONDecodeError"),
+    ('{"a": ' + "[" * 100_000, "not nccl-tests JSON output"),
+    ('{"results": [{"size": 8, "count": 2, "out_of_place": {"bus_bw": NaN}}]}', "-:1:65: "),
+])
+def test_bad_json_is_refused_through_the_cli(text: str, error: str) -> None:
+    """Bad -J documents: exit 3 and the reason (file:line:column for a value no run can have), no traceback."""
+    p = subprocess.run([sys.executable, "-m", "ncclctl", "perf", "check", "-"], input=text, capture_output=True,
+                       text=True, timeout=120, cwd=REPO)
+    assert p.returncode == 3 and error.replace("-:", "<stdin>:") in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_json_over_the_cap_is_refused_while_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 256 MiB cap counts what was read (here 1 MiB): refused before the rest is read."""
+    from ncclctl.errors import InputError
+
+    monkeypatch.setattr(perf, "MAX_JSON", 1 << 20)
+    f = tmp_path / "rows.json"
+    f.write_text(_json_doc(12_000))
+    rows = []
+    monkeypatch.setattr(perf.Test, "add", lambda self, row, line="": rows.append(row))
+    with pytest.raises(InputError, match="over 256 MiB"):
+        perf.read_results([str(f)])
+    assert len(rows) < 6_000, len(rows)  # rows were read before the cap, not the document first
 
 
 class _CountedRegex:

@@ -117,3 +117,59 @@ def test_json_is_written_one_document_at_a_time(big_log: Path, monkeypatch: pyte
     assert peak["proc_doc"] <= 2 and peak["_rank_doc"] <= 2, peak
     empty = show._Each([], show.proc_doc)
     assert render.dumps({"a": empty, "b": [empty]}) == render.dumps({"a": [], "b": [[]]})
+
+
+def _held_bytes(path: Path) -> int:
+    """Bytes the parsed records of ``path`` hold (tracemalloc: allocations alive once the parser is gone)."""
+    import gc
+    import tracemalloc
+
+    from ncclctl.logs.parse import read_logs
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        ls = read_logs([str(path)])
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    del ls
+    return held
+
+
+def test_a_process_of_one_line_holds_few_objects(big_log: Path) -> None:
+    """The records of a process and its rank that printed one line (a huge job's common case): the fields they
+    never set stay class defaults (nothing in a per-record ``__dict__``), the line's prefix and message share one
+    Ev, hosts, communicator ids, bus ids and device sets are shared. Counted: the objects each record holds."""
+    from ncclctl.logs.parse import read_logs
+
+    ls = read_logs([str(big_log)])
+    procs = list(ls.procs.values())
+    members = [m for p in procs for m in p.members]
+    assert len(procs) == len(members) == N
+    # no field of its own: every field it did not set is the class default (whether CPython materialises an empty
+    # instance dict is its business; the bytes it holds are counted in the next test)
+    assert sum(1 for x in procs + members if vars(x)) == 0
+    assert all(p.first is p.members[0].first is p.members[0].started for p in procs)
+    assert len({id(p.host) for p in procs}) == N // 8
+    assert len({id(p.devs) for p in procs}) == 8 and sorted(procs[3].devs) == [3]
+    assert len({id(m.comm_id) for m in members}) == len({id(m.busid) for m in members}) == 1
+    assert len({id(m.nranks) for m in members}) == 1
+    # the control: a process that prints a fact beyond its first line gets a field of its own
+    extra = big_log.with_name("extra.log")
+    extra.write_text(big_log.read_text().splitlines(True)[0] + "node00000:40000:40000 [0] NCCL INFO NCCL version "
+                     "2.21.5+cuda12.4\n")
+    p = next(iter(read_logs([str(extra)]).procs.values()))
+    assert vars(p) == {"version": "2.21.5+cuda12.4", "version_ev": p.version_ev} and p.version_ev is not None
+
+
+def test_bytes_held_per_process_are_few(big_log: Path) -> None:
+    """The growth itself: bytes held per one-line process, from 1,000 to 3,000 processes (the slope, so the
+    modules and caches cancel out). About 950 bytes (a third of them the line, quoted as evidence); 1,700 when
+    every record had all its fields as slots and each line held two Evs. Counted with tracemalloc, not timed."""
+    big = big_log.with_name("ranks3k.log")
+    rank_lines(big, 3 * N)
+    _held_bytes(big_log)  # imports and caches first
+    slope = (_held_bytes(big) - _held_bytes(big_log)) / (2 * N)
+    assert 500 < slope < 1_150, slope
