@@ -95,9 +95,6 @@ def read_graph(path: str) -> FabricGraph | None:
     if kind == "ibnetdiscover":
         return _topology(box, path)
     if kind == "ibnetdiscover-ports":
-        g = _ports_bulk(box[0], path)  # the usual layout, a node block's lines at a time (C loops)
-        if g is not None:
-            return g
         return _ports(box, path)
     return None
 
@@ -543,6 +540,25 @@ _PLINE = re.compile(
     + r"0x([0-9a-fA-F]{1,16})" + _W + r"\([ \t]{0,30}'([^'\n]{0,64})'" + _W + r"-" + _W + r"'[^'\n]{0,64}'"
     r"[ \t]{0,30}\)|[ \t]{1,64}'([^'\n]{0,64})')?[ \t]{0,30}(?![^\n])")
 
+# _PLINE narrowed to what ibnetdiscover itself prints (fields separated by spaces, GUIDs as 16 lower-case hex
+# digits) and written so that the regex engine runs its fast loops (a single character or a negated one per
+# repeat, possessive): the findall takes about 0.6 of _PLINE's time. _ports tries it first on each chunk; where it
+# does not take every line of the chunk, _PLINE reads the chunk. Both capture the same fields of a line that both
+# take (each part of _PLINE_FAST takes a subset of the same part of _PLINE, and the branches exclude each other by
+# the character after the speed). A description here may hold a line end: such a record would stand for two lines,
+# and the count of records against lines sends the chunk to _PLINE.
+_S = r" {1,30}+"
+_S0 = r" {0,30}+"
+_NUM = r"[0-9]{1,9}+"
+_DESC = r"[^']{0,64}+"
+_PLINE_FAST = re.compile(
+    r"\n" + _S0 + r"(SW|CA|RT)" + _S + r"(" + _NUM + r")" + _S + r"(" + _NUM + r")" + _S + r"0x([0-9a-f]{16})" + _S
+    + r"([0-9]{1,2}x|\?\?)" + _S + r"([A-Za-z0-9_]{1,10}|\?\?\?)"
+    r"(?:" + _S + r"-" + _S + r"(SW|CA|RT)" + _S + _NUM + _S + r"(" + _NUM + r")" + _S
+    + r"0x([0-9a-f]{16})" + _S + r"\(" + _S0 + r"'(" + _DESC + r")'" + _S + r"-" + _S + r"'" + _DESC + r"'"
+    + _S0 + r"\)| {1,64}+'(" + _DESC + r")')?" + _S0 + r"(?![^\n])")
+_PCHUNK = 1 << 16  # characters per findall: a chunk's records stay in the processor's cache
+
 
 def _ports(box: list[str], source: str) -> FabricGraph | None:
     """One pass: ``ibnetdiscover -p`` lists each node's ports on consecutive lines, so each line goes straight into
@@ -562,7 +578,7 @@ def _ports(box: list[str], source: str) -> FabricGraph | None:
     kinds = _KIND
     lanes = LANE_GBPS
     ints: dict[str, int] = {str(i): i for i in range(257)}
-    findall = _PLINE.findall
+    findall = _PLINE_FAST.findall
     # the open node: [kind, guid, nports, desc, lid, line, unlinked ports]
     cur: Any = None
     cur_guid: Any = None
@@ -570,12 +586,15 @@ def _ports(box: list[str], source: str) -> FabricGraph | None:
     line = 0
     # text[0] is the "\n" put before the first line; the last "\n" ends the last line
     i, n = 0, len(text) - 1
-    while i < n:  # about 1 MB at a time: all the records of a large file at once would take more memory than it
-        j = text.find("\n", i + (1 << 20))
+    while i < n:  # 64 KB at a time: all the records of a large file at once would take more memory than it
+        j = text.find("\n", i + _PCHUNK)
         j = n if j < 0 or j > n else j
+        lines_in = text.count("\n", i, j)
         recs = findall(text, i, j)
-        if len(recs) != text.count("\n", i, j):
-            return None  # a blank, comment or ibwarn line, or one in another layout: the general path
+        if len(recs) != lines_in:  # not ibnetdiscover's own spacing and GUIDs: the full pattern
+            recs = _PLINE.findall(text, i, j)
+            if len(recs) != lines_in:
+                return None  # a blank, comment or ibwarn line, or one in another layout: the general path
         i = j
         for kind, lid, port, guid, width, speed, rkind, rport, rguid, ldesc, udesc in recs:
             line += 1
@@ -652,206 +671,6 @@ def _ports(box: list[str], source: str) -> FabricGraph | None:
         return None
     _finish_node(g, cur)
     if not _consistent(g, acc_ca or acc_sw, ca_claims, sw_claims, fwd, bwd):
-        return None
-    return g
-
-
-# --- ports form, in bulk -------------------------------------------------------------------------------------
-# _PLINE narrowed to what ibnetdiscover itself prints (fields separated by spaces, GUIDs as 16 lower-case hex
-# digits) and written so that the regex engine runs its fast loops (a single-character class or literal per
-# repeat, possessive): about twice as fast on a large file. A description may not hold a "'"; a line end inside
-# one would make one record of two lines, which the count of records against lines refuses. Where both match a
-# line they capture the same fields.
-_S = r" {1,30}+"
-_S0 = r" {0,30}+"
-_NUM = r"[0-9]{1,9}+"
-_DESC = r"[^']{0,64}+"
-_PLINE_BULK = re.compile(
-    r"\n" + _S0 + r"(SW|CA|RT)" + _S + r"(" + _NUM + r")" + _S + r"(" + _NUM + r")" + _S + r"0x([0-9a-f]{16})" + _S
-    + r"([0-9]{1,2}x|\?\?)" + _S + r"([A-Za-z0-9_]{1,10}|\?\?\?)"
-    r"(?:" + _S + r"-" + _S + r"(SW|CA|RT)" + _S + _NUM + _S + r"(" + _NUM + r")" + _S
-    + r"0x([0-9a-f]{16})" + _S + r"\(" + _S0 + r"'(" + _DESC + r")'" + _S + r"-" + _S + r"'" + _DESC + r"'"
-    + _S0 + r"\)| {1,64}+'(" + _DESC + r")')?" + _S0 + r"(?![^\n])")
-# The records are then read a chunk at a time as columns (zip of the findall records): the checks and the graph's
-# entries are C loops over the columns (map, compress, zip, set), with a Python step per switch block (a few
-# thousand) and none per HCA port. It takes a subset of what _ports takes (anything else, a switch linked to itself,
-# a node of more than _PCARRY lines, returns None, and _ports then reads the text and decides) and builds the same
-# graph, entry for entry and in the same order. Both ends' claims are fingerprinted from the fields as written
-# (canonical GUIDs; a port number written "01" at one end and "1" at the other makes the sums differ: _ports).
-_PCHUNK = 1 << 15  # characters per findall: the records of a chunk stay in the processor's cache
-_PCARRY = 1 << 16  # the most lines of one node carried from one chunk to the next
-
-
-def _ports_bulk(text: str, source: str) -> FabricGraph | None:
-    """The graph of ``text`` (the file's text with a "\\n" before it, as _ports reads it) when it is in
-    ibnetdiscover's own layout, every node's lines consecutive, else None (then _ports reads it)."""
-    from itertools import chain, compress, repeat
-    from operator import and_, eq, gt, lt, ne, not_, sub
-
-    g = FabricGraph(source=source, kind="ibnetdiscover-ports")
-    hcas = g.hcas
-    switches = g.switches
-    hca_links = g.hca_links
-    switch_links = g.switch_links
-    speeds_ok = LANE_GBPS.keys() | {"???"}
-    strs: dict[str, str] = {}
-    intern = strs.setdefault  # one object per GUID
-    rates: dict[tuple[str, str], tuple[Any, Any, float | None]] = {}  # as written -> (width, speed, rate)
-    kinds = _KIND
-    findall = _PLINE_BULK.findall
-    is_ca = "CA".__eq__
-    is_sw = {"SW", "RT"}.__contains__
-    # CA claims, switch claims (of links to a CA), forward and backward switch-switch claims; the claims' sums
-    counts = [0, 0, 0, 0]
-    acc = [0, 0]
-
-    def rate_cols(widths, speeds):
-        pairs = list(zip(widths, speeds))
-        keys = set(pairs)
-        for key in keys.difference(rates):
-            w = None if key[0] == "??" else key[0]
-            sp = None if key[1] == "???" else key[1]
-            rates[key] = (w, sp, _rate(w, sp) if w and sp else None)
-        if len(keys) == 1:
-            return map(repeat, rates[keys.pop()], repeat(len(pairs)))
-        return zip(*map(rates.__getitem__, pairs))
-
-    def ca_links(gl, P, pi, W, S, RK, RP, RG, lines) -> bool:
-        """The lines of HCAs: the links (the claims of their HCA end)."""
-        if "CA" in RK:
-            return False  # two CAs linked
-        if "" in RK:  # unlinked ports: the link lines only
-            gl, P, pi, W, S, RP, RG, lines = (tuple(compress(c, RK)) for c in (gl, P, pi, W, S, RP, RG, lines))
-        n_ = len(gl)
-        if not n_:
-            return True
-        counts[0] += n_
-        acc[0] += claims(zip(repeat(_K), gl, P, RG, RP))
-        wa, sa, ra = rate_cols(W, S)
-        before = len(hca_links)
-        hca_links.update(zip(zip(gl, pi), zip(map(intern, RG, RG), map(int, RP), wa, sa, ra, lines)))
-        return len(hca_links) == before + n_  # else a port listed twice
-
-    def sw_links(gl, G, P, pi, W, S, RK, RP, RG, lines) -> bool:
-        """The lines of switches: the claims of links to HCAs; of links between switches, the claims and (from
-        the end with the lower GUID) the link."""
-        mh = list(map(is_ca, RK))
-        nh = mh.count(True)
-        if nh:
-            counts[1] += nh
-            acc[0] -= claims(zip(repeat(_K), compress(RG, mh), compress(RP, mh), compress(gl, mh), compress(P, mh)))
-        if nh or "" in RK:
-            ms = list(map(is_sw, RK))
-            nsw = ms.count(True)
-            if not nsw:
-                return True
-            fm = list(map(and_, ms, map(lt, G, RG)))
-            bm = list(map(and_, ms, map(gt, G, RG)))
-            nf, nbw = fm.count(True), bm.count(True)
-            if nf + nbw != nsw:
-                return False  # a switch linked to itself: _ports
-        else:  # every line a link to a switch
-            fm = list(map(lt, G, RG))
-            nf = fm.count(True)
-            nbw = len(fm) - nf
-            if nbw:
-                if any(map(eq, G, RG)):
-                    return False  # a switch linked to itself: _ports
-                bm = list(map(not_, fm))
-        if nf:
-            counts[2] += nf
-            fg, fp, fr = list(compress(gl, fm)), list(compress(P, fm)), list(compress(RG, fm))
-            frp = list(compress(RP, fm))
-            acc[1] += claims(zip(repeat(_K), fg, fp, fr, frp))
-            ww, ss, rr = rate_cols(compress(W, fm), compress(S, fm))
-            switch_links.extend(zip(fg, compress(pi, fm), map(intern, fr, fr), map(int, frp), ww, ss, rr,
-                                    compress(lines, fm)))
-        if nbw:
-            counts[3] += nbw
-            acc[1] -= claims(zip(repeat(_K), compress(RG, bm), compress(RP, bm), compress(gl, bm), compress(P, bm)))
-        return True
-
-    carry: list = []
-    line0 = 0  # the file's lines before the first record of a batch
-    # text[0] is the "\n" put before the first line; a last "\n" ends the last line
-    i = 0
-    n = len(text) - 1 if text.endswith("\n") else len(text)
-    while i < n:
-        j = text.find("\n", i + _PCHUNK)
-        j = n if j < 0 or j > n else j
-        recs = findall(text, i, j)
-        if len(recs) != text.count("\n", i, j):
-            return None
-        i = j
-        if carry:
-            recs = carry + recs
-        K, L, P, G, W, S, RK, RP, RG, LD, UD = zip(*recs)
-        starts = list(compress(range(len(G)), map(ne, G, chain(("",), G))))  # the nodes: runs of lines of one GUID
-        if i < n:  # the last node may go on in the next chunk: carry its lines
-            cut = starts.pop()
-            if not cut:
-                if len(recs) > _PCARRY:
-                    return None
-                carry = recs
-                continue
-            carry = recs[cut:]
-            K, L, P, G, W, S, RK, RP, RG, LD, UD = (c[:cut] for c in (K, L, P, G, W, S, RK, RP, RG, LD, UD))
-        else:
-            carry = []
-        del recs
-        if not speeds_ok.issuperset(S):
-            return None
-        m = len(G)
-        nb = len(starts)
-        lens = list(map(sub, chain(starts[1:], (m,)), starts))
-        bg = list(map(intern, map(G.__getitem__, starts), map(G.__getitem__, starts)))
-        gl = list(chain.from_iterable(map(repeat, bg, lens)))  # per line: its node's GUID
-        pi = list(map(int, P))
-        lines = range(line0 + 1, line0 + 1 + m)
-        line0 += m
-        ca_b = list(map(is_ca, map(K.__getitem__, starts)))
-        nca = ca_b.count(True)
-        # the nodes
-        if nca:
-            before = len(hcas)
-            if nca == m:  # one line each (one port): no Python step per HCA
-                unl: list = list(repeat((), m))
-                if "" in RK:
-                    for k in compress(range(m), map(not_, RK)):
-                        unl[k] = (pi[k],)
-                hcas.update(zip(bg, zip(map(str.__add__, LD, UD), unl, lines)))
-            else:
-                for gd, s, ln in compress(zip(bg, starts, lens), ca_b):
-                    e = s + ln
-                    ul = list(compress(pi[s:e], map(not_, RK[s:e])))
-                    hcas[gd] = (next(filter(None, map(str.__add__, LD[s:e], UD[s:e])), ""),
-                                tuple(sorted(set(ul))) if ul else (), lines[s])
-            if len(hcas) != before + nca:
-                return None  # a node's lines are not consecutive
-        if nca < nb:
-            before = len(switches)
-            for gd, s, ln in compress(zip(bg, starts, lens), map(not_, ca_b)):
-                e = s + ln
-                switches[gd] = Switch(guid=gd, desc=LD[s] or UD[s] or next(filter(None, map(str.__add__, LD[s:e],
-                                                                                        UD[s:e])), ""),
-                                      nports=max(pi[s:e]), line=lines[s], lid=int(L[s]), kind=kinds[K[s]])
-            if len(switches) != before + nb - nca:
-                return None  # a node's lines are not consecutive
-        # the links
-        if nca == nb:
-            ok = ca_links(gl, P, pi, W, S, RK, RP, RG, lines)
-        elif not nca:
-            ok = sw_links(gl, G, P, pi, W, S, RK, RP, RG, lines)
-        else:
-            nc = list(chain.from_iterable(map(repeat, ca_b, lens)))  # per line: its node is an HCA
-            ns = list(map(not_, nc))
-            ok = (ca_links(*(tuple(compress(c, nc)) for c in (gl, P, pi, W, S, RK, RP, RG, lines)))
-                  and sw_links(*(tuple(compress(c, ns)) for c in (gl, G, P, pi, W, S, RK, RP, RG, lines))))
-        if not ok:
-            return None
-    if not hcas and not switches:
-        return None
-    if not _consistent(g, acc[0] or acc[1], *counts):
         return None
     return g
 
