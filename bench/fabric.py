@@ -2,6 +2,7 @@
 """Fabric benchmark: parse + rails + cabling check + ordering on synthetic rail-optimized fabrics.
 
 Usage: bench/fabric.py [--sizes 512,4096,32768] [--repeat N] [--smoke]
+       bench/fabric.py --readers PAIRS [--sizes 8192,32768]
 
 For each size (nodes x 8 rails, groups of 32, 1% of the nodes miscabled and 1% of the links down) it writes the
 ``fabric synth`` output into a temp dir, then runs ``python -m ncclctl fabric rails FILE`` and ``fabric order
@@ -9,6 +10,11 @@ FILE`` as whole processes (start-up included), timed with os.wait4 for the child
 A second table times the stages in-process (parse, graph, layout + check, order + cost model) so it is clear where
 the time goes. Growth ratios between consecutive sizes are printed beside the n log n ratio, and the ring order's
 crossings beside the lower bound (and the sorted-name order's, hosts numbered across groups).
+
+With ``--readers PAIRS`` it compares the C fabric reader with the pure-Python one instead (the same interpreter,
+``NCCLCTL_PURE_PYTHON=1`` for the second): per size and form (ibnetdiscover, ibnetdiscover -p), PAIRS alternating
+runs of ``fabric order FILE -f slurm`` and ``fabric rails FILE`` as whole processes, CPU time (os.wait4), and the
+reader alone in this process (lean.read_graph, CPU time); the median of the pairs' Python/C ratios.
 
 Targets (2-core machine): 4,096 nodes under 2 s and 500 MB whole-process; growth no worse than n log n; orderings
 at the crossing lower bound.
@@ -32,13 +38,13 @@ sys.path.insert(0, str(REPO))
 PY = sys.executable
 
 
-def run(argv: list[str], repeat: int) -> tuple[float, float, float, int, str]:
+def run(argv: list[str], repeat: int, env: dict[str, str] | None = None) -> tuple[float, float, float, int, str]:
     """Median wall seconds, median CPU seconds (user + system), max peak RSS (MiB), last exit status and last
     stdout of a fresh process. CPU time is the steadier figure on a shared machine."""
     times, cpus, peaks, rc, out = [], [], [], 0, ""
     for _ in range(repeat):
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=REPO)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=REPO, env=env)
         data = proc.stdout.read()  # type: ignore[union-attr]
         _, status, usage = os.wait4(proc.pid, 0)
         times.append(time.perf_counter() - t0)
@@ -76,12 +82,68 @@ def stages(path: str) -> dict[str, float]:
     return {"parse": t[1] - t[0], "graph": t[2] - t[1], "layout": t[3] - t[2], "order": t[4] - t[3]}
 
 
+def readers(sizes: list[int], pairs: int) -> None:
+    """The C reader against the pure-Python one: whole commands and the reader alone, alternating, CPU time."""
+    import gc
+
+    from ncclctl.fabric import lean
+    from ncclctl.fabric.synth import SynthSpec, as_form, synth
+
+    c_env = {k: v for k, v in os.environ.items() if k != "NCCLCTL_PURE_PYTHON"}
+    py_env = dict(c_env, NCCLCTL_PURE_PYTHON="1")
+    rows = []
+    print(f"C reader vs pure Python: {os.cpu_count()} CPUs, python {sys.version.split()[0]}, {pairs} pairs, "
+          f"load average {os.getloadavg()[0]:.1f} at the start")
+    with tempfile.TemporaryDirectory(prefix="ncclctl-fabric-bench-") as tmp:
+        for n in sizes:
+            text = synth(SynthSpec(nodes=n, rails=8, miscable=max(1, n // 100), down=max(1, n // 100), seed=1,
+                                   host_order="interleaved")).text
+            for form in ("ibnetdiscover", "ibnetdiscover-p"):
+                path = os.path.join(tmp, f"fabric-{n}-{form}.txt")
+                with open(path, "w") as fh:
+                    fh.write(text if form == "ibnetdiscover" else as_form(text, form))
+                for cmd in ("order", "rails"):
+                    argv = [PY, "-m", "ncclctl", "fabric", cmd, path] + (["-f", "slurm"] if cmd == "order" else [])
+                    cs, ps = [], []
+                    for _ in range(pairs):
+                        cs.append(run(argv, 1, c_env)[1])
+                        ps.append(run(argv, 1, py_env)[1])
+                    rows.append((f"{n:,}", form, f"fabric {cmd}", f"{statistics.median(cs):.2f} s",
+                                 f"{statistics.median(ps):.2f} s",
+                                 f"{statistics.median(p / c for p, c in zip(ps, cs)):.2f}x"))
+                cs, ps = [], []
+                gc.disable()
+                for _ in range(pairs):
+                    for env, out in ((c_env, cs), (py_env, ps)):
+                        os.environ.pop("NCCLCTL_PURE_PYTHON", None)
+                        os.environ.update(env)
+                        t0 = time.process_time()
+                        g = lean.read_graph(path)
+                        out.append(time.process_time() - t0)
+                        assert g is not None
+                        del g
+                        gc.collect()
+                gc.enable()
+                os.environ.pop("NCCLCTL_PURE_PYTHON", None)
+                rows.append((f"{n:,}", form, "reader alone", f"{statistics.median(cs):.2f} s",
+                             f"{statistics.median(ps):.2f} s",
+                             f"{statistics.median(p / c for p, c in zip(ps, cs)):.2f}x"))
+            del text
+    _table(("nodes", "form", "what", "C (CPU)", "Python (CPU)", "Python/C"), rows)
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="512,4096,32768", help="comma-separated node counts")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--smoke", action="store_true", help="512 nodes, one run (CI)")
+    ap.add_argument("--readers", type=int, metavar="PAIRS",
+                    help="compare the C fabric reader with the pure-Python one: PAIRS alternating runs per case")
     args = ap.parse_args()
+    if args.readers:
+        readers([int(s) for s in args.sizes.split(",")], args.readers)
+        return 0
     sizes = [512] if args.smoke else [int(s) for s in args.sizes.split(",")]
     repeat = 1 if args.smoke else args.repeat
 

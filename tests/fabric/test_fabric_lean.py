@@ -507,3 +507,48 @@ def test_c_reader_table_growth_inside_a_block(tmp_path, reader, form):
                        text=True, env={**env, "PYTHONMALLOC": "debug"}, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == ["1501"]
+
+
+def test_ports_fast_pattern_and_full_pattern_read_the_same(monkeypatch, reader):
+    """The ports reader tries _PLINE_FAST (ibnetdiscover's own spacing and GUIDs) on each chunk and reads a chunk
+    with _PLINE where the fast pattern misses a line: on the tool's output, on lines that only _PLINE takes (a TAB in
+    the first, a middle and the last chunk; upper-case short GUIDs) and on 300 random edits, with chunks of a few
+    lines, the graph (or None) is the one _PLINE alone gives; the fast pattern reads every chunk of the tool's
+    own output, and an edited line sends its chunk alone to _PLINE."""
+    text = as_form(synth(SynthSpec(nodes=12, rails=2, group=4, miscable=1, down=1, seed=7)).text, "ibnetdiscover-p")
+    lines = text.split("\n")
+    edits = ["\n".join(lines[:k] + [lines[k].replace(" ", "\t", 1)] + lines[k + 1:])
+             for k in (0, len(lines) // 2, len(lines) - 2)]
+    upper = text.replace("0x043f", "0x43F")  # every GUID: _PLINE reads every chunk
+    if reader != "python":
+        pytest.skip("the pure-Python reader's two patterns: runs once")
+    fast, full = lean._PLINE_FAST, lean._PLINE
+    calls = []
+
+    class Counting:
+        @staticmethod
+        def findall(*a):
+            calls.append(1)
+            return full.findall(*a)
+
+    monkeypatch.setattr(lean, "_PCHUNK", 700)
+    taken = 0
+    for t in [text, upper, *edits, *_mutants(text, 300, seed=13)]:
+        monkeypatch.setattr(lean, "_PLINE_FAST", full)
+        want = lean._ports(["\n" + t], "f")
+        monkeypatch.setattr(lean, "_PLINE_FAST", fast)
+        monkeypatch.setattr(lean, "_PLINE", Counting)
+        calls.clear()
+        got = lean._ports(["\n" + t], "f")
+        monkeypatch.setattr(lean, "_PLINE", full)
+        assert (got is None) == (want is None), t
+        if want is not None:
+            taken += 1
+            assert state(got) == state(want), t
+        if t is text:
+            assert want is not None and not calls
+        elif t is upper:
+            assert want is not None and len(calls) > 3
+        elif t in edits:
+            assert want is not None and len(calls) == 1
+    assert 20 < taken < 300
