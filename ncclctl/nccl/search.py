@@ -486,6 +486,7 @@ class _Search:
         self._edges: dict[tuple[int, int, int, int], tuple] = {}
         self._sorted: dict[tuple[int, int], list[tuple[int, tuple[int, int]]]] = {}
         self._nvs_near: dict[tuple[int, int], tuple[int, ...]] = {}
+        self._same_port: dict[int, list[Node]] = {}
         self.steps = 0  # recursion steps taken (diagnostics)
         self.skipped = 0  # steps charged for channel starts found in the memo
         self.copies = 0
@@ -503,12 +504,12 @@ class _Search:
         #: same search at a lower speed takes the same steps (see _slower).
         self.by_speed: dict[tuple, list[tuple]] = {}
         #: While a search records (see _slower): the bandwidths at its start (milli-GB/s by link, GB/s by NET),
-        #: its tightest failed link check (O, O - left + asked), its failed NET checks {(O, takes + 1)}.
+        #: its tightest failed link check (O, O - left + asked), its failed NET checks (see _nets_failed).
         self.recording = False
         self._orig: dict[int, int] = {}
-        self._orig_net: dict[int, float] = {}
+        self._orig_net: list[float] = []
         self.fail_link: tuple[int, int] = (0, 1)
-        self.fail_nets: set[tuple[float, int]] = set()
+        self.fail_nets_seen: set[tuple[int, float, int]] = set()
         self.fail_bad = False
         self._exact_speeds: dict[tuple, bool] = {}
         self._speed_ok: bool | None = None
@@ -550,13 +551,13 @@ class _Search:
             self.recording = False
         if self.copies == copies and self._state(graph) == key[-1] and time[0] >= 0:
             self.searches[key] = time[0]
+            nets = self._nets_failed() if speed is not None else frozenset()
             if speed is not None and not self.fail_bad:
                 pci = any(e[2] == 1 for e in self._edges.values())
                 half = graph.pattern == PATTERN_BALANCED_TREE
                 if not any(e[2] == 2 for e in self._edges.values()) and self._exact_speed(speed, pci, half):
                     self.by_speed.setdefault(key2, []).append(
-                        (speed, _c_int(graph.bw_inter), time[0], self.fail_link, frozenset(self.fail_nets), pci,
-                         half))
+                        (speed, _c_int(graph.bw_inter), time[0], self.fail_link, nets, pci, half))
         self.budgets.append(time[0])
 
     # -- the same search at a lower speed
@@ -580,9 +581,9 @@ class _Search:
             orig[id(l)] = m
         self.recording = True
         self._orig = orig
-        self._orig_net = {id(n): n.bw for n in self.nets}
+        self._orig_net = [n.bw for n in self.nets]
         self.fail_link = (0, 1)
-        self.fail_nets = set()
+        self.fail_nets_seen = set()
         self.fail_bad = False
         return True
 
@@ -596,14 +597,18 @@ class _Search:
         if o * bd > bo * d:
             self.fail_link = (o, d)
 
-    def _net_failed(self, net: Node, bw: int) -> None:
-        """A recorded search found NET ``net`` under the (integer) bandwidth ``bw``: it had O at the start and k
-        channels' ``bw`` taken; at a lower integer bandwidth b' the check fails while (k + 1) b' > O."""
-        o = self._orig_net[id(net)]
-        k = round((o - net.bw) / bw)
-        if o - k * bw != net.bw:
-            self.fail_bad = True
-        self.fail_nets.add((o, k + 1))
+    def _nets_failed(self) -> frozenset[tuple[float, int]]:
+        """The NET checks a recorded search failed, (NET index, bandwidth left, integer bandwidth asked), as
+        {(O, k + 1)}: the NET had O at the start and k channels' bandwidth taken; at a lower integer bandwidth b'
+        the check fails while (k + 1) b' > O. (fail_bad: not a whole number of channels' bandwidth.)"""
+        out = set()
+        for n, left, bw in self.fail_nets_seen:
+            o = self._orig_net[n]
+            k = round((o - left) / bw)
+            if o - k * bw != left:
+                self.fail_bad = True
+            out.add((o, k + 1))
+        return frozenset(out)
 
     def _exact_speed(self, speed: int, pci: bool, half: bool) -> bool:
         """Are the amounts a search at ``speed`` (MB/s) takes off links (the speed, its half for balanced trees'
@@ -656,7 +661,7 @@ class _Search:
         (:meth:`_exact_speed`), what a link has left is its start value less the speed times a number fixed by the
         steps taken so far, exactly. A check passed at the higher speed passes at the lower one; a failed one
         still fails while the speed is above the point recorded by :meth:`_link_failed` (and
-        :meth:`_net_failed` for the NETs' integer bandwidth). With every check the same, the lower search takes
+        :meth:`_nets_failed` for the NETs' integer bandwidth). With every check the same, the lower search takes
         the same steps, finds graphs of fewer GB/s than the higher one did (none of which was better than the
         best graph, which only improves) and so copies nothing and ends with the same budget."""
         ib = _c_int(graph.bw_inter)
@@ -1182,14 +1187,16 @@ class _Search:
                 continue
             if net.bw < bw:
                 if self.recording:
-                    self._net_failed(net, bw)
+                    self.fail_nets_seen.add((n, net.bw, bw))
                 continue
             if graph.pattern == PATTERN_RING and graph.cross_nic == 2 and (graph.n_channels & 1) and \
                     net.id != graph.inter[(graph.n_channels - 1) * 2 + 1]:
                 continue
             graph.inter[graph.n_channels * 2] = net.id
             graph.latency_inter = net.latency
-            same_port = [m for m in all_nets if m.asic == net.asic and m.port == net.port]
+            same_port = self._same_port.get(n)
+            if same_port is None:
+                same_port = self._same_port[n] = [m for m in all_nets if m.asic == net.asic and m.port == net.port]
             for m in same_port:
                 old = m.bw
                 m.bw = f32(m.bw - bw)
