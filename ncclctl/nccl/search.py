@@ -612,39 +612,44 @@ class _Search:
 
     def _exact_speed(self, speed: int, pci: bool, half: bool) -> bool:
         """Are the amounts a search at ``speed`` (MB/s) takes off links (the speed, its half for balanced trees'
-        NET paths, the Intel PCI overhead's 6/5 of either) whole numbers of MB/s in proportion to the speed, and
-        does ``SUB_ROUND`` take them off and give them back exactly on every link? Below 4,096 GB/s it does for
-        any whole MB/s values (single precision keeps a value within 0.37 MB/s of the decimal through the
-        rounding), above it is checked value by value."""
-        values = [_milli(l.bw) for l in self.links]
-        if None in values:
-            return False
-        big = tuple(sorted({o for o in values if o is not None and o >= _EXACT_BELOW}))
-        ck = (speed, pci, half, big)
+        NET paths, the Intel PCI overhead's 6/5 of either on PCI links) whole numbers of MB/s in proportion to the
+        speed, and does ``SUB_ROUND`` take them off and give them back exactly on every link? Below 4,096 GB/s it
+        does for any whole MB/s values (single precision keeps a value within 0.37 MB/s of the decimal through the
+        rounding: tests/test_nccl_search.py), above it is checked value by value."""
+        big = set()
+        for link in self.links:
+            m = _milli(link.bw)
+            if m is None:
+                return False
+            if m >= _EXACT_BELOW:
+                big.add((m, pci and link.type == LINK_PCI))
+        ck = (speed, pci, half, tuple(sorted(big)))
         r = self._exact_speeds.get(ck)
         if r is None:
-            r = self._exact_speeds[ck] = self._check_exact(speed, pci, half, big)
+            r = self._exact_speeds[ck] = self._check_exact(speed, pci, half, ck[3])
         return r
 
-    def _check_exact(self, speed: int, pci: bool, half: bool, big: tuple[int, ...]) -> bool:
+    @staticmethod
+    def _check_exact(speed: int, pci: bool, half: bool, big: tuple[tuple[int, bool], ...]) -> bool:
         b = _g(speed)
-        amounts = {speed: b}
+        plain = {speed: b}
         if half:
             if speed % 2 or f32(b / 2) != _g(speed // 2):
                 return False
-            amounts[speed // 2] = f32(b / 2)
+            plain[speed // 2] = f32(b / 2)
+        over = dict(plain)
         if pci:
-            for a in list(amounts):
-                if (a * 6) % 5 or f32(f32(amounts[a] * 6) / 5) != _g(a * 6 // 5):
+            for a, fa in plain.items():
+                if (a * 6) % 5 or f32(f32(fa * 6) / 5) != _g(a * 6 // 5):
                     return False
-                amounts[a * 6 // 5] = _g(a * 6 // 5)
-        unit = 0
-        for a in amounts:
-            unit = math.gcd(unit, a)
-        work = sum((o - _EXACT_BELOW) // unit + 1 for o in big) * len(amounts)
-        if work > 20000:
-            return False
-        for o in big:
+                over[a * 6 // 5] = _g(a * 6 // 5)
+        for o, is_pci in big:
+            amounts = over if is_pci else plain
+            unit = 0
+            for a in amounts:
+                unit = math.gcd(unit, a)
+            if (o - _EXACT_BELOW) // unit * len(amounts) > 20000:
+                return False
             for x in range(o, _EXACT_BELOW - 1, -unit):
                 gx = _g(x)
                 for a, fa in amounts.items():
