@@ -604,8 +604,8 @@ class _Search:
         out = set()
         for n, left, bw in self.fail_nets_seen:
             o = self._orig_net[n]
-            k = round((o - left) / bw)
-            if o - k * bw != left:
+            k = round((o - left) / bw) if bw > 0 else 0
+            if bw <= 0 or o - k * bw != left:
                 self.fail_bad = True
             out.add((o, k + 1))
         return frozenset(out)
