@@ -93,24 +93,26 @@ def _dump():
         fh.write(data)
 atexit.register(_dump)
 sys.argv[0] = "ncclctl"
+exec(sys.argv.pop(1))
 from ncclctl.cli import main
 main()
 """
 
 
 def run_cli_io(*args: str, env: dict | None = None, timeout: float = 60, tmp: Path, whole_env: dict | None = None,
-               **kw) -> tuple[subprocess.CompletedProcess, dict[str, int]]:
+               setup: str = "", **kw) -> tuple[subprocess.CompletedProcess, dict[str, int]]:
     """:func:`run_cli`, and the bytes the process read and wrote (``/proc/self/io`` at its exit: ``rchar``,
     ``wchar``, ``syscr``...). Work is counted, not timed: a reader that refuses a huge input at once reads a few
     MB (its own modules) whatever the machine's speed; one that reads the input whole reads its size. The
-    timeout is only a hang guard. ``whole_env`` replaces the environment (``env`` adds to ours). Skips where
-    /proc/self/io cannot be read."""
+    timeout is only a hang guard. ``whole_env`` replaces the environment (``env`` adds to ours). ``setup`` is
+    Python run in the child before the command (a limit lowered, so that a small input takes the path a huge one
+    does). Skips where /proc/self/io cannot be read."""
     full_env = dict(os.environ if whole_env is None else whole_env)
     full_env.pop("NCCLCTL_DEBUG", None)
     if env:
         full_env.update(env)
     out = tmp / f"io-{os.getpid()}-{next(_IO_SEQ)}.txt"
-    proc = subprocess.run([sys.executable, "-c", _IO_SHIM, str(out), *args], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", _IO_SHIM, str(out), setup, *args], capture_output=True, text=True,
                           timeout=timeout, env=full_env, cwd=REPO, **kw)
     text = out.read_text() if out.exists() else ""
     out.unlink(missing_ok=True)

@@ -599,3 +599,46 @@ def test_memos_are_exact(monkeypatch, fixture, nodes, gdr, env):
     assert memo_graphs == graphs
     assert memo_budgets == budgets
     assert sum(memo_steps.values()) < sum(steps.values())  # the memos do skip work here
+
+
+@pytest.mark.parametrize("fixture,nodes,gdr", [
+    ("pcie-server", 2, True),  # PCI overhead: the speed's 6/5 taken off PCI links behind an Intel CPU
+    ("pcie-cx8-inline", 2, False),
+    ("grace-hopper", 2, True),
+    ("dgx-a100", 2, True),  # the ring searches at 24, 20 and 18 GB/s found nothing and fail alike at the next
+])
+def test_searches_at_a_lower_speed_skipped_only_when_they_take_the_same_steps(monkeypatch, fixture, nodes, gdr):
+    """A search skipped because the same search at a higher speed found nothing and provably takes the same steps
+    (search._Search._slower) changes neither the graphs nor the budget left after each search; it does skip."""
+    import ncclctl.nccl.search as search
+
+    def run():
+        sysm = system_for(fixture, {}, gdr, nodes)
+        ring, tree = ring_and_tree(sysm)
+        return [(summary(g), channels(sysm, g)) for g in (ring, tree)], search.last_budgets(), search.last_steps()
+
+    fast_graphs, fast_budgets, fast_steps = run()
+    monkeypatch.setattr(search, "SPEED_MEMO", False)
+    graphs, budgets, steps = run()
+    assert fast_graphs == graphs
+    assert fast_budgets == budgets
+    assert sum(fast_steps.values()) < sum(steps.values())
+
+
+def test_sub_round_exact_on_whole_mb_values_below_4096_gb_s():
+    """The speed memo's premise (search._Search._exact_speed): SUB_ROUND takes a whole number of MB/s off
+    another and gives it back exactly below 4,096 GB/s; above it, it need not (45.1 GB/s off 4,909.8 does not
+    come back: NCCL's 5,000 GB/s GPU links drift there, and the memo checks those values one by one)."""
+    import random
+
+    from ncclctl.nccl.search import _EXACT_BELOW, _g
+
+    rnd = random.Random(31)
+    for _ in range(20000):
+        a = rnd.randrange(0, _EXACT_BELOW)
+        b = rnd.randrange(1, 120000)
+        if b > a:
+            continue
+        assert sub_round(_g(a), _g(b)) == _g(a - b)
+        assert sub_round(_g(a - b), -_g(b)) == _g(a)
+    assert sub_round(sub_round(_g(4909800), _g(45100)), -_g(45100)) != _g(4909800)

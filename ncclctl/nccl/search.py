@@ -239,6 +239,21 @@ def _sub(a: float, b: float) -> float:
     return r
 
 
+#: Whole MB/s values under this (in MB/s) go through SUB_ROUND exactly (see _Search._exact_speed).
+_EXACT_BELOW = 4096 * 1000
+
+
+def _g(milli: int) -> float:
+    """The single-precision value of ``milli`` MB/s in GB/s, as SUB_ROUND leaves it."""
+    return f32(milli / 1000.0)
+
+
+def _milli(x: float) -> int | None:
+    """``x`` GB/s as whole MB/s, None when it is not a whole number of them."""
+    m = round(x * 1000)
+    return m if _g(m) == x else None
+
+
 def _c_int(x: float) -> int:
     """A C float-to-int conversion (truncation toward zero)."""
     return int(x)
@@ -471,6 +486,7 @@ class _Search:
         self._edges: dict[tuple[int, int, int, int], tuple] = {}
         self._sorted: dict[tuple[int, int], list[tuple[int, tuple[int, int]]]] = {}
         self._nvs_near: dict[tuple[int, int], tuple[int, ...]] = {}
+        self._same_port: dict[int, list[Node]] = {}
         self.steps = 0  # recursion steps taken (diagnostics)
         self.skipped = 0  # steps charged for channel starts found in the memo
         self.copies = 0
@@ -484,6 +500,19 @@ class _Search:
         self.prev_matters = False
         #: Whole searches already run this pass (see search()).
         self.searches: dict[tuple, int] = {}
+        #: Searches that found nothing at a speed, by everything else in their key, with what decides whether the
+        #: same search at a lower speed takes the same steps (see _slower).
+        self.by_speed: dict[tuple, list[tuple]] = {}
+        #: While a search records (see _slower): the bandwidths at its start (milli-GB/s by link, GB/s by NET),
+        #: its tightest failed link check (O, O - left + asked), its failed NET checks (see _nets_failed).
+        self.recording = False
+        self._orig: dict[int, int] = {}
+        self._orig_net: list[float] = []
+        self.fail_link: tuple[int, int] = (0, 1)
+        self.fail_nets_seen: set[tuple[int, float, int]] = set()
+        self.fail_bad = False
+        self._exact_speeds: dict[tuple, bool] = {}
+        self._speed_ok: bool | None = None
         self.intra_types = tuple(sorted({p.type for g in self.gpus for p in g.paths.get(GPU, ())}))
         self.inter_types = tuple(sorted({p.type for g in self.gpus for p in g.paths.get(NET, ())} |
                                         {p.type for n in self.nets for p in n.paths.get(GPU, ())}))
@@ -499,6 +528,14 @@ class _Search:
                self._type_class(graph.type_intra, self.intra_types),
                self._type_class(graph.type_inter, self.inter_types), self._state(graph))
         left = self.searches.get(key) if MEMO else None
+        speed = _milli(graph.bw_intra) if SPEED_MEMO and MEMO and graph.bw_intra == graph.bw_inter else None
+        key2 = key[:3] + key[5:]
+        if left is None and speed is not None and self.speed_ok():
+            left = self._slower(key2, speed, graph)
+            if left is not None:
+                self.searches[key] = left
+        else:
+            speed = None
         if left is not None:
             self.skipped += time[0] - max(left, 0)
             time[0] = left
@@ -506,10 +543,142 @@ class _Search:
             return
         copies = self.copies
         self.new_search(graph)
-        self.rec(graph, save, time)
+        if speed is not None and not self._start_recording():
+            speed = None
+        try:
+            self.rec(graph, save, time)
+        finally:
+            self.recording = False
         if self.copies == copies and self._state(graph) == key[-1] and time[0] >= 0:
             self.searches[key] = time[0]
+            nets = self._nets_failed() if speed is not None else frozenset()
+            if speed is not None and not self.fail_bad:
+                pci = any(e[2] == 1 for e in self._edges.values())
+                half = graph.pattern == PATTERN_BALANCED_TREE
+                if not any(e[2] == 2 for e in self._edges.values()) and self._exact_speed(speed, pci, half):
+                    self.by_speed.setdefault(key2, []).append(
+                        (speed, _c_int(graph.bw_inter), time[0], self.fail_link, nets, pci, half))
         self.budgets.append(time[0])
+
+    # -- the same search at a lower speed
+
+    def speed_ok(self) -> bool:
+        """Can :meth:`_slower` reason about this system: no two NETs on one NIC port (a NET's bandwidth then
+        only goes down by whole amounts it has, and comes back exactly). Links are checked per search
+        (:meth:`_start_recording`, :meth:`_exact_speed`)."""
+        if self._speed_ok is None:
+            ports = [(n.asic, n.port) for n in self.nets]
+            self._speed_ok = len(set(ports)) == len(ports)
+        return self._speed_ok
+
+    def _start_recording(self) -> bool:
+        """Record this search (False: a link bandwidth is not a whole number of MB/s, nothing recorded)."""
+        orig = {}
+        for l in self.links:
+            m = _milli(l.bw)
+            if m is None:
+                return False
+            orig[id(l)] = m
+        self.recording = True
+        self._orig = orig
+        self._orig_net = [n.bw for n in self.nets]
+        self.fail_link = (0, 1)
+        self.fail_nets_seen = set()
+        self.fail_bad = False
+        return True
+
+    def _link_failed(self, link: Link, fw: float) -> None:
+        """A recorded search found ``link`` with less than ``fw`` left: keep the check that a lower speed would
+        pass first. The link had O at the start and has O - T left, T and ``fw`` both in proportion to the speed
+        B, so at B' the same check fails while B' (O - V + F) > O B, V and F being what is left and asked at B."""
+        o = self._orig[id(link)]
+        d = o - round(link.bw * 1000) + round(fw * 1000)
+        bo, bd = self.fail_link
+        if o * bd > bo * d:
+            self.fail_link = (o, d)
+
+    def _nets_failed(self) -> frozenset[tuple[float, int]]:
+        """The NET checks a recorded search failed, (NET index, bandwidth left, integer bandwidth asked), as
+        {(O, k + 1)}: the NET had O at the start and k channels' bandwidth taken; at a lower integer bandwidth b'
+        the check fails while (k + 1) b' > O. (fail_bad: not a whole number of channels' bandwidth.)"""
+        out = set()
+        for n, left, bw in self.fail_nets_seen:
+            o = self._orig_net[n]
+            k = round((o - left) / bw) if bw > 0 else 0
+            if bw <= 0 or o - k * bw != left:
+                self.fail_bad = True
+            out.add((o, k + 1))
+        return frozenset(out)
+
+    def _exact_speed(self, speed: int, pci: bool, half: bool) -> bool:
+        """Are the amounts a search at ``speed`` (MB/s) takes off links (the speed, its half for balanced trees'
+        NET paths, the Intel PCI overhead's 6/5 of either on PCI links) whole numbers of MB/s in proportion to the
+        speed, and does ``SUB_ROUND`` take them off and give them back exactly on every link? Below 4,096 GB/s it
+        does for any whole MB/s values (single precision keeps a value within 0.37 MB/s of the decimal through the
+        rounding: tests/test_nccl_search.py), above it is checked value by value."""
+        big = set()
+        for link in self.links:
+            m = _milli(link.bw)
+            if m is None:
+                return False
+            if m >= _EXACT_BELOW:
+                big.add((m, pci and link.type == LINK_PCI))
+        ck = (speed, pci, half, tuple(sorted(big)))
+        r = self._exact_speeds.get(ck)
+        if r is None:
+            r = self._exact_speeds[ck] = self._check_exact(speed, pci, half, ck[3])
+        return r
+
+    @staticmethod
+    def _check_exact(speed: int, pci: bool, half: bool, big: tuple[tuple[int, bool], ...]) -> bool:
+        b = _g(speed)
+        plain = {speed: b}
+        if half:
+            if speed % 2 or f32(b / 2) != _g(speed // 2):
+                return False
+            plain[speed // 2] = f32(b / 2)
+        over = dict(plain)
+        if pci:
+            for a, fa in plain.items():
+                if (a * 6) % 5 or f32(f32(fa * 6) / 5) != _g(a * 6 // 5):
+                    return False
+                over[a * 6 // 5] = _g(a * 6 // 5)
+        for o, is_pci in big:
+            amounts = over if is_pci else plain
+            unit = 0
+            for a in amounts:
+                unit = math.gcd(unit, a)
+            if (o - _EXACT_BELOW) // unit * len(amounts) > 20000:
+                return False
+            for x in range(o, _EXACT_BELOW - 1, -unit):
+                gx = _g(x)
+                for a, fa in amounts.items():
+                    if x >= a and (sub_round(gx, fa) != _g(x - a) or sub_round(_g(x - a), -fa) != gx):
+                        return False
+        return True
+
+    def _slower(self, key2: tuple, speed: int, graph: Graph) -> int | None:
+        """The budget left by this search, when a search with the same key at a higher speed found nothing
+        and a search at ``speed`` takes exactly the same steps (else None).
+
+        Exactness: a search reads the speed only in its bandwidth checks and in ``ncclTopoCompareGraphs``. With
+        every bandwidth a whole number of MB/s and the amounts taken in proportion to the speed
+        (:meth:`_exact_speed`), what a link has left is its start value less the speed times a number fixed by the
+        steps taken so far, exactly. A check passed at the higher speed passes at the lower one; a failed one
+        still fails while the speed is above the point recorded by :meth:`_link_failed` (and
+        :meth:`_nets_failed` for the NETs' integer bandwidth). With every check the same, the lower search takes
+        the same steps, finds graphs of fewer GB/s than the higher one did (none of which was better than the
+        best graph, which only improves) and so copies nothing and ends with the same budget."""
+        ib = _c_int(graph.bw_inter)
+        for hi, hib, left, (lo, ld), nets, pci, half in self.by_speed.get(key2, ()):
+            if hi <= speed or speed * ld <= lo * hi:
+                continue
+            if any(k1 * ib <= o for o, k1 in nets):
+                continue
+            if not self._exact_speed(speed, pci, half):
+                continue
+            return left
+        return None
 
     @staticmethod
     def _type_class(t: int, present: tuple[int, ...]) -> int:
@@ -701,6 +870,8 @@ class _Search:
                 link.bw = _sub(lb, bw) if r is None else r
                 i += 1
             if i < count:
+                if self.recording:
+                    self._link_failed(links[i], bw)
                 for link in links[:i]:
                     link.bw = _sub(link.bw, -bw)
                 return None
@@ -717,6 +888,9 @@ class _Search:
                 link.bw = _sub(lb, fw)
                 i += 1
             if i < count:
+                if self.recording:
+                    link, is_pci = links[i]
+                    self._link_failed(link, pci_bw if is_pci else bw)
                 for link, is_pci in links[:i]:
                     link.bw = _sub(link.bw, -(pci_bw if is_pci else bw))
                 return None
@@ -1017,13 +1191,17 @@ class _Search:
             if graph.coll_net and net.coll == 0:
                 continue
             if net.bw < bw:
+                if self.recording:
+                    self.fail_nets_seen.add((n, net.bw, bw))
                 continue
             if graph.pattern == PATTERN_RING and graph.cross_nic == 2 and (graph.n_channels & 1) and \
                     net.id != graph.inter[(graph.n_channels - 1) * 2 + 1]:
                 continue
             graph.inter[graph.n_channels * 2] = net.id
             graph.latency_inter = net.latency
-            same_port = [m for m in all_nets if m.asic == net.asic and m.port == net.port]
+            same_port = self._same_port.get(n)
+            if same_port is None:
+                same_port = self._same_port[n] = [m for m in all_nets if m.asic == net.asic and m.port == net.port]
             for m in same_port:
                 old = m.bw
                 m.bw = f32(m.bw - bw)
@@ -1240,6 +1418,7 @@ def compute(system: System, graph: Graph, *, graph_file: bytes | None = None,
                 time = [-1]
                 dup_channels(graph, cc_min, ngpus)
                 s.searches.clear()  # the best graph may have lost bandwidth (channels capped): start over
+                s.by_speed.clear()
                 tmp.copy_from(graph)
                 si = 0
                 while speeds[si] > graph.bw_inter and si < nspeeds - 1:
@@ -1327,6 +1506,9 @@ _LAST_BUDGETS: dict[int, tuple[int, ...]] = {}
 #: Skip repeated channel starts and whole searches (``_Search._memo_try``, ``_Search.search``). Off only to
 #: check that the memos are exact (same graphs, same budget left after every search).
 MEMO = True
+#: Skip a search that a search at a higher speed shows to take the same steps and find nothing
+#: (``_Search._slower``). Off only to check that it is exact.
+SPEED_MEMO = True
 
 
 def _c_int_param(v: int) -> int:
