@@ -22,7 +22,7 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from itertools import compress
+from itertools import compress, repeat
 from operator import contains, itemgetter, mul, not_
 from typing import Any
 
@@ -690,13 +690,18 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
     # linked ports the HCA's port list lacks (the ports form lists only unlinked ones), in link order, found with
     # C loops: none (the topology form), or one per HCA (the ports form), else by a loop
     extra_ports: dict[str, tuple[int, ...]] = {}
+    # the usual fabric: one link per HCA, in the HCAs' order (the readers put each HCA's links right after it), so
+    # the loop takes each HCA's link in step with it (no look-up, no extra_ports)
+    paired = False
     if res is not None:  # the loop below in C, for the usual fabric (else the loop, which reports the rest)
         out, unknown = res
     else:
         hcas_get = g.hcas.get
         keys_ = list(links)
-        infos: list[Any] = list(map(hcas_get, map(itemgetter(0), keys_)))
-        if None not in infos:
+        infos: list[Any] = []
+        if len(keys_) == len(g.hcas) and list(map(itemgetter(0), keys_)) == list(g.hcas):
+            paired = True
+        elif None not in (infos := list(map(hcas_get, map(itemgetter(0), keys_)))):
             listed = list(map(contains, map(itemgetter(1), infos), map(itemgetter(1), keys_)))
             if not all(listed):
                 extra = list(compress(keys_, map(not_, listed)))
@@ -710,7 +715,9 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
     links_get = links.get
     last_host: str | None = None
     eps: dict[str, Endpoint] = {}
-    for guid, (desc, ports, line) in g.hcas.items() if res is None else ():
+    lport = link = None
+    for (guid, (desc, ports, line)), lk in (zip(g.hcas.items(), links.items() if paired else repeat(None))
+                                            if res is None else ()):
         if agg and guid in agg:
             continue
         toks = desc.split()
@@ -744,12 +751,17 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
                 mine = out[host] = {}
             eps = mine
             last_host = host
-        more = extra_ports.get(guid)
-        all_ports = ports if more is None else ports + more if ports else more
-        if not all_ports:
-            all_ports = (1,)
+        if lk is not None:  # paired: this HCA's one link
+            (_, lport), link = lk
+            all_ports = ports if lport in ports else ports + (lport,) if ports else (lport,)
+        else:
+            more = extra_ports.get(guid)
+            all_ports = ports if more is None else ports + more if ports else more
+            if not all_ports:
+                all_ports = (1,)
         for port in all_ports:
-            ep = Endpoint(host, hca, port, guid, line, links_get((guid, port)))
+            ep = Endpoint(host, hca, port, guid, line,
+                          link if lk is not None and port == lport else links_get((guid, port)))
             k = keys.get((hca, port))
             if k is None:
                 k = keys[(hca, port)] = f"{hca}:{port}"
