@@ -687,8 +687,8 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
     if known_hosts is None and model_guids is None and host_guids is None:  # a fabric file alone
         fast = accelerator()
     res = fast.endpoints(g.hcas, links, agg, _NO_HOST, Endpoint) if fast is not None else None
-    # linked ports the HCA's port list lacks (the ports form lists only unlinked ones), in link order, found with
-    # C loops: none (the topology form), or one per HCA (the ports form), else by a loop
+    # linked ports the HCA's port list lacks (the ports form lists only unlinked ones), in link order, where the
+    # links are not paired with the HCAs (below): found with C loops, else by a loop
     extra_ports: dict[str, tuple[int, ...]] = {}
     # the usual fabric: at most one link per HCA, in the HCAs' order (the readers put each HCA's links right after
     # it): the loop takes each HCA's link in step with it (no look-up, no extra_ports). ``paired`` holds, per HCA,
