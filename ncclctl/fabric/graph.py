@@ -22,7 +22,7 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from itertools import compress
+from itertools import compress, repeat
 from operator import contains, itemgetter, mul, not_
 from typing import Any
 
@@ -687,30 +687,47 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
     if known_hosts is None and model_guids is None and host_guids is None:  # a fabric file alone
         fast = accelerator()
     res = fast.endpoints(g.hcas, links, agg, _NO_HOST, Endpoint) if fast is not None else None
-    # linked ports the HCA's port list lacks (the ports form lists only unlinked ones), in link order, found with
-    # C loops: none (the topology form), or one per HCA (the ports form), else by a loop
+    # linked ports the HCA's port list lacks (the ports form lists only unlinked ones), in link order, where the
+    # links are not paired with the HCAs (below): found with C loops, else by a loop
     extra_ports: dict[str, tuple[int, ...]] = {}
+    # the usual fabric: at most one link per HCA, in the HCAs' order (the readers put each HCA's links right after
+    # it): the loop takes each HCA's link in step with it (no look-up, no extra_ports). ``paired`` holds, per HCA,
+    # its (key, link) or None (no link).
+    paired: Any = None
     if res is not None:  # the loop below in C, for the usual fabric (else the loop, which reports the rest)
         out, unknown = res
     else:
         hcas_get = g.hcas.get
         keys_ = list(links)
-        infos: list[Any] = list(map(hcas_get, map(itemgetter(0), keys_)))
-        if None not in infos:
-            listed = list(map(contains, map(itemgetter(1), infos), map(itemgetter(1), keys_)))
-            if not all(listed):
-                extra = list(compress(keys_, map(not_, listed)))
-                extra_ports = dict(zip(map(itemgetter(0), extra), zip(map(itemgetter(1), extra))))
-                if len(extra_ports) != len(extra):  # an HCA with two such ports
-                    extra_ports = _extra_ports(keys_, hcas_get)
-        else:
-            extra_ports = _extra_ports(keys_, hcas_get)
+        infos: list[Any] = []
+        link_guids = list(map(itemgetter(0), keys_))
+        hca_guids = list(g.hcas)
+        if link_guids == hca_guids:  # one link each (the ports form)
+            paired = links.items()
+        elif (len(linked := set(link_guids)) == len(link_guids)
+              and list(compress(hca_guids, has := list(map(linked.__contains__, hca_guids)))) == link_guids):
+            step = iter(links.items())  # some HCAs have no link (the topology form)
+            paired = [next(step) if h else None for h in has]
+        del link_guids, hca_guids
+        if paired is None:
+            infos = list(map(hcas_get, map(itemgetter(0), keys_)))
+            if None not in infos:
+                listed = list(map(contains, map(itemgetter(1), infos), map(itemgetter(1), keys_)))
+                if not all(listed):
+                    extra = list(compress(keys_, map(not_, listed)))
+                    extra_ports = dict(zip(map(itemgetter(0), extra), zip(map(itemgetter(1), extra))))
+                    if len(extra_ports) != len(extra):  # an HCA with two such ports
+                        extra_ports = _extra_ports(keys_, hcas_get)
+            else:
+                extra_ports = _extra_ports(keys_, hcas_get)
         del keys_, infos
     keys: dict[tuple[str, int], str] = {}  # one "<hca>:<port>" string per distinct pair
     links_get = links.get
     last_host: str | None = None
     eps: dict[str, Endpoint] = {}
-    for guid, (desc, ports, line) in g.hcas.items() if res is None else ():
+    lport = link = None
+    for (guid, (desc, ports, line)), lk in (zip(g.hcas.items(), repeat(None) if paired is None else paired)
+                                            if res is None else ()):
         if agg and guid in agg:
             continue
         toks = desc.split()
@@ -744,12 +761,17 @@ def host_endpoints(g: FabricGraph, *, known_hosts: dict[str, int | None] | None 
                 mine = out[host] = {}
             eps = mine
             last_host = host
-        more = extra_ports.get(guid)
-        all_ports = ports if more is None else ports + more if ports else more
-        if not all_ports:
-            all_ports = (1,)
+        if lk is not None:  # paired: this HCA's one link (an HCA without one: the look-up below finds none)
+            (_, lport), link = lk
+            all_ports = ports if lport in ports else ports + (lport,) if ports else (lport,)
+        else:
+            more = extra_ports.get(guid)
+            all_ports = ports if more is None else ports + more if ports else more
+            if not all_ports:
+                all_ports = (1,)
         for port in all_ports:
-            ep = Endpoint(host, hca, port, guid, line, links_get((guid, port)))
+            ep = Endpoint(host, hca, port, guid, line,
+                          link if lk is not None and port == lport else links_get((guid, port)))
             k = keys.get((hca, port))
             if k is None:
                 k = keys[(hca, port)] = f"{hca}:{port}"

@@ -474,6 +474,50 @@ def test_host_endpoints_c_and_python_agree_on_fixtures(monkeypatch, reader, path
     assert c == py
 
 
+@pytest.mark.parametrize("form", ["ibnetdiscover", "ibnetdiscover-p"])
+def test_host_endpoints_python_takes_links_in_step(tmp_path, monkeypatch, reader, form):
+    """The Python loop of graph.host_endpoints takes each HCA's link in step with it when the links are in the
+    HCAs' order, at most one each (the readers' order): it looks up only the ports of the HCAs without a link. With
+    the links in another order, or an HCA with two links, it looks every port up: the same endpoints and
+    findings."""
+    if reader != "c":
+        pytest.skip("the Python loop's look-ups: runs once, in the C pass")
+    text = synth(SynthSpec(nodes=40, rails=2, group=8, miscable=1, down=1, seed=3)).text
+    path = tmp_path / "fabric.txt"
+    path.write_text(text if form == "ibnetdiscover" else as_form(text, form))
+    g = load_fabric_file(str(path))
+    monkeypatch.setenv("NCCLCTL_PURE_PYTHON", "1")
+    calls = [0]
+
+    class Counting(dict):
+        def get(self, key, default=None):
+            calls[0] += 1
+            return super().get(key, default)
+
+    def run(links):
+        g.hca_links = Counting(links)
+        calls[0] = 0
+        eps, found = G.host_endpoints(g)
+        return ([(h, [(k, (e.host, e.hca, e.port, e.guid, e.line, e.link)) for k, e in d.items()])
+                 for h, d in eps.items()], [repr(f) for f in found]), calls[0]
+
+    links = dict(g.hca_links)
+    in_step, looked_up = run(links)
+    n_eps = sum(len(d) for _h, d in in_step[0])
+    linked = {guid for guid, _port in links}
+    assert len(linked) == len(links) and 0 < len(links) <= n_eps  # one link each
+    assert (len(links) < n_eps) == (form == "ibnetdiscover")  # some HCAs without one (a port down)
+    assert looked_up == n_eps - len(links)
+    assert run(dict(reversed(list(links.items())))) == (in_step, n_eps)
+    # an HCA with a second link (its port 9): every port looked up, that port's endpoint added
+    guid, port = next(iter(links))
+    two = dict(links)
+    two[(guid, 9)] = links[(guid, port)]
+    (eps2, found2), looked_up2 = run(two)
+    assert looked_up2 == n_eps + 1 and found2 == in_step[1]
+    assert sum(len(d) for _h, d in eps2) == n_eps + 1
+
+
 def _wide_core(n: int) -> str:
     """A core switch listing links to ``n`` switches described only after it: the C reader's GUID table grows
     while it is inside that block (its slots move; the reader must keep nothing that points into them)."""
