@@ -159,7 +159,7 @@ def _rail_warns(c: Any) -> None:
     """The WARNs that stop NCCL over rail/plane ids: the topology's ids against the plugin's (2.32.3: NCCL returns
     ncclInvalidUsage, read from the library), more plane ids than it takes or a reserved one (2.30.7+:
     transport/net_ib/init.cc), more rails than it takes (2.32.3)."""
-    from ncclctl.logs.show import hostlist
+    from ncclctl.logs.records import hostlist
 
     groups: dict[str, list[tuple[str, Ev]]] = defaultdict(list)
     for p in c.ls.procs.values():
@@ -195,7 +195,7 @@ def check_rails(c: Any, fabric: dict[str, dict[str, tuple[int, int | None, str]]
                 fabric_label: str = "") -> None:
     """LOG037: NCCL's rails and planes against each other and against the fabric (``fabric``) or the node's rail
     table (``--root``/``--inventory``)."""
-    from ncclctl.logs.show import hostlist
+    from ncclctl.logs.records import hostlist
 
     ls: LogSet = c.ls
     _rail_warns(c)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import AbstractSet, Any
+from typing import AbstractSet, Any, Iterable
 
 from ncclctl.record import record
 
@@ -386,3 +386,14 @@ class LogSet:
 
     def members(self) -> list[Member]:
         return [m for c in self.comms for m in c.members]
+
+
+def hostlist(names: Iterable[str]) -> str:
+    """A Slurm hostlist of ``names`` (``gpu[01-16]``); one name as it is. Here, below every reader of the records
+    (show, check, rails, nvlink, diff), so none of them imports another for it."""
+    uniq = sorted({n or "?" for n in names})
+    if len(uniq) <= 1:
+        return uniq[0] if uniq else "-"
+    from ncclctl.fabric.hostlist import compress
+
+    return compress(uniq)

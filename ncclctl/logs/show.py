@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Iterable, Iterator
 
-from ncclctl.logs.records import Comm, LogSet, Member, Proc
+from ncclctl.logs.records import Comm, LogSet, Member, Proc, hostlist
 
 
 def ranges(nums: Iterable[int]) -> str:
@@ -29,16 +29,6 @@ def ranges(nums: Iterable[int]) -> str:
         start = prev = x
     out.append(str(start) if start == prev else f"{start}-{prev}")
     return ",".join(out)
-
-
-def hostlist(names: Iterable[str]) -> str:
-    """A Slurm hostlist of ``names`` (``gpu[01-16]``); one name as it is."""
-    uniq = sorted({n or "?" for n in names})
-    if len(uniq) <= 1:
-        return uniq[0] if uniq else "-"
-    from ncclctl.fabric.hostlist import compress
-
-    return compress(uniq)
 
 
 def nic_label(proc: Proc) -> list[str]:

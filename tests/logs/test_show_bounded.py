@@ -172,4 +172,5 @@ def test_bytes_held_per_process_are_few(big_log: Path) -> None:
     rank_lines(big, 3 * N)
     _held_bytes(big_log)  # imports and caches first
     slope = (_held_bytes(big) - _held_bytes(big_log)) / (2 * N)
-    assert 500 < slope < 1_150, slope
+    # ~950 alone; up to ~1,150 after other tests in the same process (seen in a full run: 1,151); 1,700+ before
+    assert 500 < slope < 1_400, slope
