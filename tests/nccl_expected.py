@@ -55,3 +55,32 @@ def model_system(case_id: str):
     trim_system(sysm, inp["nodes"] * len(sysm.nodes[GPU]))
     compute_paths(sysm)
     return case, built, sysm
+
+
+def assert_paths_like_nccl(sysm, case: dict) -> None:
+    """The model's GPU order, GPU-GPU and GPU-NET paths, GPUDirect RDMA decisions and the NETs each GPU uses across
+    channels against NCCL's recorded ``case`` (the keys a case does not record are not checked)."""
+    from ncclctl.nccl.paths import check_gdr, get_local_net, path_str
+    from ncclctl.nccl.system import GPU, MAXCHANNELS, NET
+
+    nets = sysm.nodes[NET]
+    by_dev = {g.dev: g for g in sysm.nodes[GPU]}
+    assert [g.dev for g in sysm.nodes[GPU]] == case["gpus"]
+    for dev, row in case["gpu_gpu"].items():
+        g = by_dev[int(dev)]
+        assert [path_str(g.paths[GPU][sysm.index(by_dev[d])]) for d in case["gpus"]] == row, f"GPU {dev}"
+    for dev, row in case.get("gpu_net", {}).items():
+        assert [path_str(p) for p in by_dev[int(dev)].paths[NET]] == row, f"GPU {dev}"
+    for dev, row in case.get("gdr", {}).items():
+        g = by_dev[int(dev)]
+        mine = [f"{check_gdr(sysm, g.rank, n, 1)[0]}{check_gdr(sysm, g.rank, n, 0)[0]}" for n in range(len(nets))]
+        assert mine == row, f"GPU {dev}"
+    for dev, names in case.get("local_nets", {}).items():
+        g = by_dev[int(dev)]
+        used: list[str] = []
+        for c in range(MAXCHANNELS):
+            n = get_local_net(sysm, g.rank, c)
+            if n < 0 or (c and nets[n].name == used[0]):
+                break
+            used.append(nets[n].name)
+        assert used == names, f"GPU {dev}"

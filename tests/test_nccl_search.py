@@ -571,6 +571,21 @@ def test_search_leaves_the_system_as_it_found_it():
     assert after == before
 
 
+def _with_and_without(monkeypatch, switch: str, fixture, env, gdr, nodes):
+    """The ring and tree graphs (with their channels), the budget left after each search and the steps taken, with
+    the search's ``switch`` (a memo) on, then off."""
+    import ncclctl.nccl.search as search
+
+    def run():
+        sysm = system_for(fixture, env, gdr, nodes)
+        ring, tree = ring_and_tree(sysm)
+        return [(summary(g), channels(sysm, g)) for g in (ring, tree)], search.last_budgets(), search.last_steps()
+
+    on = run()
+    monkeypatch.setattr(search, switch, False)
+    return on, run()
+
+
 @pytest.mark.parametrize("fixture,nodes,gdr,env", [
     ("dgx-h100", 2, True, {"NCCL_IB_HCA": RAILS}),  # crossNic pairing, budget spent: the memos skip most of it
     ("dgx-h100", 1, True, {"NCCL_IB_HCA": RAILS}),  # one node: channels replayed (sameChannels)
@@ -586,16 +601,8 @@ def test_memos_are_exact(monkeypatch, fixture, nodes, gdr, env):
     """The search's memos (channel starts and whole searches seen before) change neither the graphs nor the
     budget left after each search (what steers ncclTopoCompute): the same search with them off takes every step
     itself and ends the same."""
-    import ncclctl.nccl.search as search
-
-    def run():
-        sysm = system_for(fixture, env, gdr, nodes)
-        ring, tree = ring_and_tree(sysm)
-        return [(summary(g), channels(sysm, g)) for g in (ring, tree)], search.last_budgets(), search.last_steps()
-
-    memo_graphs, memo_budgets, memo_steps = run()
-    monkeypatch.setattr(search, "MEMO", False)
-    graphs, budgets, steps = run()
+    (memo_graphs, memo_budgets, memo_steps), (graphs, budgets, steps) = _with_and_without(
+        monkeypatch, "MEMO", fixture, env, gdr, nodes)
     assert memo_graphs == graphs
     assert memo_budgets == budgets
     assert sum(memo_steps.values()) < sum(steps.values())  # the memos do skip work here
@@ -610,16 +617,8 @@ def test_memos_are_exact(monkeypatch, fixture, nodes, gdr, env):
 def test_searches_at_a_lower_speed_skipped_only_when_they_take_the_same_steps(monkeypatch, fixture, nodes, gdr):
     """A search skipped because the same search at a higher speed found nothing and provably takes the same steps
     (search._Search._slower) changes neither the graphs nor the budget left after each search; it does skip."""
-    import ncclctl.nccl.search as search
-
-    def run():
-        sysm = system_for(fixture, {}, gdr, nodes)
-        ring, tree = ring_and_tree(sysm)
-        return [(summary(g), channels(sysm, g)) for g in (ring, tree)], search.last_budgets(), search.last_steps()
-
-    fast_graphs, fast_budgets, fast_steps = run()
-    monkeypatch.setattr(search, "SPEED_MEMO", False)
-    graphs, budgets, steps = run()
+    (fast_graphs, fast_budgets, fast_steps), (graphs, budgets, steps) = _with_and_without(
+        monkeypatch, "SPEED_MEMO", fixture, {}, gdr, nodes)
     assert fast_graphs == graphs
     assert fast_budgets == budgets
     assert sum(fast_steps.values()) < sum(steps.values())

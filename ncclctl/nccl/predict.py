@@ -125,6 +125,17 @@ def predict_xml(data: bytes, *, inputs: Inputs, down: frozenset[tuple[str, int]]
     return predict_tree(res.root, inputs=inputs, down=down, path=path, channels=channels)
 
 
+def plugin_for(inputs: Inputs, down: frozenset[tuple[str, int]] = frozenset()) -> Plugin:
+    """The net plugin NCCL loads on that node: its socket transport, no network / an external plugin, or IB with
+    the ports that are down."""
+    tr = inputs.transport
+    if tr is not None and tr.name == "Socket":
+        return Plugin(gdr=inputs.gdr, down=down, name="Socket", socket=tr.socket)
+    if tr is not None and tr.name in ("none", "external"):
+        return Plugin(gdr=inputs.gdr, down=down, name=tr.name, socket=())
+    return Plugin(gdr=inputs.gdr, down=down)
+
+
 def predict_tree(root, *, inputs: Inputs, down: frozenset[tuple[str, int]] = frozenset(),
                  path: str | None = None, channels: bool = True) -> Prediction:
     """NCCL's view of a node from a topology tree NCCL's reader accepted (``root``: the ``<system>`` node, or any
@@ -134,14 +145,7 @@ def predict_tree(root, *, inputs: Inputs, down: frozenset[tuple[str, int]] = fro
     from ncclctl.errors import InputError
 
     params = Params(env=inputs.env, version=inputs.version)
-    tr = inputs.transport
-    if tr is not None and tr.name == "Socket":
-        plugin = Plugin(gdr=inputs.gdr, down=down, name="Socket", socket=tr.socket)
-    elif tr is not None and tr.name in ("none", "external"):
-        plugin = Plugin(gdr=inputs.gdr, down=down, name=tr.name, socket=())
-    else:
-        plugin = Plugin(gdr=inputs.gdr, down=down)
-    built = build(root, params, plugin)
+    built = build(root, params, plugin_for(inputs, down))
     sysm = built.system
     if not sysm.nodes[GPU]:
         raise InputError("the topology file has no GPU NCCL can use", path=path,

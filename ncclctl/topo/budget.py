@@ -24,10 +24,9 @@ def budget_on_host(result: "ParseResult", node: "Node", path: str) -> list[Findi
     """The budget findings of the topology file ``result`` on ``node`` ([] when it fits with room), or None when
     the host's count cannot be made (no GPU, a host NCCL cannot model): the file-only estimate stands then."""
     from ncclctl.errors import InputError
-    from ncclctl.nccl.build import Plugin
     from ncclctl.nccl.detect import generate_for
     from ncclctl.nccl.hostmerge import host_budget
-    from ncclctl.nccl.predict import inputs_for_node
+    from ncclctl.nccl.predict import inputs_for_node, plugin_for
     from ncclctl.nccl.system import Params
     from ncclctl.nccl.xml import parse_nccl_xml
     from ncclctl.topo.rules import rule
@@ -50,13 +49,7 @@ def budget_on_host(result: "ParseResult", node: "Node", path: str) -> list[Findi
         ports = sum(1 for n in detected.root.iter() if n.name == "net")
         if result.node_count + detected.node_count + 3 * ports < result.max_nodes - BUDGET_MARGIN:
             return []
-        if tr is not None and tr.name == "Socket":
-            plugin = Plugin(gdr=inputs.gdr, down=down, name="Socket", socket=tr.socket)
-        elif tr is not None and tr.name in ("none", "external"):
-            plugin = Plugin(gdr=inputs.gdr, down=down, name=tr.name, socket=())
-        else:
-            plugin = Plugin(gdr=inputs.gdr, down=down)
-        b = host_budget(root, detected.root, Params(env=inputs.env, version=version), plugin)
+        b = host_budget(root, detected.root, Params(env=inputs.env, version=version), plugin_for(inputs, down))
     except (InputError, ValueError, ArithmeticError, LookupError):
         return None
     limit = result.max_nodes

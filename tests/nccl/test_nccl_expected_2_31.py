@@ -12,7 +12,7 @@ import json
 import pytest
 
 from conftest import REPO
-from nccl_expected import case_env, expected, topo_xml
+from nccl_expected import assert_paths_like_nccl, case_env, expected, topo_xml
 
 DATA = REPO / "tests" / "data" / "nccl_expected" / "2.31.0a7.json"
 
@@ -126,8 +126,8 @@ def _model_cases() -> list[str]:
 @pytest.mark.parametrize("case_id", _model_cases())
 def test_model_for_2_31_gives_its_paths_nics_and_gdr(case_id):
     from ncclctl.nccl.build import Plugin, build
-    from ncclctl.nccl.paths import check_gdr, compute_paths, get_local_net, path_str, trim_system
-    from ncclctl.nccl.system import GPU, MAXCHANNELS, NET, Params
+    from ncclctl.nccl.paths import compute_paths, trim_system
+    from ncclctl.nccl.system import GPU, Params
     from ncclctl.nccl.version import Version
     from ncclctl.nccl.xml import parse_nccl_xml
 
@@ -138,27 +138,7 @@ def test_model_for_2_31_gives_its_paths_nics_and_gdr(case_id):
     compute_paths(sysm)
     trim_system(sysm, inp["nodes"] * len(sysm.nodes[GPU]))
     compute_paths(sysm)
-    nets = sysm.nodes[NET]
-    by_dev = {g.dev: g for g in sysm.nodes[GPU]}
-    assert [g.dev for g in sysm.nodes[GPU]] == case["gpus"]
-    for dev, row in case["gpu_gpu"].items():
-        g = by_dev[int(dev)]
-        assert [path_str(g.paths[GPU][sysm.index(by_dev[d])]) for d in case["gpus"]] == row, f"GPU {dev}"
-    for dev, row in case.get("gpu_net", {}).items():
-        assert [path_str(p) for p in by_dev[int(dev)].paths[NET]] == row, f"GPU {dev}"
-    for dev, row in case.get("gdr", {}).items():
-        g = by_dev[int(dev)]
-        mine = [f"{check_gdr(sysm, g.rank, n, 1)[0]}{check_gdr(sysm, g.rank, n, 0)[0]}" for n in range(len(nets))]
-        assert mine == row, f"GPU {dev}"
-    for dev, names in case.get("local_nets", {}).items():
-        g = by_dev[int(dev)]
-        used: list[str] = []
-        for c in range(MAXCHANNELS):
-            n = get_local_net(sysm, g.rank, c)
-            if n < 0 or (c and nets[n].name == used[0]):
-                break
-            used.append(nets[n].name)
-        assert used == names, f"GPU {dev}"
+    assert_paths_like_nccl(sysm, case)
 
 
 @pytest.mark.parametrize("case_id", sorted(k for k, v in KNOWN.items() if {"ring", "tree"} & v))
