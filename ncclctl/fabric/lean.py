@@ -818,23 +818,48 @@ def _ports_cols(text: str, source: str) -> Any:
                 cur = ["CA", sg[-1], pi[-1], ds[-1], int(L[-1]), lines[-1], [] if RK[-1] else [pi[-1]]]
                 gl = G
             else:
-                sg = list(map(intern, map(G.__getitem__, starts), map(G.__getitem__, starts)))
                 ends = starts[1:]
                 ends.append(m)
-                runs = chain.from_iterable(map(repeat, sg, map(sub, ends, starts)))
-                gl = list(runs) if gl is None else gl + list(runs)
-                for k, (s, e) in enumerate(zip(starts, ends)):
+                lens = list(map(sub, ends, starts))
+                sg = list(map(G.__getitem__, starts))
+                nk = list(map(K.__getitem__, starts))
+                one_ca = list(map(and_, map(is_ca, nk), map((1).__eq__, lens)))  # HCAs of one line
+                n_one = one_ca.count(True)
+                todo: Any = range(ns)
+                if n_one and n_one == nk.count("CA"):  # every HCA of the chunk has one line: no Python step each
+                    idx = list(compress(range(ns), one_ca))
+                    if idx[-1] == ns - 1:
+                        idx.pop()  # the chunk's last node stays open
+                    at = list(map(starts.__getitem__, idx))
+                    ds = list(map(add, map(LD.__getitem__, at), map(UD.__getitem__, at)))
+                    if "" in ds:
+                        return _DECLINE
+                    unl = repeat(())
+                    if "" in map(RK.__getitem__, at):
+                        unl = [() if RK[s] else (pi[s],) for s in at]
+                    hcas.update(zip(map(sg.__getitem__, idx), zip(ds, unl, map(lines.__getitem__, at))))
+                    todo = list(compress(range(ns), map(not_, one_ca)))
+                    if one_ca[-1]:
+                        todo.append(ns - 1)
+                for k in todo:
+                    s = starts[k]
+                    e = ends[k]
                     desc = LD[s] or UD[s]
                     if not desc:
                         return _DECLINE
-                    kind = K[s]
-                    node = [kind, sg[k], max(pi[s:e]), desc, int(L[s]), lines[s], []]
+                    kind = nk[k]
+                    guid = sg[k]
+                    if kind != "CA":  # (a switch's GUID is interned: the links name it too)
+                        guid = sg[k] = intern(guid, guid)
+                    node = [kind, guid, max(pi[s:e]), desc, int(L[s]), lines[s], []]
                     if kind == "CA" and "" in RK[s:e]:
                         node[6] = list(compress(pi[s:e], map(not_, RK[s:e])))
                     if e < m:
                         finish(node)
                     else:
                         cur = node
+                runs = chain.from_iterable(map(repeat, sg, lens))
+                gl = list(runs) if gl is None else gl + list(runs)
             if len(hcas) + len(switches) != before + ns - 1:
                 return _DECLINE  # a node's lines are not consecutive
             if cur[1] in hcas or cur[1] in switches:

@@ -619,6 +619,9 @@ def _p_variants(text: str) -> list[tuple[str, str]]:
     mixed = [lines[k] for k in sw[:cut]] + [lines[k] for k in ca[:5]] + [lines[k] for k in sw[cut:]] \
         + [lines[k] for k in ca[5:]]
     out.append(("hcas-between-switches", "\n".join(mixed)))
+    tca = [ln for ln in two if ln.startswith("CA ")]  # the two-line HCA among them
+    out.append(("two-line-hca-between-switches", "\n".join([lines[k] for k in sw[:cut]] + tca[:6]
+                                                             + [lines[k] for k in sw[cut:]] + tca[6:])))
     out.append(("low-switch-guid", text.replace("0x043f720100000000", "0x0000000000000001")))
     out.append(("port-257", text.replace(" 1 65 0x043f7201", " 1 257 0x043f7201", 1)))
     return out
