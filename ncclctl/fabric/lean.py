@@ -559,7 +559,7 @@ _PLINE_FAST = re.compile(
     + r"([0-9]{1,2}x|\?\?)" + _S + r"([A-Za-z0-9_]{1,10}|\?\?\?)"
     r"(?:" + _S + r"-" + _S + r"(SW|CA|RT)" + _S + _NUM + _S + r"(" + _NUM + r")" + _S
     + r"0x([0-9a-f]{16})" + _S + r"\(" + _S0 + r"'(" + _DESC + r")'" + _S + r"-" + _S + r"'" + _DESC + r"'"
-    + _S0 + r"\)| {1,64}+'(" + _DESC + r")')?" + _S0 + r"(?![^\n])")
+    + _S0 + r"\)| {1,64}+'(" + _DESC + r")'|)" + _S0 + r"(?![^\n])")  # (|): a branch, cheaper than "?" (~8%)
 _PCHUNK = 1 << 16  # characters per findall: a chunk's records stay in the processor's cache
 
 
