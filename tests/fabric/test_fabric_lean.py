@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -596,3 +597,60 @@ def test_ports_fast_pattern_and_full_pattern_read_the_same(monkeypatch, reader):
         elif t in edits:
             assert want is not None and len(calls) == 1
     assert 20 < taken < 300
+
+
+def _p_variants(text: str) -> list[tuple[str, str]]:
+    """The -p form's own layout with the cases the column reader handles apart: unlinked ports on HCAs and
+    switches, a two-line HCA, a router, an HCA linked to a router, a switch GUID below its HCAs', several widths
+    and speeds, a port above 256, HCA lines between switch lines."""
+    lines = text.split("\n")
+    ca = [k for k, ln in enumerate(lines) if ln.startswith("CA ")]
+    sw = [k for k, ln in enumerate(lines) if ln.startswith("SW ")]
+    out = [("usual", text)]
+    two = list(lines)  # a second, unlinked port line on one HCA (right after its first)
+    first = two[ca[3]]
+    two.insert(ca[3] + 1, first.split(" - ")[0].replace("  1 0x", "  2 0x", 1).replace(" 4x NDR", " 4x SDR")
+               + "   '" + first.split("( '")[1].split("'")[0] + "'")
+    out.append(("two-line-hca", "\n".join(two)))
+    out.append(("router", re.sub(r"^SW( +1 [ 0-9]{2} 0x)", r"RT\1", text, flags=re.M)))
+    out.append(("hdr-link", "\n".join(ln.replace(" 4x NDR ", " 4x HDR ") if k in (ca[0], sw[-1]) else ln
+                                      for k, ln in enumerate(lines))))
+    cut = next(k for k in range(1, len(sw)) if lines[sw[k]].split()[3] != lines[sw[0]].split()[3])  # 2nd switch
+    mixed = [lines[k] for k in sw[:cut]] + [lines[k] for k in ca[:5]] + [lines[k] for k in sw[cut:]] \
+        + [lines[k] for k in ca[5:]]
+    out.append(("hcas-between-switches", "\n".join(mixed)))
+    tca = [ln for ln in two if ln.startswith("CA ")]  # the two-line HCA among them
+    out.append(("two-line-hca-between-switches", "\n".join([lines[k] for k in sw[:cut]] + tca[:6]
+                                                             + [lines[k] for k in sw[cut:]] + tca[6:])))
+    out.append(("low-switch-guid", text.replace("0x043f720100000000", "0x0000000000000001")))
+    out.append(("port-257", text.replace(" 1 65 0x043f7201", " 1 257 0x043f7201", 1)))
+    return out
+
+
+@pytest.mark.parametrize("chunk", [300, 700, 1 << 16])
+def test_ports_columns_build_the_ports_graph(monkeypatch, reader, chunk):
+    """The -p form read in columns (_ports_cols) against the line-by-line reader (_ports): on the tool's own output,
+    at chunk sizes that cut nodes of every kind, it builds _ports' graph entry for entry and in the same order; on
+    200 random edits it builds that graph or steps aside (_DECLINE, then _ports decides), never a graph where _ports
+    gives another one or None."""
+    if reader != "python":
+        pytest.skip("the pure-Python reader: runs once")
+    monkeypatch.setattr(lean, "_PCHUNK", chunk)
+    text = as_form(synth(SynthSpec(nodes=24, rails=2, group=4, miscable=1, down=2, seed=5)).text, "ibnetdiscover-p")
+    for name, t in _p_variants(text):
+        want = lean._ports(["\n" + t], "f")
+        got = lean._ports_cols("\n" + t, "f")
+        assert want is not None and got is not lean._DECLINE, name
+        assert state(got) == state(want), name
+    if chunk != 700:
+        return
+    taken = declined = 0
+    for t in _mutants(text, 200, seed=21):
+        want = lean._ports(["\n" + t], "f")
+        got = lean._ports_cols("\n" + t, "f")
+        if got is lean._DECLINE:
+            declined += 1
+            continue
+        assert want is not None and state(got) == state(want), t
+        taken += 1
+    assert taken > 20 and declined > 20, (taken, declined)
