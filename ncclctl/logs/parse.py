@@ -1186,14 +1186,15 @@ class Parser:
         if me is None:
             # several ranks (or one written two ways: "07", "7"), or a new member: the first line as _conn reads it,
             # then the rest in one step when they are of the member it left; all line by line past the first
-            _h, ch, a, b, d, via = rows[0]
-            self._conn(mem, (ch, a, b, d or None, via), name, lineno + start + 1, batch[start])
+            row = rows[0]
+            self._conn(mem, (row[1], row[2], row[3], row[4] or None, row[5]), name, lineno + start + 1, batch[start])
             if len(mes) == 1 and len(rows) > 1:
                 self._conn_run(key, rows[1:], batch, start + 1, lineno, name)
                 return
             for i in range(1, len(rows)):
-                _h, ch, a, b, d, via = rows[i]
-                self._conn(cur[key], (ch, a, b, d or None, via), name, lineno + start + i + 1, batch[start + i])
+                row = rows[i]
+                self._conn(cur[key], (row[1], row[2], row[3], row[4] or None, row[5]), name, lineno + start + i + 1,
+                           batch[start + i])
             return
         conns = own(mem, "conns")
         vias_cache = self._vias
