@@ -88,7 +88,8 @@ _CONN_FAST = re.compile(r"(?:Channel|Ring) (\d{1,9})\S* : (\d{1,9})\S* -> (\d{1,
 _CONN_ROWS = re.compile(r"\n(?:(\S+ \[\d{1,9}\]) NCCL INFO (?:Channel|Ring) (\d{1,9})\S* : (\d{1,9})\S* -> (\d{1,9})\S*"
                         r"(?: \[(s|r)\w*\])? via ([^\n]*)|[^\n]*)")
 _ROW_HEAD = itemgetter(0)
-#: Batches of fewer lines, or with " via " in under this share of their lines, are read line by line.
+#: Batches of fewer lines, or with " via " in under this share of the lines of their first 64 KiB, are read line by
+#: line (a batch of other lines would only pay for the pattern).
 RUN_BATCH_MIN = 64
 RUN_VIA_SHARE = 0.5
 _RINGLIST = re.compile(r"^Channel (\d{1,9})(?:/(\d{1,9}))? :((?:\s+\d{1,9})*)(\s*\.\.\.)?\s*$")
@@ -366,7 +367,7 @@ class Parser:
         for batch in batches:
             if len(batch) >= RUN_BATCH_MIN:
                 text = "\n" + "\n".join(batch)
-                if text.count(" via ") >= len(batch) * RUN_VIA_SHARE:
+                if text.count(" via ", 0, 1 << 16) >= text.count("\n", 0, 1 << 16) * RUN_VIA_SHARE:  # its start
                     rows = _CONN_ROWS.findall(text)
                     if len(rows) == len(batch):  # a row per line (always: every match starts at a line end)
                         n, o = self._runs(batch, rows, lineno, name, heads, procs_here)
