@@ -92,6 +92,8 @@ _ROW_HEAD = itemgetter(0)
 #: line (a batch of other lines would only pay for the pattern).
 RUN_BATCH_MIN = 64
 RUN_VIA_SHARE = 0.5
+#: Runs of fewer rows are read row by row (what one step costs is more than a few rows' :meth:`Parser._conn`).
+RUN_ROWS_MIN = 8
 _RINGLIST = re.compile(r"^Channel (\d{1,9})(?:/(\d{1,9}))? :((?:\s+\d{1,9})*)(\s*\.\.\.)?\s*$")
 _NET = re.compile(r"^NET/(.+?)/(\d{1,9})(?:\((\d{1,9})\))?(/GDRDMA)?")
 _TREE = re.compile(r"\[(\d{1,9})\] (-?\d{1,9})/(-?\d{1,9})/(-?\d{1,9})->(-?\d{1,9})->(-?\d{1,9})")
@@ -404,9 +406,15 @@ class Parser:
                     i += 1
                     hp = heads[head]
                     g = g[1:]
-                if g:
+                if len(g) >= RUN_ROWS_MIN:
                     self._conn_run(hp[2], g, batch, i, lineno, name)
-                    nccl += len(g)
+                else:  # a short run (ranks that print in turns): each row as the line-by-line path reads its match
+                    key = hp[2]
+                    for row in g:
+                        i += 1
+                        self._conn(cur[key], (row[1], row[2], row[3], row[4] or None, row[5]), name, lineno + i,
+                                   batch[i - 1])
+                nccl += len(g)
             else:
                 n, o = self._lines(batch, i, j, lineno, name, heads, procs_here)
                 nccl += n

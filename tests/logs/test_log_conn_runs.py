@@ -64,11 +64,14 @@ def state(ls: P.LogSet) -> list:
     return res
 
 
-def parse(text: str, *, fast: bool, batch: int | None = None, monkeypatch: pytest.MonkeyPatch) -> P.LogSet:
-    """``text`` read in batches of ``batch`` lines (one batch: None), runs in one step or line by line."""
+def parse(text: str, *, fast: bool, batch: int | None = None, monkeypatch: pytest.MonkeyPatch,
+          rows_min: int = 1) -> P.LogSet:
+    """``text`` read in batches of ``batch`` lines (one batch: None), runs (of ``rows_min`` rows or more) in one
+    step or line by line."""
     with monkeypatch.context() as mp:
         mp.setattr(P, "RUN_BATCH_MIN", 1 if fast else 1 << 60)
         mp.setattr(P, "RUN_VIA_SHARE", 0)
+        mp.setattr(P, "RUN_ROWS_MIN", rows_min)
         parser = P.Parser()
         src = P.Source("job.log")
         parser.out.sources.append(src)
@@ -83,6 +86,7 @@ def same(text: str, monkeypatch: pytest.MonkeyPatch, batches=(None, 1, 7)) -> P.
     want = state(ref)
     for b in batches:
         assert state(parse(text, fast=True, batch=b, monkeypatch=monkeypatch)) == want, f"batches of {b} lines"
+    assert state(parse(text, fast=True, monkeypatch=monkeypatch, rows_min=P.RUN_ROWS_MIN)) == want
     return ref
 
 
@@ -184,6 +188,20 @@ def test_ranks_and_communicators_in_one_run(monkeypatch):
     calls = _counting(monkeypatch)
     parse("\n".join(mixed), fast=True, monkeypatch=monkeypatch)
     assert calls["_conn"] == len(mixed)
+
+
+def test_ranks_that_print_in_turns(monkeypatch):
+    """Eight processes of a host writing one file: their lines in turns, runs of one row, read row by row (what
+    one step costs is more than a row's _conn); the rows' matches are not made again."""
+    heads = [f"gpu0005:{41388 + d}:{41392 + d} [{d}]" for d in range(8)]
+    starts = [f"{h} NCCL INFO comm 0x1 rank {32 + d} nranks 64 cudaDev {d} busId {d}000 commId 0x7 - Init START"
+              for d, h in enumerate(heads)]
+    turns = [x for group in zip(*(alltoall(32 + d, 64, h) for d, h in enumerate(heads))) for x in group]
+    ref = same("\n".join(starts + turns), monkeypatch)
+    assert [m.conns["NET/IB/GDRDMA"] for p in ref.procs.values() for m in p.members] == [112] * 8
+    calls = _counting(monkeypatch)
+    parse("\n".join(starts + turns), fast=True, monkeypatch=monkeypatch, rows_min=P.RUN_ROWS_MIN)
+    assert calls == {"_conn": len(turns), "_conn_run": 0, "rows": 0}
 
 
 def test_caps_of_channels_nets_and_local_peers(monkeypatch):
