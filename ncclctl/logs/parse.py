@@ -82,9 +82,10 @@ _COMM = re.compile(r"^(?:\[Rank \d+\] )?(?:(\w+) )?comm (0x[0-9a-fA-F]+|\(nil\))
 _COMM_NODES = re.compile(r"^comm (0x[0-9a-fA-F]+) rank (\d{1,9}) nRanks (\d{1,9}) nNodes (\d{1,9}) localRanks (\d{1,9}) "
                          r"localRank (\d{1,9})")
 _CONN_FAST = re.compile(r"(?:Channel|Ring) (\d{1,9})\S* : (\d{1,9})\S* -> (\d{1,9})\S*(?: \[(s|r)\w*\])? via (.*)")
-#: A batch's lines, one row each (``"\n"`` + the lines joined): a connection line whose prefix is exactly
-#: ``host:pid:tid [dev]`` gives (prefix, channel, from, to, s/r, via), read as :data:`_CONN_FAST` reads its message;
-#: any other line a row of empty strings (read line by line).
+#: A batch's lines, one row each (``"\n"`` + the lines joined): a connection line whose prefix is one word and
+#: ``[dev]`` (``host:pid:tid [dev]``; no launcher's prefix, no blank: its " NCCL " is the line's first) gives
+#: (prefix, channel, from, to, s/r, via), as :data:`_CONN_FAST` reads its message; any other line a row of empty
+#: strings (read line by line).
 _CONN_ROWS = re.compile(r"\n(?:(\S+ \[\d{1,9}\]) NCCL INFO (?:Channel|Ring) (\d{1,9})\S* : (\d{1,9})\S* -> (\d{1,9})\S*"
                         r"(?: \[(s|r)\w*\])? via ([^\n]*)|[^\n]*)")
 _ROW_HEAD = itemgetter(0)
