@@ -18,9 +18,13 @@ prints is *recognised* when its wording is one of NCCL's (``wordings.txt``) and 
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import sys
+from collections import Counter
+from itertools import compress, groupby, repeat
+from operator import eq, itemgetter, ne
 from typing import Any, Iterable
 
 from ncclctl.logs.lines import parse_head, split_warn_head, strip_launcher
@@ -78,6 +82,19 @@ _COMM = re.compile(r"^(?:\[Rank \d+\] )?(?:(\w+) )?comm (0x[0-9a-fA-F]+|\(nil\))
 _COMM_NODES = re.compile(r"^comm (0x[0-9a-fA-F]+) rank (\d{1,9}) nRanks (\d{1,9}) nNodes (\d{1,9}) localRanks (\d{1,9}) "
                          r"localRank (\d{1,9})")
 _CONN_FAST = re.compile(r"(?:Channel|Ring) (\d{1,9})\S* : (\d{1,9})\S* -> (\d{1,9})\S*(?: \[(s|r)\w*\])? via (.*)")
+#: A batch's lines, one row each (``"\n"`` + the lines joined): a connection line whose prefix is one word and
+#: ``[dev]`` (``host:pid:tid [dev]``; no launcher's prefix, no blank: its " NCCL " is the line's first) gives
+#: (prefix, channel, from, to, s/r, via), as :data:`_CONN_FAST` reads its message; any other line a row of empty
+#: strings (read line by line).
+_CONN_ROWS = re.compile(r"\n(?:(\S+ \[\d{1,9}\]) NCCL INFO (?:Channel|Ring) (\d{1,9})\S* : (\d{1,9})\S* -> (\d{1,9})\S*"
+                        r"(?: \[(s|r)\w*\])? via ([^\n]*)|[^\n]*)")
+_ROW_HEAD = itemgetter(0)
+#: Batches of fewer lines, or with " via " in under this share of the lines of their first 64 KiB, are read line by
+#: line (a batch of other lines would only pay for the pattern).
+RUN_BATCH_MIN = 64
+RUN_VIA_SHARE = 0.5
+#: Runs of fewer rows are read row by row (what one step costs is more than a few rows' :meth:`Parser._conn`).
+RUN_ROWS_MIN = 8
 _RINGLIST = re.compile(r"^Channel (\d{1,9})(?:/(\d{1,9}))? :((?:\s+\d{1,9})*)(\s*\.\.\.)?\s*$")
 _NET = re.compile(r"^NET/(.+?)/(\d{1,9})(?:\((\d{1,9})\))?(/GDRDMA)?")
 _TREE = re.compile(r"\[(\d{1,9})\] (-?\d{1,9})/(-?\d{1,9})/(-?\d{1,9})->(-?\d{1,9})->(-?\d{1,9})")
@@ -340,84 +357,144 @@ class Parser:
 
     # ------------------------------------------------------------------ input
     def feed_source(self, name: str, batches: Iterable[list[str]], source: Source) -> None:
-        """Read one input. The loop is the hot path of a 200 MB log (2 million lines): connection lines, nearly
-        all of a big job's lines, are read here without leaving it (a prefix cache resolves ``host:pid:tid
-        [dev]`` to the process, a cache of ``via ...`` texts to the transport); everything else goes to
-        :meth:`_info` / :meth:`_warn`."""
+        """Read one input. Connection lines, nearly all of a big job's lines (2 million of a 200 MB log), come in
+        runs of one prefix (``host:pid:tid [dev]``): a batch where they are most of the lines is read with one
+        pattern (:data:`_CONN_ROWS`, a row per line) and each run in one step (:meth:`_conn_run`); every other
+        line, and every line of a batch that is not mostly connections, is read line by line (:meth:`_lines`)."""
         lineno = 0
         out = self.out
         heads: dict[str, tuple] = {}  # per source: the procs a file shows (bare version lines are per file)
         procs_here: set[Proc] = set()
         self._source_procs[name] = procs_here
-        cur = self._cur
-        conn_match = _CONN_FAST.match
         nccl = other_lines = 0
         for batch in batches:
-            for line in batch:
-                lineno += 1
-                k = line.find(" NCCL ")
-                if k < 0:
-                    if line.startswith("NCCL "):
-                        k = -1
-                    else:
-                        if (self._ras_on or line.startswith("Job summary")) and self._ras(line, name, lineno):
-                            continue
-                        if (self._rasj is not None or line.startswith('  "nccl_version": "')) and \
-                                self._ras_json(line, name, lineno):
-                            continue
-                        if "NCCL" in line or "nccl" in line:
-                            self._other(line, name, lineno)
-                        elif any(x in line for x in BARE_NEEDLES):
-                            self._framework_warn(line, name, lineno)
-                        elif line[:1] == "#" and not out.nccl_tests and "nThread" in line:
-                            out.nccl_tests = True
-                        elif line and line[0] in "NBCU" and not line[0].isspace():
-                            self._bare(line, name, lineno)
+            if len(batch) >= RUN_BATCH_MIN:
+                text = "\n" + "\n".join(batch)
+                if text.count(" via ", 0, 1 << 16) >= text.count("\n", 0, 1 << 16) * RUN_VIA_SHARE:  # its start
+                    rows = _CONN_ROWS.findall(text)
+                    if len(rows) == len(batch):  # a row per line (always: every match starts at a line end)
+                        n, o = self._runs(batch, rows, lineno, name, heads, procs_here)
+                        nccl += n
+                        other_lines += o
+                        lineno += len(batch)
                         continue
-                level = line[k + 6:k + 10]
-                if level == "INFO":
-                    msg = line[k + 11:]
-                    head = line[:k] if k > 0 else ""
-                    nccl += 1
-                    hp = heads.get(head)
-                    if hp is None:
-                        hp = self._resolve(head, name, lineno, line, procs_here)
-                        if len(heads) > HEADS_MAX:
-                            heads.clear()
-                        heads[head] = hp
-                    c0 = msg[:1]
-                    if (c0 == "C" or c0 == "R") and " via " in msg:
-                        m = conn_match(msg)
-                        if m is not None:
-                            mem = cur.get(hp[2])
-                            if mem is None:
-                                mem = self._member(hp[0], hp[1], Ev(name, lineno, ""))
-                            self._conn(mem, m.groups(), name, lineno, line)
-                            continue
-                    self._info(hp, msg, name, lineno, line)
-                elif level == "WARN":
-                    nccl += 1
-                    head, loc = split_warn_head(line[:k]) if k > 0 else ("", "")
-                    self._warn(parse_head(head), line[k + 11:], loc, name, lineno, line)
-                elif level == "vers":
-                    self._version_line(line, name, lineno)
-                elif level == "ATTN":  # NCCL 2.32's level between WARN and INFO ("host:pid:tid [d] f.cc:N NCCL ATTN")
-                    nccl += 1
-                    head, loc = split_warn_head(line[:k]) if k > 0 else ("", "")
-                    self._warn(parse_head(head), line[k + 11:], loc, name, lineno, line, attn=True)
-                elif level == "DIAG":  # NCCL 2.32's diagnostics: "host:pid NCCL DIAG [FAIL] net bw: ..."
-                    nccl += 1
-                    self._diag(line[k + 11:], name, lineno, line)
-                elif level == "TRAC" or level == "CALL":  # NCCL talking, nothing we read
-                    nccl += 1
-                    other_lines += 1
-                else:  # " NCCL error in: ...": an application's line
-                    self._other(line, name, lineno)
+            n, o = self._lines(batch, 0, len(batch), lineno, name, heads, procs_here)
+            nccl += n
+            other_lines += o
+            lineno += len(batch)
         source.nccl_lines += nccl
         out.nccl_lines += nccl
         out.recognised += other_lines
         source.lines = lineno
         out.lines += lineno
+
+    def _runs(self, batch: list[str], rows: list[tuple[str, ...]], lineno: int, name: str, heads: dict[str, tuple],
+              procs_here: set[Proc]) -> tuple[int, int]:
+        """A batch read as rows of :data:`_CONN_ROWS` (one per line): each run of connection lines of one prefix in
+        one step, the lines between them line by line. Returns (NCCL lines, lines counted as recognised here)."""
+        nccl = other_lines = 0
+        cur = self._cur
+        i = 0
+        for head, grp in groupby(rows, _ROW_HEAD):
+            g = list(grp)
+            j = i + len(g)
+            if head:
+                hp = heads.get(head)
+                if hp is None or hp[2] not in cur:  # its first line makes the process and the member
+                    n, o = self._lines(batch, i, i + 1, lineno, name, heads, procs_here)
+                    nccl += n
+                    other_lines += o
+                    i += 1
+                    hp = heads[head]
+                    g = g[1:]
+                if len(g) >= RUN_ROWS_MIN:
+                    self._conn_run(hp[2], g, batch, i, lineno, name)
+                else:  # a short run (ranks that print in turns): each row as the line-by-line path reads its match
+                    key = hp[2]
+                    for row in g:
+                        i += 1
+                        self._conn(cur[key], (row[1], row[2], row[3], row[4] or None, row[5]), name, lineno + i,
+                                   batch[i - 1])
+                nccl += len(g)
+            else:
+                n, o = self._lines(batch, i, j, lineno, name, heads, procs_here)
+                nccl += n
+                other_lines += o
+            i = j
+        return nccl, other_lines
+
+    def _lines(self, batch: list[str], start: int, end: int, lineno: int, name: str, heads: dict[str, tuple],
+               procs_here: set[Proc]) -> tuple[int, int]:
+        """``batch[start:end]`` line by line (``lineno``: the lines before the batch). A prefix cache resolves
+        ``host:pid:tid [dev]`` to the process, a cache of ``via ...`` texts the transport (:meth:`_conn`);
+        everything else goes to :meth:`_info` / :meth:`_warn`. Returns (NCCL lines, lines counted as recognised
+        here)."""
+        out = self.out
+        cur = self._cur
+        conn_match = _CONN_FAST.match
+        nccl = other_lines = 0
+        lineno += start
+        for line in batch[start:end] if start or end != len(batch) else batch:
+            lineno += 1
+            k = line.find(" NCCL ")
+            if k < 0:
+                if line.startswith("NCCL "):
+                    k = -1
+                else:
+                    if (self._ras_on or line.startswith("Job summary")) and self._ras(line, name, lineno):
+                        continue
+                    if (self._rasj is not None or line.startswith('  "nccl_version": "')) and \
+                            self._ras_json(line, name, lineno):
+                        continue
+                    if "NCCL" in line or "nccl" in line:
+                        self._other(line, name, lineno)
+                    elif any(x in line for x in BARE_NEEDLES):
+                        self._framework_warn(line, name, lineno)
+                    elif line[:1] == "#" and not out.nccl_tests and "nThread" in line:
+                        out.nccl_tests = True
+                    elif line and line[0] in "NBCU" and not line[0].isspace():
+                        self._bare(line, name, lineno)
+                    continue
+            level = line[k + 6:k + 10]
+            if level == "INFO":
+                msg = line[k + 11:]
+                head = line[:k] if k > 0 else ""
+                nccl += 1
+                hp = heads.get(head)
+                if hp is None:
+                    hp = self._resolve(head, name, lineno, line, procs_here)
+                    if len(heads) > HEADS_MAX:
+                        heads.clear()
+                    heads[head] = hp
+                c0 = msg[:1]
+                if (c0 == "C" or c0 == "R") and " via " in msg:
+                    m = conn_match(msg)
+                    if m is not None:
+                        mem = cur.get(hp[2])
+                        if mem is None:
+                            mem = self._member(hp[0], hp[1], Ev(name, lineno, ""))
+                        self._conn(mem, m.groups(), name, lineno, line)
+                        continue
+                self._info(hp, msg, name, lineno, line)
+            elif level == "WARN":
+                nccl += 1
+                head, loc = split_warn_head(line[:k]) if k > 0 else ("", "")
+                self._warn(parse_head(head), line[k + 11:], loc, name, lineno, line)
+            elif level == "vers":
+                self._version_line(line, name, lineno)
+            elif level == "ATTN":  # NCCL 2.32's level between WARN and INFO ("host:pid:tid [d] f.cc:N NCCL ATTN")
+                nccl += 1
+                head, loc = split_warn_head(line[:k]) if k > 0 else ("", "")
+                self._warn(parse_head(head), line[k + 11:], loc, name, lineno, line, attn=True)
+            elif level == "DIAG":  # NCCL 2.32's diagnostics: "host:pid NCCL DIAG [FAIL] net bw: ..."
+                nccl += 1
+                self._diag(line[k + 11:], name, lineno, line)
+            elif level == "TRAC" or level == "CALL":  # NCCL talking, nothing we read
+                nccl += 1
+                other_lines += 1
+            else:  # " NCCL error in: ...": an application's line
+                self._other(line, name, lineno)
+        return nccl, other_lines
 
     def _resolve(self, head: str, name: str, lineno: int, line: str, procs_here: set) -> tuple:
         """(process, device, member key) of a line's prefix."""
@@ -1094,6 +1171,82 @@ class Parser:
             conns[kind] = n + 1
         self.out.recognised += 1
 
+    def _conn_run(self, key: tuple, rows: list[tuple[str, ...]], batch: list[str], start: int, lineno: int,
+                  name: str) -> None:
+        """Rows of :data:`_CONN_ROWS` of one prefix (``batch[start:]``'s lines, ``lineno`` before the batch) whose
+        member exists: what :meth:`_conn` records line by line, in one step when every row names the same rank
+        (each transport's count at once, the channels and local peers deduplicated in order: recording one again
+        changes nothing, caps included); line by line otherwise."""
+        cur = self._cur
+        mem = cur[key]
+        _h, chs, frm, to, dirs, vias = zip(*rows)
+        if "r" in dirs:
+            mes = set(compress(frm, map(ne, dirs, repeat("r"))))
+            mes.update(compress(to, map(eq, dirs, repeat("r"))))
+        else:
+            mes = set(frm)
+        me = int(next(iter(mes))) if len(mes) == 1 else None
+        if me is not None and mem.rank != me:
+            if mem.rank is None:
+                mem.rank = me
+            elif mem.completed is None:
+                return  # another rank's lines on this device while its communicator initialises: not read
+            else:
+                me = None  # a new communicator without START: its first line makes the member (below)
+        if me is None:
+            # several ranks (or one written two ways: "07", "7"), or a new member: the first line as _conn reads it,
+            # then the rest in one step when they are of the member it left; all line by line past the first
+            row = rows[0]
+            self._conn(mem, (row[1], row[2], row[3], row[4] or None, row[5]), name, lineno + start + 1, batch[start])
+            if len(mes) == 1 and len(rows) > 1:
+                self._conn_run(key, rows[1:], batch, start + 1, lineno, name)
+                return
+            for i in range(1, len(rows)):
+                row = rows[i]
+                self._conn(cur[key], (row[1], row[2], row[3], row[4] or None, row[5]), name, lineno + start + i + 1,
+                           batch[start + i])
+            return
+        conns = own(mem, "conns")
+        vias_cache = self._vias
+        local_vias: dict[tuple[str, str], str] = {}
+        # each (transport, channel) once, in the order of its first line: the counts per transport, the channels
+        for (via, d, ch), n in Counter(zip(vias, dirs, chs)).items():
+            got = vias_cache.get((via, d or None))
+            if got is None:
+                got = self._via(via, d or None)
+            kind, net, local = got
+            c = conns.get(kind)
+            if c is None:
+                conns[kind] = n
+                i = vias.index(via)  # the first line of this transport
+                while dirs[i] != d:
+                    i = vias.index(via, i + 1)
+                own(mem, "conn_ev")[kind] = Ev(name, lineno + start + i + 1, batch[start + i].strip()[:400])
+            else:
+                conns[kind] = c + n
+            if net is not None:
+                got_ch = mem.net_ch.get(ch)
+                if got_ch is None:
+                    if len(mem.net_ch) < 256:
+                        own(mem, "net_ch")[ch] = {net}
+                elif net not in got_ch and len(got_ch) < 8:
+                    got_ch.add(net)
+            elif local:
+                local_vias[(via, d)] = kind
+        if local_vias and len(mem.local_peers) < 64:
+            # each (peer, transport) once, in the order of its first line
+            is_local = {via for via, _d in local_vias}.__contains__
+            for a, b, d, via in dict.fromkeys(compress(zip(frm, to, dirs, vias), map(is_local, vias))):
+                kind = local_vias.get((via, d))
+                if kind is None:
+                    continue
+                if len(mem.local_peers) >= 64:
+                    break
+                peer = int(a) if d == "r" else int(b)
+                if peer not in mem.local_peers:
+                    own(mem, "local_peers")[peer] = kind
+        self.out.recognised += len(rows)
+
     # ------------------------------------------------------------------ end
     def finish(self) -> LogSet:
         out = self.out
@@ -1219,14 +1372,22 @@ def read_logs(paths: list[str], *, stdin=None) -> LogSet:
 
     parser = Parser()
     skipped: list[str] = []
-    for path in expand_inputs(paths, skipped):
-        name = "<stdin>" if path == "-" else path
-        st = LineStream(name)
-        src = Source(name)
-        parser.out.sources.append(src)
-        parser.feed_source(name, iter_lines(path, "log", stream=st, stdin=stdin), src)
-        src.notes = st.notes()
-        src.gzip = st.gzip
+    # The reader allocates a row per line (a 1,024-rank log: 2 million) and keeps what it records: the cyclic GC
+    # would walk the growing heap again and again (a sixth of the run). It makes no garbage cycles.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for path in expand_inputs(paths, skipped):
+            name = "<stdin>" if path == "-" else path
+            st = LineStream(name)
+            src = Source(name)
+            parser.out.sources.append(src)
+            parser.feed_source(name, iter_lines(path, "log", stream=st, stdin=stdin), src)
+            src.notes = st.notes()
+            src.gzip = st.gzip
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     if skipped and parser.out.sources:
         first = parser.out.sources[0]
         first.notes = list(first.notes) + skipped[:20] + (
