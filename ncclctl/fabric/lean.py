@@ -89,15 +89,16 @@ def read_graph(path: str) -> FabricGraph | None:
         g = _topology_bulk(text, path)  # the usual layout, read from the text as it is (no copy)
         if g is not None:
             return g
+    if kind == "ibnetdiscover-ports":
+        g = _ports_cols(text, path)  # ibnetdiscover's own layout, read in columns (from the text as it is: no copy)
+        if g is not _DECLINE:
+            return g
     # Every line with a "\n" before it (see _NODE); handed over in a list so that the reader can let it go.
     box = ["\n" + text]
     del text
     if kind == "ibnetdiscover":
         return _topology(box, path)
     if kind == "ibnetdiscover-ports":
-        g = _ports_cols(box[0], path)  # ibnetdiscover's own layout, read in columns
-        if g is not _DECLINE:
-            return g
         return _ports(box, path)
     return None
 
@@ -684,9 +685,10 @@ _DECLINE: Any = object()
 
 
 def _ports_cols(text: str, source: str) -> Any:
-    """The graph of ``text`` (the file's text with a "\\n" before it, as _ports reads it), a chunk's records at a
-    time as columns: the fields of a chunk's lines are handled by C loops over its columns (``zip``, ``map``,
-    ``compress``, ``dict.update``), with a Python step per switch and per HCA of more than one line, none per line.
+    """The graph of ``text`` (the file's text as it is; _ports reads it with a "\\n" put before it), a chunk's
+    records at a time as columns: the fields of a chunk's lines are handled by C loops over its columns (``zip``,
+    ``map``, ``compress``, ``dict.update``), with a Python step per switch and per HCA of more than one line, none
+    per line.
     It takes ibnetdiscover's own layout only (every chunk read by _PLINE_FAST, known widths and speeds, one kind per
     node, every node's first line with its description, nothing _ports refuses) and builds _ports' graph, entry for
     entry and in the same order; on anything else it returns :data:`_DECLINE` and _ports reads the text."""
@@ -760,13 +762,21 @@ def _ports_cols(text: str, source: str) -> Any:
             switches[guid] = Switch(guid=guid, desc=desc, nports=nports, line=line, lid=lid, kind=_KIND[kind])
 
     line0 = 0  # the lines before the chunk
-    i, n = 0, len(text) - 1
+    n = len(text) - 1  # the last "\n"
+    i = -1  # (the first chunk: read with a "\n" put before its first line; the others start at a "\n")
     while i < n:
-        j = text.find("\n", i + _PCHUNK)
+        j = text.find("\n", max(i, 0) + _PCHUNK)
         j = n if j < 0 or j > n else j
-        recs = findall(text, i, j)
-        if len(recs) != text.count("\n", i, j):
-            return _DECLINE
+        if i < 0:
+            first = "\n" + text[:j]
+            recs = findall(first)
+            if len(recs) != first.count("\n"):
+                return _DECLINE
+            del first
+        else:
+            recs = findall(text, i, j)
+            if len(recs) != text.count("\n", i, j):
+                return _DECLINE
         i = j
         K, L, P, G, W, S, RK, RP, RG, LD, UD = zip(*recs)
         del recs

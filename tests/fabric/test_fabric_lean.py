@@ -639,7 +639,7 @@ def test_ports_columns_build_the_ports_graph(monkeypatch, reader, chunk):
     text = as_form(synth(SynthSpec(nodes=24, rails=2, group=4, miscable=1, down=2, seed=5)).text, "ibnetdiscover-p")
     for name, t in _p_variants(text):
         want = lean._ports(["\n" + t], "f")
-        got = lean._ports_cols("\n" + t, "f")
+        got = lean._ports_cols(t, "f")
         assert want is not None and got is not lean._DECLINE, name
         assert state(got) == state(want), name
     if chunk != 700:
@@ -647,7 +647,7 @@ def test_ports_columns_build_the_ports_graph(monkeypatch, reader, chunk):
     taken = declined = 0
     for t in _mutants(text, 200, seed=21):
         want = lean._ports(["\n" + t], "f")
-        got = lean._ports_cols("\n" + t, "f")
+        got = lean._ports_cols(t, "f")
         if got is lean._DECLINE:
             declined += 1
             continue
