@@ -10,6 +10,7 @@ by ``subprocess.run(..., capture_output=True, text=True, env=ENV, cwd=CWD)`` wou
   working folder, ``sys.path[0]`` and ``sys.argv`` as ``-m`` sets them, a clean ``__main__`` namespace;
 - stdin the caller's (or a pipe holding ``input``), stdout and stderr pipes read back here, ``sys.std*``
   rebuilt over them as Python builds them at start-up (a pipe is not a terminal: block-buffered stdout);
+- the caller's resource limits and umask as they are at the call;
 - signal dispositions as ``exec`` and Python's start-up leave them: what the caller ignores stays ignored
   (SIGINT included), every other signal at its default, SIGPIPE and SIGXFSZ ignored, SIGINT raising
   KeyboardInterrupt; the caller's signal mask;
@@ -201,6 +202,12 @@ def _child(conn: socket.socket, stdio: list[int], ctl: socket.socket, wake: tupl
         if signal.SIGINT not in ignored:
             signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.pthread_sigmask(signal.SIG_SETMASK, req["mask"])
+        import resource
+
+        for which, limits in req["rlimits"].items():
+            if resource.getrlimit(which) != limits:
+                resource.setrlimit(which, limits)
+        os.umask(req["umask"])
         os.chdir(req["cwd"])
         os.environ.clear()
         os.environ.update(req["env"])
@@ -319,8 +326,14 @@ class Zygote:
         stdin_fd = in_r if in_r is not None else 0
         ignored = [s for s in signal.valid_signals()
                    if s not in (signal.SIGKILL, signal.SIGSTOP) and _ignored(s)]
+        import resource
+
+        umask = os.umask(0o022)
+        os.umask(umask)
         req = {"args": list(args), "env": dict(env), "cwd": str(cwd), "ignored": ignored,
-               "mask": sorted(signal.pthread_sigmask(signal.SIG_BLOCK, []))}
+               "mask": sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])), "umask": umask,
+               "rlimits": {getattr(resource, n): resource.getrlimit(getattr(resource, n))
+                           for n in dir(resource) if n.startswith("RLIMIT_")}}
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
             with self.lock:
