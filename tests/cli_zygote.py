@@ -107,6 +107,10 @@ def _serve(ctl_fd: int) -> None:
     assert atexit._ncallbacks() == 0, "a pre-imported module registered an atexit callback"  # type: ignore[attr-defined]
     assert threading.active_count() == 1, "a pre-imported module started a thread"
     assert tempfile.tempdir is None, "a pre-imported module filled tempfile's cache"
+    import gc
+
+    gc.collect()
+    gc.freeze()  # the imported modules' objects: never scanned by a child's collections (nor copied for it)
     ctl = socket.socket(fileno=ctl_fd)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
