@@ -132,7 +132,8 @@ def run_cli_io(*args: str, env: dict | None = None, timeout: float = 60, tmp: Pa
     MB (its own modules) whatever the machine's speed; one that reads the input whole reads its size. The
     timeout is only a hang guard. ``whole_env`` replaces the environment (``env`` adds to ours). ``setup`` is
     Python run in the child before the command (a limit lowered, so that a small input takes the path a huge one
-    does). Skips where /proc/self/io cannot be read."""
+    does). Skips where /proc/self/io cannot be read. Always a fresh interpreter, never the fork server of
+    :func:`run_cli`: the counts are the whole process's, start-up and imports included."""
     full_env = dict(os.environ if whole_env is None else whole_env)
     full_env.pop("NCCLCTL_DEBUG", None)
     if env:
