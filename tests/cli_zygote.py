@@ -1,7 +1,7 @@
 """A fork server for the tests' ``python -m ncclctl`` runs (:func:`conftest.run_cli`).
 
 A fresh interpreter costs ~0.13 s before ncclctl does anything, and each command then imports typer and its own
-modules again (0.2-0.6 s on 2 loaded cores); the suite starts ncclctl ~12,000 times. Each pytest-xdist worker
+modules again (0.2-0.6 s on 2 loaded cores); the suite starts ncclctl ~2,300 times. Each pytest-xdist worker
 instead starts two *zygotes* (``python -c`` subprocesses of this worker) that import typer and every ``ncclctl``
 module once, then ``fork()`` one child per run. The child is set up as a fresh ``python -m ncclctl ARGS`` started
 by ``subprocess.run(..., capture_output=True, text=True, env=ENV, cwd=CWD)`` would be:
