@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+import cli_zygote
+
 REPO = Path(__file__).resolve().parents[1]
 HOSTS = REPO / "fixtures" / "hosts"
 GOLDEN = REPO / "tests" / "golden"
@@ -45,14 +47,38 @@ def golden(request: pytest.FixtureRequest):
     return check
 
 
-def run_cli(*args: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    """Run ncclctl in a subprocess exactly as a user would (python -m ncclctl)."""
+def _cli_env(env: dict | None) -> dict:
     full_env = dict(os.environ)
     full_env.pop("NCCLCTL_DEBUG", None)
     if env:
         full_env.update(env)
+    return full_env
+
+
+def run_cli(*args: str, env: dict | None = None, timeout: float = 60,
+            input: str | None = None) -> subprocess.CompletedProcess:
+    """Run ncclctl as a user would (``python -m ncclctl ARGS``): what ``subprocess.run`` of it returns (text
+    stdout/stderr, ``TimeoutExpired`` after killing it). Served by a fork server that has the imports done
+    (tests/cli_zygote.py: the child is set up as the fresh process would be); ``NCCLCTL_TEST_FRESH=1`` starts a
+    fresh interpreter for every run, and :func:`run_cli_fresh` does so always."""
+    full_env = _cli_env(env)
+    cmd = [sys.executable, "-m", "ncclctl", *args]
+    done = cli_zygote.run(cmd, list(args), full_env, REPO, timeout, input)
+    if done is not None:
+        return done
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env, cwd=REPO, input=input)
+
+
+def run_cli_fresh(*args: str, env: dict | None = None, timeout: float = 60,
+                  input: str | None = None) -> subprocess.CompletedProcess:
+    """:func:`run_cli` in a fresh interpreter always: for tests about the process itself (start-up, imports,
+    signals, what Python does at exit)."""
     return subprocess.run([sys.executable, "-m", "ncclctl", *args], capture_output=True, text=True,
-                          timeout=timeout, env=full_env, cwd=REPO)
+                          timeout=timeout, env=_cli_env(env), cwd=REPO, input=input)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    cli_zygote.shutdown()
 
 
 @pytest.fixture
@@ -106,7 +132,8 @@ def run_cli_io(*args: str, env: dict | None = None, timeout: float = 60, tmp: Pa
     MB (its own modules) whatever the machine's speed; one that reads the input whole reads its size. The
     timeout is only a hang guard. ``whole_env`` replaces the environment (``env`` adds to ours). ``setup`` is
     Python run in the child before the command (a limit lowered, so that a small input takes the path a huge one
-    does). Skips where /proc/self/io cannot be read."""
+    does). Skips where /proc/self/io cannot be read. Always a fresh interpreter, never the fork server of
+    :func:`run_cli`: the counts are the whole process's, start-up and imports included."""
     full_env = dict(os.environ if whole_env is None else whole_env)
     full_env.pop("NCCLCTL_DEBUG", None)
     if env:

@@ -42,7 +42,8 @@ def test_forced_file_is_nccls_own_layout_and_validates_clean(host, golden, tmp_p
     result = run_cli("rings", "graph", "--root", str(HOSTS / host), "-o", str(out), "--force")
     assert result.returncode == 0, result.stderr
     golden(f"rings/{host}.xml", out.read_text())
-    pin = ["--env", "NCCL_IB_HCA=" + _rails(host)] if "NCCL_IB_HCA is not set" in result.stderr else []
+    hca = _rails(host)  # one `ncclctl rails` run for the pin and both predictions (it was run up to five times)
+    pin = ["--env", "NCCL_IB_HCA=" + hca] if "NCCL_IB_HCA is not set" in result.stderr else []
     checked = run_cli("rings", "validate", str(out), "--root", str(HOSTS / host), "--format", "json",
                       "--fail-on", "warning", *pin)
     report = json.loads(checked.stdout)
@@ -52,10 +53,10 @@ def test_forced_file_is_nccls_own_layout_and_validates_clean(host, golden, tmp_p
     assert res.ok and "rank=" not in out.read_text()
     # The file, loaded as NCCL loads it, gives what NCCL's own search gives.
     own = json.loads(run_cli("topo", "predict", "--root", str(HOSTS / host), "-N", "2", "--format", "json",
-                             *(["--env", "NCCL_IB_HCA=" + _rails(host)] if _rails(host) else [])).stdout)
+                             *(["--env", "NCCL_IB_HCA=" + hca] if hca else [])).stdout)
     loaded = json.loads(run_cli("topo", "predict", "--root", str(HOSTS / host), "-N", "2", "--format", "json",
                                 "--graph", str(out),
-                                *(["--env", "NCCL_IB_HCA=" + _rails(host)] if _rails(host) else [])).stdout)
+                                *(["--env", "NCCL_IB_HCA=" + hca] if hca else [])).stdout)
     assert loaded["graphs"]["best"] == own["graphs"]["best"]
     assert loaded["graphs"]["ring"] == own["graphs"]["ring"]
 

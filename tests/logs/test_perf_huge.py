@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 import subprocess
 import sys
 import tracemalloc
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, run_cli
 
 sys.path.insert(0, str(REPO / "bench"))
 from growth import perf_rows  # noqa: E402
@@ -28,10 +27,7 @@ PERF = REPO / "fixtures" / "logs" / "perf"
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env.pop("NCCLCTL_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "ncclctl", *args], capture_output=True, text=True, timeout=300,
-                          env=env, cwd=REPO)
+    return run_cli(*args, timeout=300)
 
 
 def test_perf_check_of_a_huge_table_through_the_cli_keeps_a_bounded_table(tmp_path: Path) -> None:

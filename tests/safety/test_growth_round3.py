@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 import re
 import subprocess
 import sys
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, run_cli
 
 sys.path.insert(0, str(REPO / "bench"))
 from growth import fabric_with_cr, perf_rows, rank_lines, replicate  # noqa: E402
@@ -27,11 +26,7 @@ HOSTS = REPO / "fixtures" / "hosts"
 
 
 def run(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    full = dict(os.environ)
-    full.pop("NCCLCTL_DEBUG", None)
-    full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "ncclctl", *args], capture_output=True, text=True, timeout=timeout,
-                          env=full, cwd=REPO)
+    return run_cli(*args, env=env, timeout=timeout)
 
 
 def _model(tmp_path: Path, host: str) -> dict:

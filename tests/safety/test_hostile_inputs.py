@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HOSTS, REPO, bind_unix, run_cli_io
+from conftest import HOSTS, REPO, bind_unix, run_cli, run_cli_io
 
 SECRET = "TOP-SECRET-0xC0FFEE"
 SMALL = "pcie-server"  # 390 files: cmd/, nvml.json, env.json, RoCE and IB
@@ -31,11 +31,7 @@ READ_BOUND = 16 << 20
 
 
 def run(*args: str, env: dict | None = None, timeout: float = 60, stdin: str | None = None):
-    full = dict(os.environ)
-    full.pop("NCCLCTL_DEBUG", None)
-    full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "ncclctl", *args], capture_output=True, text=True, timeout=timeout,
-                          env=full, cwd=REPO, input=stdin)
+    return run_cli(*args, env=env, timeout=timeout, input=stdin)
 
 
 def refused(proc: subprocess.CompletedProcess, path: str | Path, *words: str) -> None:

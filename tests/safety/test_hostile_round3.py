@@ -18,18 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HOSTS, REPO
+from conftest import HOSTS, REPO, run_cli
 
 FABRIC = REPO / "fixtures" / "fabric" / "ib-small" / "ibnetdiscover.txt"
 LOGS = REPO / "fixtures" / "logs"
 
 
 def run(*args: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    full = dict(os.environ)
-    full.pop("NCCLCTL_DEBUG", None)
-    full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "ncclctl", *args], capture_output=True, text=True, timeout=timeout,
-                          env=full, cwd=REPO)
+    return run_cli(*args, env=env, timeout=timeout)
 
 
 # 1. Terminal escape sequences ----------------------------------------------------------------------------------
