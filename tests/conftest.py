@@ -81,6 +81,23 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     cli_zygote.shutdown()
 
 
+def held_after(fn, *args, **kw) -> tuple:
+    """``(fn(*args, **kw), bytes its result holds)``: tracemalloc's count of the allocations still alive once ``fn``
+    has returned and the cyclic collector has run (memory is counted, never timed)."""
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        out = fn(*args, **kw)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    return out, held
+
+
 @pytest.fixture
 def cli():
     return run_cli

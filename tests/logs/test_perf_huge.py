@@ -7,16 +7,14 @@ asserted by counting the rows kept and by tracemalloc, not by time (growth at th
 
 from __future__ import annotations
 
-import gc
 import json
 import subprocess
 import sys
-import tracemalloc
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_cli
+from conftest import REPO, held_after, run_cli
 
 sys.path.insert(0, str(REPO / "bench"))
 from growth import perf_rows  # noqa: E402
@@ -59,14 +57,7 @@ def test_a_table_at_the_bound_is_listed_whole(tmp_path: Path) -> None:
 
 
 def _read_held(path: Path) -> tuple[int, list[perf.Test]]:
-    gc.collect()
-    tracemalloc.start()
-    try:
-        tests, _ = perf.read_results([str(path)], min_bytes=64 << 20)
-        gc.collect()
-        held = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
+    (tests, _), held = held_after(perf.read_results, [str(path)], min_bytes=64 << 20)
     return held, tests
 
 

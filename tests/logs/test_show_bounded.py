@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_cli
+from conftest import REPO, held_after, run_cli
 
 sys.path.insert(0, str(REPO / "bench"))
 from growth import rank_lines  # noqa: E402
@@ -121,21 +121,9 @@ def test_json_is_written_one_document_at_a_time(big_log: Path, monkeypatch: pyte
 
 def _held_bytes(path: Path) -> int:
     """Bytes the parsed records of ``path`` hold (tracemalloc: allocations alive once the parser is gone)."""
-    import gc
-    import tracemalloc
-
     from ncclctl.logs.parse import read_logs
 
-    gc.collect()
-    tracemalloc.start()
-    try:
-        ls = read_logs([str(path)])
-        gc.collect()
-        held = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
-    del ls
-    return held
+    return held_after(read_logs, [str(path)])[1]
 
 
 def test_a_process_of_one_line_holds_few_objects(big_log: Path) -> None:

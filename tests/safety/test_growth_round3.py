@@ -7,17 +7,15 @@ timings at three sizes are in bench/RESULTS.md, measured with bench/growth.py).
 
 from __future__ import annotations
 
-import gc
 import json
 import re
 import subprocess
 import sys
-import tracemalloc
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_cli
+from conftest import REPO, held_after, run_cli
 
 sys.path.insert(0, str(REPO / "bench"))
 from growth import fabric_with_cr, perf_rows, rank_lines, replicate  # noqa: E402
@@ -104,14 +102,7 @@ def test_log_of_many_processes_reads_in_little_memory_per_line(tmp_path: Path) -
 
     f = tmp_path / "ranks.log"
     rank_lines(f, 10_000)
-    gc.collect()
-    tracemalloc.start()
-    try:
-        ls = read_logs([str(f)])
-        gc.collect()
-        held = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
+    ls, held = held_after(read_logs, [str(f)])
     assert len(ls.procs) == 10_000
     assert held / 10_000 < 2500, held / 10_000
 
@@ -152,14 +143,7 @@ def test_perf_rows_are_held_small(tmp_path: Path) -> None:
 
     f = tmp_path / "rows.txt"
     perf_rows(f, 20_000)
-    gc.collect()
-    tracemalloc.start()
-    try:
-        tests, _ = read_results([str(f)])
-        gc.collect()
-        held = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
+    (tests, _), held = held_after(read_results, [str(f)])
     assert len(tests) == 1 and tests[0].nrows == 20_000  # counted; the rows kept are bounded (test_perf_huge)
     assert held / 20_000 < 900, held / 20_000
     assert sum(1 for r in tests[0].rows if r.text) <= 2
