@@ -276,6 +276,21 @@ _CA_UNIT = re.compile(
 _CHUNK = 1 << 22  # characters of CA blocks per findall: bounds the records held at once
 
 
+def _rate_cols(rates: dict, widths, speeds, n: int) -> Any:
+    """The (width, speed, rate) columns of ``n`` links from their width and speed columns (C loops); ``rates``
+    caches (width, speed) -> (width, speed, rate), one tuple per distinct pair."""
+    from itertools import repeat
+
+    pairs = set(zip(widths, speeds))
+    for key in pairs:
+        if key not in rates:
+            rates[key] = (key[0], key[1], _rate(key[0], key[1]))
+    if len(pairs) == 1:
+        w, sp, r = rates[pairs.pop()]
+        return repeat(w, n), repeat(sp, n), repeat(r, n)
+    return zip(*map(rates.__getitem__, zip(widths, speeds)))
+
+
 def _topology_bulk(text: str, source: str) -> FabricGraph | None:
     """The graph of ``text`` (the file's text as it is: no "\\n" put before it) when it is in the usual layout,
     else None."""
@@ -307,14 +322,7 @@ def _topology_bulk(text: str, source: str) -> FabricGraph | None:
     is_h = "H".__eq__
 
     def rate_cols(widths, speeds, n):
-        pairs = set(zip(widths, speeds))
-        for key in pairs:
-            if key not in rates:
-                rates[key] = (key[0], key[1], _rate(key[0], key[1]))
-        if len(pairs) == 1:
-            w, sp, r = rates[pairs.pop()]
-            return repeat(w, n), repeat(sp, n), repeat(r, n)
-        return zip(*map(rates.__getitem__, zip(widths, speeds)))
+        return _rate_cols(rates, widths, speeds, n)
 
     # a block's columns: tuples from findall, narrowed to lists or compress iterators (C loops all)
     ports: Any
@@ -749,10 +757,11 @@ def _ports_cols(text: str, source: str) -> Any:
             return list(map(int, col))
 
     def rate_cols(widths, speeds, n: int) -> Any:
-        """The (width, speed, rate) columns of the links; ``one``: the chunk's lines all have the same."""
+        """The (width, speed, rate) columns of the links; ``one``: the chunk's lines all have the same (then the
+        width and speed columns are not needed)."""
         if one is not None:
             return repeat(one[0], n), repeat(one[1], n), repeat(one[2], n)
-        return zip(*map(rates.__getitem__, zip(widths, speeds)))
+        return _rate_cols(rates, widths, speeds, n)
 
     def finish(node) -> None:
         kind, guid, nports, desc, lid, line, unlinked = node
