@@ -24,6 +24,7 @@ from operator import itemgetter
 from typing import Any
 
 import re
+import sys
 
 from ncclctl.errors import InputError
 from ncclctl.fabric.graph import CLAIM_KEY as _K, FabricGraph, Switch, _rate, accelerator, claims
@@ -40,9 +41,16 @@ _ODD_BYTES = [c.encode("ascii") for c in _ODD]
 # (the regex engine then skips to each line start with a fast scan). The node line, as the general parser's fast
 # pattern (_FAST_NODE) reads it:
 _NODE = re.compile(r'\n(Switch|Ca|Rt)\t([0-9]{1,9}) "[SHR]-([0-9a-f]{16})"\t\t# "([^"\t\n]*)"([^\t\n]*)(?![^\n])')
-# Link lines: exactly the general parser's _FAST_SW / _FAST_CA.
-_LINK_SW = re.compile(r'\n\[([0-9]{1,9})\]\t"([SHR])-([0-9a-f]{16})"\[([0-9]{1,9})\](?:\([0-9a-f]{1,16}\) )?\t\t# '
-                      r'"[^"\t\n]*" lid [0-9]{1,9} ([0-9]{1,2}x)(\w+)(?![^\n])')
+# Link lines: exactly the general parser's _FAST_SW / _FAST_CA. Every repeat here and in the other fast patterns is
+# followed by a character it cannot take, so giving any back never helps a match: written possessive (``{1,9}+``,
+# ``*+``, an optional part as a branch with an empty alternative), the regex engine runs its loops without keeping
+# the positions to go back to (about 10% of a findall). Python 3.10 has no possessive repeats (3.11 added them): there
+# the same patterns are compiled greedy (``_P`` is empty), which match exactly the same text, a little slower
+# (tests/fabric/test_fabric_lean.py compares the two forms).
+_P = "+" if sys.version_info >= (3, 11) else ""
+_LINK_SW = re.compile(rf'\n\[([0-9]{{1,9}}{_P})\]\t"([SHR])-([0-9a-f]{{16}})"\[([0-9]{{1,9}}{_P})\]'
+                      rf'(?:\([0-9a-f]{{1,16}}{_P}\) |)\t\t# "[^"\t\n]*{_P}" lid [0-9]{{1,9}}{_P} '
+                      rf'([0-9]{{1,2}}{_P}x)(\w+{_P})(?![^\n])')
 _LINK_CA = re.compile(r'\n\[([0-9]{1,9})\]\([0-9a-f]{1,16}\) \t"([SHR])-([0-9a-f]{16})"\[([0-9]{1,9})\]\t\t# '
                       r'lid [0-9]{1,9} lmc [0-9]{1,9} "[^"\t\n]*" lid [0-9]{1,9} ([0-9]{1,2}x)(\w+)(?![^\n])')
 #: The link lines at the start of a block's body.
@@ -269,18 +277,24 @@ def _topology(box: list[str], source: str) -> FabricGraph | None:
 # stretches of text, so no Python statement runs per CA port. Anything else (a CA with two links, a switch after
 # the first CA, a router, odd attribute lines) returns None and the per-block reader above takes the file.
 _CA_UNIT = re.compile(
-    r'\n\nvendid=0x[0-9a-fA-F]{1,16}\ndevid=0x[0-9a-fA-F]{1,16}\nsysimgguid=0x([0-9a-fA-F]{1,16})'
-    r'\ncaguid=0x[0-9a-fA-F]{1,16}\nCa\t([0-9]{1,9}) "H-([0-9a-f]{16})"\t\t# "([^"\t\n]*)"'
-    r'(?:\n\[([0-9]{1,9})\]\([0-9a-f]{1,16}\) \t"S-([0-9a-f]{16})"\[([0-9]{1,9})\]\t\t# '
-    r'lid [0-9]{1,9} lmc [0-9]{1,9} "[^"\t\n]*" lid [0-9]{1,9} ([0-9]{1,2}x)(\w+))?(?![^\n])')
+    rf'\n\nvendid=0x[0-9a-fA-F]{{1,16}}{_P}\ndevid=0x[0-9a-fA-F]{{1,16}}{_P}\nsysimgguid=0x([0-9a-fA-F]{{1,16}}{_P})'
+    rf'\ncaguid=0x[0-9a-fA-F]{{1,16}}{_P}\nCa\t([0-9]{{1,9}}{_P}) "H-([0-9a-f]{{16}})"\t\t# "([^"\t\n]*{_P})"'
+    rf'(?:\n\[([0-9]{{1,9}}{_P})\]\([0-9a-f]{{1,16}}{_P}\) \t"S-([0-9a-f]{{16}})"\[([0-9]{{1,9}}{_P})\]\t\t# '
+    rf'lid [0-9]{{1,9}}{_P} lmc [0-9]{{1,9}}{_P} "[^"\t\n]*{_P}" lid [0-9]{{1,9}}{_P} ([0-9]{{1,2}}{_P}x)(\w+{_P})|)'
+    r'(?![^\n])')
 _CHUNK = 1 << 22  # characters of CA blocks per findall: bounds the records held at once
 
 
 def _rate_cols(rates: dict, widths, speeds, n: int) -> Any:
     """The (width, speed, rate) columns of ``n`` links from their width and speed columns (C loops); ``rates``
-    caches (width, speed) -> (width, speed, rate), one tuple per distinct pair."""
+    caches (width, speed) -> (width, speed, rate), one tuple per distinct pair. The columns are read twice: an
+    iterator (``compress``) is made a list first."""
     from itertools import repeat
 
+    if not isinstance(widths, (list, tuple)):
+        widths = list(widths)
+    if not isinstance(speeds, (list, tuple)):
+        speeds = list(speeds)
     pairs = set(zip(widths, speeds))
     for key in pairs:
         if key not in rates:
@@ -559,16 +573,16 @@ _PLINE = re.compile(
 # take (each part of _PLINE_FAST takes a subset of the same part of _PLINE, and the branches exclude each other by
 # the character after the speed). A description here may hold a line end: such a record would stand for two lines,
 # and the count of records against lines sends the chunk to _PLINE.
-_S = r" {1,30}+"
-_S0 = r" {0,30}+"
-_NUM = r"[0-9]{1,9}+"
-_DESC = r"[^']{0,64}+"
+_S = r" {1,30}" + _P
+_S0 = r" {0,30}" + _P
+_NUM = r"[0-9]{1,9}" + _P
+_DESC = r"[^']{0,64}" + _P
 _PLINE_FAST = re.compile(
     r"\n" + _S0 + r"(SW|CA|RT)" + _S + r"(" + _NUM + r")" + _S + r"(" + _NUM + r")" + _S + r"0x([0-9a-f]{16})" + _S
     + r"([0-9]{1,2}x|\?\?)" + _S + r"([A-Za-z0-9_]{1,10}|\?\?\?)"
     r"(?:" + _S + r"-" + _S + r"(SW|CA|RT)" + _S + _NUM + _S + r"(" + _NUM + r")" + _S
     + r"0x([0-9a-f]{16})" + _S + r"\(" + _S0 + r"'(" + _DESC + r")'" + _S + r"-" + _S + r"'" + _DESC + r"'"
-    + _S0 + r"\)| {1,64}+'(" + _DESC + r")'|)" + _S0 + r"(?![^\n])")  # (|): a branch, cheaper than "?" (~8%)
+    + _S0 + r"\)| {1,64}" + _P + r"'(" + _DESC + r")'|)" + _S0 + r"(?![^\n])")  # (|): a branch, cheaper than "?" (~8%)
 _PCHUNK = 1 << 16  # characters per findall: a chunk's records stay in the processor's cache
 
 

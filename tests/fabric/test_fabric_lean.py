@@ -288,6 +288,56 @@ def _slow_link(text: str) -> str:
     return text[:k] + text[k:e].replace("4xNDR", "4xHDR") + text[e:]
 
 
+def _narrow_links(text: str, which: str) -> str:
+    """Links trained down to 1x (a degraded cable: the usual field fault), from both ends: the first leaf-spine link
+    ("spine"), the first HCA link ("hca") or both ("both"); a second width in a block and in the ports form's chunk."""
+    lines = text.split("\n")
+    kinds = ["S", "H"] if which == "both" else ["S" if which == "spine" else "H"]
+    for kind in kinds:
+        owner = ""
+        for i, ln in enumerate(lines):
+            if ln.startswith("Switch\t"):
+                owner = ln.split('"')[1][2:]
+            m = re.match(r'\[(\d+)\]\t"' + kind + r'-([0-9a-f]{16})"\[(\d+)\]', ln)
+            if owner and m and ln.endswith(" 4xNDR"):
+                lines[i] = ln[:-5] + "1xNDR"
+                port, far, fport = m.groups()
+                break
+        far_line = re.compile(r'\[' + fport + r'\](\([0-9a-f]+\) )?\t"S-' + owner + r'"\[' + port + r'\]')
+        start = next(j for j, ln in enumerate(lines) if ln.split('"')[1:2] == [("S-" if kind == "S" else "H-") + far])
+        k = next(j for j in range(start + 1, len(lines)) if far_line.match(lines[j]))
+        assert lines[k].endswith(" 4xNDR")
+        lines[k] = lines[k][:-5] + "1xNDR"
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("form", ["ibnetdiscover", "ibnetdiscover-p"])
+@pytest.mark.parametrize("which", ["spine", "hca", "both"])
+@pytest.mark.parametrize("chunk", ["default", "whole-file"])
+def test_degraded_width_links_read_as_the_general_path_does(tmp_path, monkeypatch, cli, reader, form, which, chunk):
+    """A link trained down to 1x, a switch-switch one, an HCA one, or both: the lean reader (C and pure Python) builds
+    the general path's graph and every command output is the same; through the command line it is reported, not a
+    crash (the pure-Python ports reader once read a narrowed column twice when a chunk held a second width and
+    switch links listed from both ends, and stopped with an internal error: "whole-file" reads the ports form in one
+    chunk, as a large file's chunks are)."""
+    if chunk == "whole-file":
+        monkeypatch.setattr(lean, "_PCHUNK", 1 << 24)
+    text = _narrow_links(_topo(), which)
+    assert text.count("1xNDR") == (4 if which == "both" else 2)
+    if form != "ibnetdiscover":
+        text = as_form(text, form)
+        assert text.count(" 1x NDR") == (4 if which == "both" else 2)
+    path = tmp_path / "fabric.txt"
+    path.write_text(text)
+    g = lean.read_graph(str(path))
+    assert g is not None and state(g) == state(general(str(path)))
+    assert outputs(str(path), monkeypatch, True) == outputs(str(path), monkeypatch, False)
+    if chunk == "default":  # (the command line reads with the default chunks)
+        r = cli("fabric", "rails", str(path), "-f", "json")
+        assert r.returncode in (0, 1, 2) and "internal error" not in r.stderr, r.stderr
+        assert json.loads(r.stdout)
+
+
 def _two_port_ca(text: str) -> str:
     """A CA with a second port line: a seven-line CA block the bulk pattern does not take."""
     k = text.index('Ca\t1 "H-')
@@ -379,6 +429,45 @@ def test_c_and_python_readers_agree_on_mutants(tmp_path, monkeypatch, reader, fo
             taken += 1
             assert state(c) == state(py), t
     assert 20 < taken < 400  # both outcomes exercised
+
+
+def _greedy(pattern: re.Pattern) -> re.Pattern:
+    """``pattern`` with its possessive repeats made greedy: the form Python 3.10 compiles (lean._P is empty there)."""
+    return re.compile(re.sub(r"(\{[0-9]+(?:,[0-9]+)?\}|\*|\+)\+", r"\1", pattern.pattern))
+
+
+@pytest.mark.parametrize("form", ["ibnetdiscover", "ibnetdiscover-p"])
+def test_possessive_and_greedy_patterns_read_the_same(tmp_path, monkeypatch, reader, form):
+    """The fast patterns use possessive repeats where Python has them (3.11+) and the same patterns greedy on 3.10,
+    which has none (a possessive repeat there is a compile error: "multiple repeat"). Every repeat in them is followed
+    by a character it cannot take, so both forms must find the same records in any text: on the tool's output and
+    400 random edits of it, each pattern's findall is the same, and so is the pure-Python reader's graph (or None)."""
+    if reader != "python":
+        pytest.skip("the pure-Python reader's patterns: runs once")
+    names = ["_LINK_SW", "_CA_UNIT", "_PLINE_FAST"]
+    fast = {n: getattr(lean, n) for n in names}
+    slow = {n: _greedy(p) for n, p in fast.items()}
+    if lean._P:  # Python 3.11+: the two forms differ in their source, not in what they match
+        assert all(slow[n].pattern != fast[n].pattern for n in names)
+    text = _topo() if form == "ibnetdiscover" else as_form(_topo(), form)
+    path = tmp_path / "fabric.txt"
+    taken = 0
+    for t in [text, *_mutants(text, 400, seed=21)]:
+        body = "\n" + t
+        for n in names:
+            assert fast[n].findall(body) == slow[n].findall(body), (n, t)
+        path.write_text(t)
+        got = lean.read_graph(str(path))
+        for n in names:
+            monkeypatch.setattr(lean, n, slow[n])
+        want = lean.read_graph(str(path))
+        for n in names:
+            monkeypatch.setattr(lean, n, fast[n])
+        assert (got is None) == (want is None), t
+        if got is not None:
+            taken += 1
+            assert state(got) == state(want), t
+    assert 20 < taken < 401
 
 
 def test_link_claims_tell_swapped_links_apart(reader):
