@@ -36,6 +36,9 @@ from ncclctl.parsers.ibnetdiscover import _SW_EXTRA, LANE_GBPS, MAX_PORTS
 _ODD = "\x0b\x0c\x1c\x1d\x1e\x1f\x00"
 _ODD_BYTES = [c.encode("ascii") for c in _ODD]
 
+#: Port numbers as written (up to 256, no leading zeros) -> int: a look-up takes a quarter of ``int()``'s time.
+_SMALL_INTS = {str(i): i for i in range(257)}
+
 # --- topology form --------------------------------------------------------------------------------------------
 # The text is read with a "\n" before every line (one is prepended), so that the patterns start with a literal
 # (the regex engine then skips to each line start with a fast scan). The node line, as the general parser's fast
@@ -140,7 +143,7 @@ def _topology(box: list[str], source: str) -> FabricGraph | None:
     # One object per distinct GUID, width and speed text; port numbers -> ints; (width, speed) -> rate.
     strs: dict[str, str] = {}
     sget = strs.get
-    ints: dict[str, int] = {str(i): i for i in range(257)}
+    ints: dict[str, int] = dict(_SMALL_INTS)
     rates: dict[tuple[str, str], tuple[Any, Any, float | None]] = {}
     port_lists: dict[int, tuple[int, ...]] = {}
     sysimgs: list[tuple[str, str]] = []  # (CA guid, its system image GUID) where they differ
@@ -305,6 +308,17 @@ def _rate_cols(rates: dict, widths, speeds, n: int) -> Any:
     return zip(*map(rates.__getitem__, zip(widths, speeds)))
 
 
+def _ints(col) -> list[int]:
+    """A column of port numbers (digit strings) as ints: a look-up each (_SMALL_INTS), ``int()`` for a column
+    holding any other number."""
+    if not isinstance(col, (list, tuple)):
+        col = tuple(col)
+    try:
+        return list(map(_SMALL_INTS.__getitem__, col))
+    except KeyError:  # above 256, or written "01"
+        return list(map(int, col))
+
+
 def _topology_bulk(text: str, source: str) -> FabricGraph | None:
     """The graph of ``text`` (the file's text as it is: no "\\n" put before it) when it is in the usual layout,
     else None."""
@@ -380,10 +394,10 @@ def _topology_bulk(text: str, source: str) -> FabricGraph | None:
             ports_s, rks, rguids, rports_s, widths, speeds = zip(*recs)
             if not lanes >= set(speeds):
                 return None
-            ports = list(map(int, ports_s))
+            ports = _ints(ports_s)
             if nports and max(ports) > nports + 64:
                 return None
-            rports = list(map(int, rports_s))
+            rports = _ints(rports_s)
             lines = range(lineno + 1, lineno + 1 + nlines)
             nh = rks.count("H")
             # a leaf lists its HCA ports first, usually: then both parts are slices, else masks
@@ -494,10 +508,10 @@ def _topology_bulk(text: str, source: str) -> FabricGraph | None:
                 ls, ll = list(compress(speeds, lports)), list(compress(starts, lports))
             if not lanes >= set(ls):
                 return None
-            lp = list(map(int, lp_s))
+            lp = _ints(lp_s)
             if max(lp) > 64 and any(p > int(np_) + 64 for p, np_ in zip(lp, compress(nps, lports)) if int(np_)):
                 return None
-            rp = list(map(int, rp_s))
+            rp = _ints(rp_s)
             rg = list(map(intern, rg, rg))
             ca_claims += linked
             acc_ca += claims(zip(repeat(_K), lg, lp, rg, rp))
@@ -603,7 +617,7 @@ def _ports(box: list[str], source: str) -> FabricGraph | None:
     norm: dict[str, Any] = {}  # raw GUID -> its normalised string; width + speed -> (width, speed, rate)
     kinds = _KIND
     lanes = LANE_GBPS
-    ints: dict[str, int] = {str(i): i for i in range(257)}
+    ints: dict[str, int] = dict(_SMALL_INTS)
     findall = _PLINE_FAST.findall
     # the open node: [kind, guid, nports, desc, lid, line, unlinked ports]
     cur: Any = None
@@ -728,7 +742,6 @@ def _ports_cols(text: str, source: str) -> Any:
     strs: dict[str, str] = {}
     intern = strs.setdefault  # one object per GUID, as _ports keeps them
     rates: dict[tuple[str, str], tuple[str, str, float | None]] = {}
-    to_int = {str(i): i for i in range(257)}.__getitem__
     findall = _PLINE_FAST.findall
     is_ca = "CA".__eq__
     is_sw = {"SW", "RT"}.__contains__
@@ -762,13 +775,6 @@ def _ports_cols(text: str, source: str) -> Any:
     fw: Any
     fs: Any
     fl: Any
-
-    def ints(col) -> list[int]:
-        col = tuple(col)
-        try:
-            return list(map(to_int, col))
-        except KeyError:  # above 256, or written "01"
-            return list(map(int, col))
 
     def rate_cols(widths, speeds, n: int) -> Any:
         """The (width, speed, rate) columns of the links; ``one``: the chunk's lines all have the same (then the
@@ -811,7 +817,7 @@ def _ports_cols(text: str, source: str) -> Any:
                     return _DECLINE  # an unknown width or speed (or one _ports refuses)
                 rates[key] = (key[0], key[1], _rate(key[0], key[1]))
         one = rates[pairs.pop()] if len(pairs) == 1 else None
-        pi = ints(P)
+        pi = _ints(P)
         lines = range(line0 + 1, line0 + 1 + m)
         # the nodes: runs of lines of one GUID, one kind each
         starts = list(compress(range(m), map(ne, G, chain((prev_g,), G))))
@@ -913,7 +919,7 @@ def _ports_cols(text: str, source: str) -> Any:
                 if "CA" in crk:
                     return _DECLINE  # two HCAs linked
                 crg = list(map(intern, crg, crg))
-                crp = ints(crp)
+                crp = _ints(crp)
                 ca_claims += nl
                 acc_ca += claims(zip(repeat(_K), cg, cp, crg, crp))
                 ww, ss, rr = rate_cols(cw, cs, nl)
@@ -934,19 +940,19 @@ def _ports_cols(text: str, source: str) -> Any:
             if nh:
                 hm = list(map(is_ca, xrk))
                 sw_claims += nh
-                acc_ca -= claims(zip(repeat(_K), compress(xrg, hm), ints(compress(xrp, hm)), compress(xg, hm),
+                acc_ca -= claims(zip(repeat(_K), compress(xrg, hm), _ints(compress(xrp, hm)), compress(xg, hm),
                                      compress(xp, hm)))
             nsw = len(xrk) - nh - nun
             if nsw:
                 if nh or nun:
                     wm = list(map(is_sw, xrk))
                     xg, xp, xrg = (tuple(compress(c, wm)) for c in (xg, xp, xrg))
-                    xrp = ints(compress(xrp, wm))
+                    xrp = _ints(compress(xrp, wm))
                     if one is None:
                         xw, xs = tuple(compress(xw, wm)), tuple(compress(xs, wm))
                     xl = tuple(compress(xl, wm))
                 else:
-                    xrp = ints(xrp)
+                    xrp = _ints(xrp)
                 fm = list(map(lt, xg, xrg))
                 nf = fm.count(True)
                 if nf < nsw:
