@@ -9,7 +9,9 @@ three are the functions below, written once, and behave as the generated ones do
 
 * ``==``: only an instance of the very same class is equal, field by field in order as a tuple (so identical
   objects in a field compare equal, as ``(x,) == (x,)`` does), fields with ``compare=False`` left out; anything
-  else gives ``NotImplemented``.
+  else gives ``NotImplemented``. That is the generated ``__eq__`` up to Python 3.12; 3.13's compares field by field
+  with ``==`` alone, so two records holding the same NaN object differ there. A record keeps the tuple rule on
+  every Python: the same records are equal (and a fleet's output the same) whichever Python runs ncclctl.
 * ``hash``: the hash of that tuple (fields with ``hash=False`` left out, ``hash=True`` ones kept even without
   ``compare``), so equal records hash alike and records work as keys and set members.
 * ``repr``: ``ClassName(field=value, ...)`` with ``repr=False`` fields left out, ``...`` for a record inside itself.
